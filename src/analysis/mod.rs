@@ -1,0 +1,6 @@
+//! Fits, extrapolation, thresholds and statistics: pure functions of
+//! measured numbers.
+
+pub mod fit;
+pub mod stats;
+pub mod verdict;

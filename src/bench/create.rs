@@ -1,0 +1,146 @@
+//! `dentrylab create`: only generate dentries into a sandbox and hold them,
+//! so a person can experiment (`nsenter` into the sandbox, watch
+//! dentry-state, try a reclaim path by hand). Ctrl-C, SIGTERM or the end of
+//! `--hold` reclaims them with a timed umount.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::env::Environment;
+use crate::probe::counters::Counts;
+use crate::procfs::ProcRoot;
+use crate::sandbox::{FsType, Privilege, Sandbox};
+use crate::size::human;
+use crate::workload::{self, CreateSpec, Kind, Layout, Progress};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    pub count: u64,
+    pub kind: Kind,
+    pub layout: Layout,
+    pub threads: usize,
+    pub fs: FsType,
+    /// None: until a signal.
+    pub hold_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Reclaim {
+    pub reason: String,
+    pub umount_seconds: f64,
+    pub reclaimed: i64,
+    pub after: Counts,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreateResult {
+    #[serde(flatten)]
+    pub header: crate::bench::Header,
+    pub environment: Environment,
+    pub options: Options,
+    pub sandbox: Privilege,
+    pub pid: u32,
+    pub path: String,
+    pub before: Counts,
+    pub after_create: Counts,
+    pub create: workload::CreateOutcome,
+    pub created: i64,
+    pub held_seconds: f64,
+    pub reclaim: Option<Reclaim>,
+}
+
+/// Creates, prints where the dentries are (via `announce`), holds, reclaims.
+pub fn run(
+    opts: &Options,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    interrupted: &Arc<AtomicBool>,
+    announce: &dyn Fn(&str),
+) -> Result<CreateResult> {
+    let environment = Environment::capture(proc);
+    let mut mount = sandbox.mount(opts.fs)?;
+    let before = Counts::read(proc)?;
+    let progress = Arc::new(Progress::default());
+    let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: opts.count, threads: opts.threads };
+    let watcher_progress = Arc::clone(&progress);
+    let int2 = Arc::clone(interrupted);
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    // Forward Ctrl-C to the generator threads.
+    let fwd = std::thread::spawn(move || {
+        while !stop2.load(Ordering::Relaxed) {
+            if int2.load(Ordering::Relaxed) {
+                watcher_progress.abort.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let create = workload::with_progress(opts.count, &format!("create {}", human(opts.count)), &progress, || {
+        workload::create(mount.path(), &spec, &progress)
+    });
+    stop.store(true, Ordering::Relaxed);
+    let _ = fwd.join();
+    let create = create.context("creating dentries")?;
+    let after_create = Counts::read(proc)?;
+    let created = after_create.dentry_state.nr_dentry as i64 - before.dentry_state.nr_dentry as i64;
+    let path = mount.path().display().to_string();
+    announce(&format!(
+        "created {} {} entries ({} new dentries by dentry-state) at {:.0}/s in {} (mount namespace of pid {}: \
+         nsenter -t {} -m ls {})",
+        crate::size::grouped(create.entries),
+        opts.kind.name(),
+        crate::size::grouped(created.max(0) as u64),
+        create.rate_per_second,
+        path,
+        std::process::id(),
+        std::process::id(),
+        path
+    ));
+    let held = Instant::now();
+    let reason = loop {
+        if interrupted.load(Ordering::Relaxed) {
+            break "signal";
+        }
+        if let Some(h) = opts.hold_seconds {
+            if held.elapsed() >= Duration::from_secs(h) {
+                break "hold elapsed";
+            }
+        } else {
+            announce_once(announce, "holding; press Ctrl-C to reclaim with umount and exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let held_seconds = held.elapsed().as_secs_f64();
+    let took = mount.umount()?;
+    let after = Counts::read(proc)?;
+    Ok(CreateResult {
+        header: crate::bench::Header::new("create"),
+        environment,
+        options: opts.clone(),
+        sandbox: sandbox.privilege,
+        pid: std::process::id(),
+        path,
+        before,
+        after_create: after_create.clone(),
+        create,
+        created,
+        held_seconds,
+        reclaim: Some(Reclaim {
+            reason: reason.into(),
+            umount_seconds: took.as_secs_f64(),
+            reclaimed: after_create.dentry_state.nr_dentry as i64 - after.dentry_state.nr_dentry as i64,
+            after,
+        }),
+    })
+}
+
+fn announce_once(announce: &dyn Fn(&str), msg: &str) {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if !DONE.swap(true, Ordering::Relaxed) {
+        announce(msg);
+    }
+}

@@ -1,0 +1,7 @@
+//! What is watched while a reclaim runs: the latency probe on the
+//! reclaiming CPU (and a control on another CPU), the kernel log, and the
+//! dentry counters.
+
+pub mod counters;
+pub mod gap;
+pub mod kmsg;

@@ -1,0 +1,73 @@
+//! Thin wrappers over the system calls dentrylab needs. Every `unsafe`
+//! block of the crate lives under this module.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::sys::resource::{UsageWho, getrusage};
+use nix::unistd::Pid;
+
+/// The CPUs this process may run on, in ascending order.
+pub fn allowed_cpus() -> Result<Vec<usize>> {
+    let set = sched_getaffinity(Pid::from_raw(0)).context("sched_getaffinity")?;
+    Ok((0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect())
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> Result<()> {
+    let mut set = CpuSet::new();
+    set.set(cpu).with_context(|| format!("CPU {cpu} is out of range"))?;
+    sched_setaffinity(Pid::from_raw(0), &set).with_context(|| format!("cannot pin a thread to CPU {cpu}"))
+}
+
+/// Lets the calling thread run on any of `cpus` again.
+pub fn unpin_current_thread(cpus: &[usize]) -> Result<()> {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c).ok();
+    }
+    sched_setaffinity(Pid::from_raw(0), &set).context("cannot restore the thread's CPU affinity")
+}
+
+/// User and system CPU time used so far by the calling thread.
+pub fn thread_cpu_times() -> (Duration, Duration) {
+    match getrusage(UsageWho::RUSAGE_THREAD) {
+        Ok(u) => (tv(u.user_time()), tv(u.system_time())),
+        Err(_) => (Duration::ZERO, Duration::ZERO),
+    }
+}
+
+/// System CPU time used so far by the whole process.
+pub fn process_cpu_times() -> (Duration, Duration) {
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => (tv(u.user_time()), tv(u.system_time())),
+        Err(_) => (Duration::ZERO, Duration::ZERO),
+    }
+}
+
+fn tv(t: nix::sys::time::TimeVal) -> Duration {
+    Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000)
+}
+
+/// Asks the kernel to SIGKILL the calling thread's process when the thread
+/// that forked it exits, so a helper process never outlives dentrylab.
+pub fn die_with_parent() -> Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).context("prctl(PR_SET_PDEATHSIG)")
+}
+
+/// Number of threads of this process (from /proc/self/status).
+pub fn thread_count() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:").map(|v| v.trim().parse().ok()))
+                .flatten()
+        })
+        .unwrap_or(1)
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}

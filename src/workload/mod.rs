@@ -1,0 +1,312 @@
+//! Dentry generators: one file per kind. A generator fills one directory
+//! with `count` entries; [`create`] spreads the work over directories and
+//! threads according to the layout.
+
+pub mod file;
+pub mod hardlink;
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// What kind of dentry to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Hard links to one file: one dentry each and no new inode (about 192 bytes), as seed 000.
+    Hardlink,
+    /// Empty regular files: a dentry and an inode each (about 900 bytes).
+    File,
+}
+
+impl std::str::FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hardlink" => Ok(Kind::Hardlink),
+            "file" => Ok(Kind::File),
+            _ => Err(format!("unknown kind {s:?}: use one of hardlink, file")),
+        }
+    }
+}
+
+impl Kind {
+    /// Memory per dentry assumed before anything was measured, bytes.
+    /// Deliberately on the high side: the safety check must not under-estimate.
+    pub fn default_bytes_per_dentry(self) -> u64 {
+        match self {
+            Kind::Hardlink => 320,
+            Kind::File => 1200,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Hardlink => "hardlink",
+            Kind::File => "file",
+        }
+    }
+}
+
+/// How the entries are spread over directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "layout", content = "dirs")]
+pub enum Layout {
+    /// All entries in one directory (seed 000).
+    Flat,
+    /// Spread evenly over K directories.
+    Dirs(u32),
+}
+
+/// Upper bound on `--layout dirs=K`.
+pub const MAX_DIRS: u32 = 1_000_000;
+
+impl Layout {
+    pub fn dirs(self) -> u32 {
+        match self {
+            Layout::Flat => 1,
+            Layout::Dirs(k) => k,
+        }
+    }
+}
+
+impl std::str::FromStr for Layout {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "flat" {
+            return Ok(Layout::Flat);
+        }
+        let Some(k) = s.strip_prefix("dirs=") else {
+            return Err(format!("unknown layout {s:?}: use 'flat' or 'dirs=K' (for example dirs=16)"));
+        };
+        match k.parse::<u32>() {
+            Ok(k) if (1..=MAX_DIRS).contains(&k) => Ok(Layout::Dirs(k)),
+            _ => Err(format!("dirs=K needs a whole number K from 1 to {MAX_DIRS}, found {k:?}")),
+        }
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Layout::Flat => f.write_str("flat"),
+            Layout::Dirs(k) => write!(f, "dirs={k}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct CreateSpec {
+    pub kind: Kind,
+    pub layout: Layout,
+    pub count: u64,
+    pub threads: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreateOutcome {
+    /// Entries the generator made (system calls that succeeded).
+    pub entries: u64,
+    pub seconds: f64,
+    pub rate_per_second: f64,
+    pub threads: usize,
+    pub dirs: u32,
+}
+
+/// Live progress shared between the workers and whoever draws a bar.
+#[derive(Default)]
+pub struct Progress {
+    pub done: AtomicU64,
+    pub abort: AtomicBool,
+}
+
+/// How many entries a worker makes between progress updates.
+const BATCH: u64 = 4096;
+
+/// Creates `spec.count` entries under `root`, spread over the layout's
+/// directories and `spec.threads` threads (never more threads than
+/// directories, unless the layout is flat and threads were asked for).
+pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Result<CreateOutcome> {
+    if spec.count == 0 {
+        bail!("nothing to create: count is 0");
+    }
+    let ndirs = spec.layout.dirs();
+    for d in 0..ndirs {
+        let p = root.join(dir_name(d));
+        std::fs::create_dir(&p).with_context(|| format!("cannot create {}", p.display()))?;
+    }
+    if spec.kind == Kind::Hardlink {
+        hardlink::prepare(root)?;
+    }
+    let threads = spec.threads.max(1);
+    // Per-directory quotas, as even as possible.
+    let quota = |d: u32| spec.count / ndirs as u64 + u64::from((d as u64) < spec.count % ndirs as u64);
+    // Work items: (directory, first index, count). With fewer directories
+    // than threads, a directory is split into index ranges.
+    let mut items: Vec<Vec<(u32, u64, u64)>> = vec![Vec::new(); threads];
+    if ndirs as usize >= threads {
+        for d in 0..ndirs {
+            items[d as usize % threads].push((d, 0, quota(d)));
+        }
+    } else {
+        let mut t = 0;
+        for d in 0..ndirs {
+            let q = quota(d);
+            let share = threads / ndirs as usize + usize::from((d as usize) < threads % ndirs as usize);
+            let mut start = 0;
+            for s in 0..share {
+                let n = q / share as u64 + u64::from((s as u64) < q % share as u64);
+                items[t].push((d, start, n));
+                start += n;
+                t += 1;
+            }
+        }
+    }
+    let items: Vec<_> = items.into_iter().filter(|v| !v.is_empty()).collect();
+    let used_threads = items.len();
+    let t0 = Instant::now();
+    let results: Vec<Result<u64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .map(|work| {
+                let progress = Arc::clone(progress);
+                s.spawn(move || -> Result<u64> {
+                    let mut made = 0;
+                    for (d, first, n) in work {
+                        let dir = File::open(root.join(dir_name(d)))
+                            .with_context(|| format!("cannot open directory {}", dir_name(d)))?;
+                        made += fill(spec.kind, root, dir.as_fd(), first, n, &progress)?;
+                    }
+                    Ok(made)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| bail!("a generator thread panicked"))).collect()
+    });
+    let seconds = t0.elapsed().as_secs_f64();
+    let mut entries = 0;
+    for r in results {
+        entries += r?;
+    }
+    Ok(CreateOutcome {
+        entries,
+        seconds,
+        rate_per_second: entries as f64 / seconds.max(1e-9),
+        threads: used_threads,
+        dirs: ndirs,
+    })
+}
+
+fn fill(kind: Kind, root: &Path, dir: std::os::fd::BorrowedFd<'_>, first: u64, n: u64, progress: &Progress) -> Result<u64> {
+    let mut name = NameBuf::default();
+    let mut done = 0;
+    let src = match kind {
+        Kind::Hardlink => Some(File::open(root).context("cannot open the generator's root")?),
+        Kind::File => None,
+    };
+    while done < n {
+        if progress.abort.load(Ordering::Relaxed) {
+            break;
+        }
+        let end = (done + BATCH).min(n);
+        for i in done..end {
+            let nm = name.set(first + i);
+            match &src {
+                Some(src) => hardlink::make(src.as_fd(), dir, nm)?,
+                None => file::make(dir, nm)?,
+            }
+        }
+        progress.done.fetch_add(end - done, Ordering::Relaxed);
+        done = end;
+    }
+    Ok(done)
+}
+
+pub fn dir_name(d: u32) -> String {
+    format!("d{d}")
+}
+
+/// A reusable NUL-terminated decimal name, short enough to stay inline in
+/// the dentry (no external name allocation).
+#[derive(Default)]
+pub struct NameBuf {
+    buf: [u8; 24],
+}
+
+impl NameBuf {
+    pub fn set(&mut self, mut v: u64) -> &std::ffi::CStr {
+        let mut tmp = [0u8; 20];
+        let mut i = tmp.len();
+        loop {
+            i -= 1;
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let len = tmp.len() - i;
+        self.buf[..len].copy_from_slice(&tmp[i..]);
+        self.buf[len] = 0;
+        std::ffi::CStr::from_bytes_with_nul(&self.buf[..=len]).expect("one NUL at the end")
+    }
+}
+
+/// Draws a progress bar on a terminal while `work` runs.
+pub fn with_progress<T>(total: u64, label: &str, progress: &Arc<Progress>, work: impl FnOnce() -> T) -> T {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return work();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {human_pos}/{human_len} {per_sec} ETA {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(label.to_string());
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                bar.set_position(progress.done.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let out = work();
+        stop.store(true, Ordering::Relaxed);
+        bar.finish_and_clear();
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_parses() {
+        assert_eq!("flat".parse::<Layout>().unwrap(), Layout::Flat);
+        assert_eq!("dirs=16".parse::<Layout>().unwrap(), Layout::Dirs(16));
+        assert!("dirs=0".parse::<Layout>().is_err());
+        assert!("dirs=x".parse::<Layout>().is_err());
+        assert!("tree".parse::<Layout>().unwrap_err().contains("flat"));
+        assert_eq!(Layout::Dirs(3).to_string(), "dirs=3");
+    }
+
+    #[test]
+    fn names_are_decimal() {
+        let mut n = NameBuf::default();
+        assert_eq!(n.set(0).to_bytes(), b"0");
+        assert_eq!(n.set(1234567).to_bytes(), b"1234567");
+        assert_eq!(n.set(u64::MAX).to_bytes(), u64::MAX.to_string().as_bytes());
+    }
+}
