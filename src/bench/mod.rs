@@ -4,6 +4,7 @@
 
 pub mod create;
 pub mod reclaim;
+pub mod scale;
 
 use serde::{Deserialize, Serialize};
 
