@@ -188,7 +188,9 @@ impl Profiler {
         cmd.args(pre)
             .arg("-o")
             .arg(&data)
-            .args(["-q", "-D", "-1", "-p", &pid_list])
+            // --no-inherit: attach to the workers only, not to processes
+            // they (or this coordinator, e.g. the other perf) start later.
+            .args(["-q", "--no-inherit", "-D", "-1", "-p", &pid_list])
             .arg(format!("--control=fifo:{},{}", ctl_path.display(), ack_path.display()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -295,7 +297,9 @@ fn stop(mut a: Attached) -> Result<PathBuf> {
     let pid = nix::unistd::Pid::from_raw(a.child.id() as i32);
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
     let st = a.child.wait().context("waiting for perf")?;
-    if !st.success() && st.code() != Some(130) {
+    // perf writes its file on SIGINT, then re-raises the signal.
+    let by_sigint = std::os::unix::process::ExitStatusExt::signal(&st) == Some(libc::SIGINT);
+    if !st.success() && !by_sigint && st.code() != Some(130) {
         let mut err = String::new();
         if let Some(mut e) = a.child.stderr.take() {
             let _ = e.read_to_string(&mut err);
@@ -384,4 +388,50 @@ pub fn parse_contention(text: &str) -> Vec<LockRow> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(format!("{}/tests/fixtures/perf/6.18/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    #[test]
+    fn report_fixture() {
+        let s = parse_report(&fixture("report-stat-missing"), 5);
+        assert_eq!(s.len(), 5);
+        assert_eq!(s[0], Symbol { percent: 9.62, space: "k".into(), symbol: "link_path_walk".into() });
+        assert_eq!(s[2].symbol, "d_alloc_parallel");
+        let all = parse_report(&fixture("report-stat-missing"), 100);
+        assert!(all.iter().any(|x| x.space == "." && x.symbol == "__GI___fstatat64"));
+        assert!(parse_report("# comment\n\n", 5).is_empty());
+    }
+
+    #[test]
+    fn contention_fixture() {
+        let l = parse_contention(&fixture("lock-contention-create-unlink-shared"));
+        assert_eq!(l.len(), 6, "the header is skipped: {l:?}");
+        assert_eq!(
+            l[0],
+            LockRow {
+                contended: 2,
+                total_wait_ns: 109_930,
+                max_wait_ns: 60_160,
+                avg_wait_ns: 54_960,
+                kind: "rwsem:W".into(),
+                caller: "__x64_sys_unlinkat+0x5d".into(),
+            }
+        );
+        assert_eq!(l[2].kind, "spinlock");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration_ns("1.5", "ms"), Some(1_500_000));
+        assert_eq!(duration_ns("2", "s"), Some(2_000_000_000));
+        assert_eq!(duration_ns("x", "ms"), None);
+        assert_eq!(duration_ns("1", "parsec"), None);
+    }
 }
