@@ -352,12 +352,9 @@ impl Drop for Children {
 
 fn worker_failed(c: &mut Child, what: &str) -> anyhow::Error {
     let _ = c.kill();
-    let mut err = String::new();
-    if let Some(mut e) = c.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-    }
+    let err = sys::child_stderr(c);
     let status = c.wait().map(|s| s.to_string()).unwrap_or_default();
-    anyhow::anyhow!("worker process {} {what} ({status}): {}", c.id(), err.trim())
+    anyhow::anyhow!("worker process {} {what} ({status}): {err}", c.id())
 }
 
 fn run_processes(root: &Path, op: Op, n: usize, opts: &Options, hook: &mut dyn StepHook) -> Result<Vec<Outcome>> {

@@ -269,11 +269,7 @@ fn command(a: &mut Attached, cmd: &str) -> Result<()> {
     let ms = u16::try_from(ATTACH_TIMEOUT.as_millis()).unwrap_or(u16::MAX);
     loop {
         if let Some(st) = a.child.try_wait()? {
-            let mut err = String::new();
-            if let Some(mut e) = a.child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            bail!("perf exited with {st}: {}", err.lines().next().unwrap_or("").trim());
+            bail!("perf exited with {st}: {}", sys::child_stderr(&mut a.child).lines().next().unwrap_or(""));
         }
         match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms.min(200))) {
             Ok(n) if n > 0 => break,
@@ -293,18 +289,13 @@ fn command(a: &mut Attached, cmd: &str) -> Result<()> {
 
 /// Stops perf with SIGINT (it then writes its data file); returns the file.
 fn stop(mut a: Attached) -> Result<PathBuf> {
-    use std::io::Read;
     let pid = nix::unistd::Pid::from_raw(a.child.id() as i32);
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
     let st = a.child.wait().context("waiting for perf")?;
     // perf writes its file on SIGINT, then re-raises the signal.
     let by_sigint = std::os::unix::process::ExitStatusExt::signal(&st) == Some(libc::SIGINT);
     if !st.success() && !by_sigint && st.code() != Some(130) {
-        let mut err = String::new();
-        if let Some(mut e) = a.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        bail!("perf exited with {st}: {}", err.trim());
+        bail!("perf exited with {st}: {}", sys::child_stderr(&mut a.child));
     }
     Ok(a.data)
 }

@@ -79,6 +79,16 @@ pub fn spawn_tied(cmd: &mut std::process::Command) -> std::io::Result<std::proce
     cmd.spawn()
 }
 
+/// What a finished child wrote on its piped standard error, trimmed.
+pub fn child_stderr(c: &mut std::process::Child) -> String {
+    use std::io::Read;
+    let mut err = String::new();
+    if let Some(mut e) = c.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    err.trim().to_string()
+}
+
 /// CLOCK_MONOTONIC now, nanoseconds (comparable across processes).
 pub fn monotonic_ns() -> u64 {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
