@@ -50,9 +50,9 @@ fresh filesystem in the sandbox. Operations: stat (an existing file 8 path compo
 (create+close+unlink, all workers in one directory), create-unlink-private (one directory per worker).\n\n\
 Reported per count: operations/s, speedup and efficiency against perfect scaling from the smallest count \
 (ops(n) / (n · ops(1))), the system-time share and how many CPUs were busy (getrusage per worker), and the \
-per-call latency p50/p99 (one call in --sample-every timed with CLOCK_MONOTONIC). With --profile, one more \
-step at the largest count runs under perf (cpu-clock samples and lock-contention tracepoints) to name the \
-kernel functions and locks the time goes to; what this machine cannot do is said, not guessed.\n\n\
+per-call latency p50/p99 (one call in --sample-every timed with CLOCK_MONOTONIC). With --profile, two more \
+steps at the largest count run under perf (one with cpu-clock samples, one with the lock-contention \
+tracepoints) to name the kernel functions and locks the time goes to; what this machine cannot do is said, not guessed.\n\n\
 tmpfs keeps no negative dentries, so stat-missing on tmpfs measures dentry allocation under the directory \
 lock; use a disk filesystem (--fs) for cached negative lookups.";
 
@@ -159,7 +159,7 @@ pub struct ScaleArgs {
     /// Time one call in this many (the others are only counted).
     #[arg(long, default_value_t = crate::bench::scale::DEFAULT_SAMPLE_EVERY, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub sample_every: u64,
-    /// After the sweep, run each operation once more at the largest count under perf and name the kernel functions and locks its time goes to.
+    /// After the sweep, run each operation twice more at the largest count under perf (perf record, perf lock) and name the kernel functions and locks its time goes to.
     #[arg(long)]
     pub profile: bool,
     #[command(flatten)]

@@ -6,8 +6,9 @@
 //! fixed time on a fresh filesystem in the sandbox. Reported per count:
 //! operations per second, efficiency against perfect scaling, the share of
 //! CPU time spent in the kernel, and the sampled per-call latency. With
-//! `--profile`, one more step at the largest count runs under `perf` to
-//! say which kernel functions and locks the time goes to.
+//! `--profile`, two more steps at the largest count run under `perf` (one
+//! sampling functions, one tracing lock contention) to say which kernel
+//! functions and locks the time goes to.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -40,6 +41,10 @@ pub const MAX_THREADS: usize = 4096;
 /// Up to this many CPUs the default sweep is every count 1..=CPUs; above
 /// it, powers of two up to the CPU count (and the CPU count itself).
 pub const DENSE_SWEEP_UP_TO: usize = 8;
+
+/// A step whose workers kept fewer than this share of the CPUs they could
+/// use busy is flagged (another load, or sleeping on a lock).
+pub const STARVED_SHARE: f64 = 0.85;
 
 /// Threads of one process, or one process per worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,15 +251,24 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
             steps.push(step);
         }
         let after = proc.dentry_state()?;
-        let profile = match &attribution {
-            Some(avail) if avail.any() => {
-                let mut profiler = perf::Profiler::new(avail, sandbox.scratch(), op.name());
+        // One step per tool: the lock tracepoints fire on every contended
+        // lock and would show up in the function profile as perf's own cost.
+        let mut profile: Option<Profile> = None;
+        if let Some(avail) = &attribution {
+            for (functions, locks) in [(true, false), (false, true)] {
+                if !(functions && avail.functions.available || locks && avail.locks.available) {
+                    continue;
+                }
+                let mut profiler = perf::Profiler::new(sandbox.scratch(), op.name(), functions, locks);
                 run_step(mount.path(), op, max_workers, opts, &mut profiler)
                     .with_context(|| format!("{op} with {max_workers} worker(s) under perf"))?;
-                Some(profiler.finish(max_workers))
+                let p = profiler.finish(max_workers);
+                profile = Some(match profile {
+                    Some(q) => q.merge(p),
+                    None => p,
+                });
             }
-            _ => None,
-        };
+        }
         operations.push(OpSeries {
             op,
             description: op.describe().into(),
@@ -275,6 +289,21 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
         );
     }
     let cpus = environment.cpus;
+    let starved: Vec<String> = operations
+        .iter()
+        .flat_map(|o| o.steps.iter().map(move |s| (o.op, s)))
+        .filter(|(_, s)| s.cpus_busy < STARVED_SHARE * s.threads.min(cpus) as f64)
+        .map(|(op, s)| format!("{op} at {} ({:.2} of {} CPUs)", s.threads, s.cpus_busy, s.threads.min(cpus)))
+        .collect();
+    if !starved.is_empty() {
+        notes.push(format!(
+            "the workers got less CPU than they could use in {} step(s): {}; something else was running on this \
+             machine (or the workers slept on a lock), so throughput and efficiency there understate what the \
+             kernel can do",
+            starved.len(),
+            starved.join(", ")
+        ));
+    }
     if max_workers > cpus {
         notes.push(format!(
             "the sweep goes to {max_workers} workers on {cpus} CPUs: above {cpus} the workers share CPUs, so \

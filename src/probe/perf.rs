@@ -38,9 +38,16 @@ pub struct Availability {
     pub lock_stat: Source,
 }
 
-impl Availability {
-    pub fn any(&self) -> bool {
-        self.functions.available || self.locks.available
+impl Profile {
+    /// Adds what a second step, run under the other tool, saw.
+    pub fn merge(mut self, other: Profile) -> Profile {
+        if self.top_symbols.is_empty() {
+            self.top_symbols = other.top_symbols;
+        }
+        self.locks = self.locks.or(other.locks);
+        self.samples_seconds = self.samples_seconds.max(other.samples_seconds);
+        self.problems.extend(other.problems);
+        self
     }
 }
 
@@ -64,10 +71,11 @@ pub struct LockRow {
     pub caller: String,
 }
 
-/// What perf saw during one step of one operation.
+/// What perf saw during one step (or two: one per tool) of one operation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     pub threads: usize,
+    /// Length of the step each tool watched.
     pub samples_seconds: f64,
     /// Top symbols by self time (cpu-clock samples, callers folded away).
     pub top_symbols: Vec<Symbol>,
@@ -160,10 +168,11 @@ pub struct Profiler {
 }
 
 impl Profiler {
-    pub fn new(avail: &Availability, scratch: &Path, tag: &str) -> Profiler {
+    /// A profiler running the function sampler, the lock tracer, or both.
+    pub fn new(scratch: &Path, tag: &str, functions: bool, locks: bool) -> Profiler {
         Profiler {
-            functions: avail.functions.available,
-            locks: avail.locks.available,
+            functions,
+            locks,
             dir: scratch.to_path_buf(),
             tag: tag.to_string(),
             rec: None,

@@ -103,7 +103,7 @@ pub fn scale(r: &ScaleResult) -> String {
             );
         }
         if let Some(p) = &op.profile {
-            let _ = writeln!(s, "profile at {} workers ({:.1} s under perf):", p.threads, p.samples_seconds);
+            let _ = writeln!(s, "profile at {} workers ({:.1} s under each perf tool):", p.threads, p.samples_seconds);
             for sym in p.top_symbols.iter().take(8) {
                 let _ = writeln!(s, "  {:>6.2}%  [{}] {}", sym.percent, sym.space, sym.symbol);
             }
