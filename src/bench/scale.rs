@@ -101,7 +101,8 @@ pub struct OpSeries {
     pub fs: FsType,
     pub baseline_threads: usize,
     pub steps: Vec<Step>,
-    /// dentry-state change over the whole sweep (shows whether failed lookups left negative dentries).
+    /// dentry-state change over the whole sweep (shows whether failed lookups
+    /// left negative dentries); machine-wide, so other activity counts too.
     pub nr_dentry_delta: i64,
     pub nr_negative_delta: i64,
     pub profile: Option<Profile>,
@@ -226,6 +227,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 /// Runs the whole sweep; `announce` gets one line per finished step.
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ScaleResult> {
+    let header = crate::bench::Header::new("scale");
     let environment = Environment::capture(proc);
     let max_workers = opts.threads.iter().copied().max().unwrap_or(1);
     let mut notes = Vec::new();
@@ -311,7 +313,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
         ));
     }
     Ok(ScaleResult {
-        header: crate::bench::Header::new("scale"),
+        header,
         environment,
         options: opts.clone(),
         sandbox: sandbox.privilege,

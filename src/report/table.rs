@@ -98,7 +98,8 @@ pub fn scale(r: &ScaleResult) -> String {
         if op.op == crate::workload::lookup::Op::StatMissing {
             let _ = writeln!(
                 s,
-                "negative dentries over the sweep: {:+} (nr_negative, {})",
+                "negative dentries over the sweep: {:+} (dentry-state nr_negative, machine-wide: other \
+                 activity counts too; ran on {})",
                 op.nr_negative_delta, op.fs
             );
         }
