@@ -2,5 +2,7 @@
 //! measured numbers.
 
 pub mod fit;
+pub mod histogram;
+pub mod scaling;
 pub mod stats;
 pub mod verdict;
