@@ -57,8 +57,14 @@ fn clap_error(e: clap::Error) -> ExitCode {
         }
         _ => {
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("invalid arguments");
+            let mut first = first.strip_prefix("error: ").unwrap_or(first).to_string();
+            // "the following required arguments were not provided:" lists them on indented lines.
+            if first.ends_with(':') {
+                let listed: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).map(str::trim).collect();
+                first = format!("{first} {}", listed.join(", "));
+            }
             eprintln!("dentrylab: error: {first} (see --help)");
             ExitCode::from(2)
         }

@@ -149,6 +149,7 @@ pub struct ReclaimResult {
     pub sizes: Vec<SizeSummary>,
     pub fits: Fits,
     pub verdict: Option<Verdict>,
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub bytes_per_dentry: f64,
     pub refused: Vec<Refusal>,
     pub notes: Vec<String>,

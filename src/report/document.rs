@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use super::{markdown, svg};
-use crate::bench::reclaim::ReclaimResult;
 use crate::bench::SCHEMA;
+use crate::bench::reclaim::ReclaimResult;
 use crate::error::UsageError;
 
 /// Benchmarks whose results `report` can render.
@@ -34,7 +34,9 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
     let probe: Probe = serde_json::from_str(text)
         .map_err(|e| bad(format!("not a dentrylab result (invalid JSON: {e}); give files written by --json")))?;
     let schema = match probe.schema {
-        None => return Err(bad("not a dentrylab result: it has no \"schema\" field; give files written by --json".into())),
+        None => {
+            return Err(bad("not a dentrylab result: it has no \"schema\" field; give files written by --json".into()));
+        }
         Some(v) => v.as_u64().ok_or_else(|| bad(format!("\"schema\" is {v}, not a version number")))?,
     };
     if schema > u64::from(SCHEMA) {
@@ -51,10 +53,9 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
         "reclaim" => serde_json::from_str::<ReclaimResult>(text)
             .map(|r| Loaded::Reclaim(Box::new(r)))
             .map_err(|e| bad(format!("not a valid schema {SCHEMA} reclaim result: {e}"))),
-        b if NOT_YET.contains(&b) => Err(bad(format!(
-            "this dentrylab cannot render {b:?} results yet (it renders: {})",
-            RENDERS.join(", ")
-        ))),
+        b if NOT_YET.contains(&b) => {
+            Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
+        }
         b => Err(bad(format!("unknown benchmark {b:?} (this dentrylab renders: {})", RENDERS.join(", ")))),
     }
 }
@@ -64,7 +65,8 @@ pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Loaded>> {
     paths
         .iter()
         .map(|p| {
-            let text = std::fs::read_to_string(p).with_context(|| format!("cannot read result file {}", p.display()))?;
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("cannot read result file {}", p.display()))?;
             parse(&text, &p.display().to_string())
         })
         .collect()

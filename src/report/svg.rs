@@ -302,7 +302,11 @@ pub fn scaling(plot: &ScalingPlot) -> Result<String> {
         if let (Some(&(x1, y1)), Some(&(xn, _))) = (pts.first(), pts.last()) {
             if x1 > 0.0 {
                 let ideal = vec![(x1, y1), (xn, y1 * xn / x1)];
-                s.lines.push(Line { label: Some(format!("{}: perfect scaling", s.label)), points: ideal, dashed: true });
+                s.lines.push(Line {
+                    label: Some(format!("{}: perfect scaling", s.label)),
+                    points: ideal,
+                    dashed: true,
+                });
             }
         }
         s.lines.insert(0, Line { label: None, points: pts, dashed: false });
@@ -487,7 +491,10 @@ fn xy_legend(plot: &XyPlot) -> Vec<Entry> {
     for s in &plot.series {
         let c = colour(s.colour);
         if s.marker != Marker::None && !s.points.is_empty() {
-            out.push(Entry { label: s.label.clone(), sample: Sample::Dot { colour: c, filled: s.marker == Marker::Filled } });
+            out.push(Entry {
+                label: s.label.clone(),
+                sample: Sample::Dot { colour: c, filled: s.marker == Marker::Filled },
+            });
         }
         for (i, l) in s.lines.iter().enumerate() {
             let label = match (&l.label, s.marker, i) {
@@ -592,7 +599,10 @@ fn draw_xy(area: &Area<'_>, plot: &XyPlot) -> Result<()> {
             + Circle::new((0, 0), 5, c.stroke_width(2));
         chart.draw_series(std::iter::once(ring)).map_err(draw_err)?;
         // A light box behind the text keeps it readable over grid and lines.
-        let halo = Rectangle::new([(spot.0 - 2, spot.1 - 1), (spot.0 + size.0 + 2, spot.1 + size.1)], WHITE.mix(0.85).filled());
+        let halo = Rectangle::new(
+            [(spot.0 - 2, spot.1 - 1), (spot.0 + size.0 + 2, spot.1 + size.1)],
+            WHITE.mix(0.85).filled(),
+        );
         area.draw(&halo).map_err(draw_err)?;
         let style = TextStyle::from((FONT, 13).into_font()).color(&c).pos(Pos::new(HPos::Left, VPos::Top));
         area.draw(&Text::new(m.text.clone(), (spot.0, spot.1 + 1), style)).map_err(draw_err)?;
@@ -646,7 +656,10 @@ fn place_labels(anchors: &[(i32, i32)], sizes: &[(i32, i32)], bounds: ((i32, i32
                 && y >= y0
                 && y + h <= y1
                 && !placed.iter().any(|p| overlaps(*p, r))
-                && !anchors.iter().enumerate().any(|(j, &(bx, by))| j != i && overlaps((bx - 6, by - 6, bx + 6, by + 6), r))
+                && !anchors
+                    .iter()
+                    .enumerate()
+                    .any(|(j, &(bx, by))| j != i && overlaps((bx - 6, by - 6, bx + 6, by + 6), r))
         };
         let spot = candidates.iter().copied().find(fits).unwrap_or(candidates[0]);
         placed.push((spot.0, spot.1, spot.0 + w, spot.1 + h));
@@ -838,11 +851,7 @@ impl ValueFormatter<f64> for TickedAxis {
 }
 
 fn nearest_label(ticks: &[(f64, String)], v: f64) -> String {
-    ticks
-        .iter()
-        .min_by(|a, b| (a.0 - v).abs().total_cmp(&(b.0 - v).abs()))
-        .map(|t| t.1.clone())
-        .unwrap_or_default()
+    ticks.iter().min_by(|a, b| (a.0 - v).abs().total_cmp(&(b.0 - v).abs())).map(|t| t.1.clone()).unwrap_or_default()
 }
 
 /// A number with at most three significant digits, no trailing zeros.
@@ -976,7 +985,8 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
     let many = results.len() > 1;
     let name = |i: usize, what: &str| if many { format!("{}: {what}", labels[i]) } else { what.to_string() };
     let plot = |title: &str, y: Axis| XyPlot { subtitle: subtitle.to_string(), ..XyPlot::new(title, x_axis(), y) };
-    let mut time = plot("Reclaim time vs dentry count", Axis::new("reclaim time (log scale)", Scale::Log, Unit::Seconds));
+    let mut time =
+        plot("Reclaim time vs dentry count", Axis::new("reclaim time (log scale)", Scale::Log, Unit::Seconds));
     let mut ns = plot(
         "Reclaim cost per dentry vs dentry count",
         Axis::new("reclaim cost per dentry (log scale)", Scale::Log, Unit::Nanoseconds),
@@ -1010,21 +1020,17 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
             name(i, &format!("{what} ∝ N^{:.2} (R² {:.3}); dashed: extrapolated", p.exponent, p.r2))
         };
         let tl = r.fits.time_power.filter(|_| have);
-        let time_lines = tl
-            .map(|p| fit_lines(&p, lo, hi, to, fit_label(&p, "fit: time"), &|_, t| t))
-            .unwrap_or_default();
+        let time_lines =
+            tl.map(|p| fit_lines(&p, lo, hi, to, fit_label(&p, "fit: time"), &|_, t| t)).unwrap_or_default();
         let ns_lines = tl
             .map(|p| fit_lines(&p, lo, hi, to, fit_label(&p, "fit: time/N"), &|n, t| t * 1e9 / n))
             .unwrap_or_default();
         let gl = r.fits.gap_power.filter(|_| have);
-        let gap_lines = gl
-            .map(|p| fit_lines(&p, lo, hi, to, fit_label(&p, "fit: gap"), &|_, g| g))
-            .unwrap_or_default();
+        let gap_lines = gl.map(|p| fit_lines(&p, lo, hi, to, fit_label(&p, "fit: gap"), &|_, g| g)).unwrap_or_default();
         time.series.push(series(ok.iter().map(|r| (n(r), r.reclaim_seconds)).collect(), time_lines));
         ns.series.push(series(ok.iter().map(|r| (n(r), r.ns_per_dentry)).collect(), ns_lines));
         gap.series.push(series(ok.iter().map(|r| (n(r), r.probe.max_gap_seconds)).collect(), gap_lines));
-        let control: Vec<_> =
-            ok.iter().filter_map(|r| r.control.as_ref().map(|c| (n(r), c.max_gap_seconds))).collect();
+        let control: Vec<_> = ok.iter().filter_map(|r| r.control.as_ref().map(|c| (n(r), c.max_gap_seconds))).collect();
         if !control.is_empty() {
             let cpus: std::collections::BTreeSet<usize> =
                 ok.iter().filter_map(|r| r.control.as_ref().map(|c| c.cpu)).collect();
@@ -1228,7 +1234,12 @@ mod tests {
         })
         .unwrap();
         assert!(s.contains("perfect scaling"));
-        let empty = xy(&XyPlot::new("nothing", Axis::new("x", Scale::Log, Unit::Count), Axis::new("y", Scale::Log, Unit::Seconds))).unwrap();
+        let empty = xy(&XyPlot::new(
+            "nothing",
+            Axis::new("x", Scale::Log, Unit::Count),
+            Axis::new("y", Scale::Log, Unit::Seconds),
+        ))
+        .unwrap();
         assert!(empty.contains("no data"));
     }
 }
