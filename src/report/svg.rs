@@ -788,13 +788,13 @@ fn ticks(scale: Scale, unit: Unit, lo: f64, hi: f64) -> Ticks {
         while bold.len() > 9 {
             bold = bold.into_iter().step_by(2).collect();
         }
-        if bold.len() >= 2 {
+        // Within a decade, round linear steps label better when they are more.
+        let (dlo, dhi) = (10f64.powf(lo), 10f64.powf(hi));
+        let lin: Vec<f64> = linear_ticks(dlo, dhi).into_iter().filter(|v| *v > 0.0).collect();
+        if bold.len() >= 4 || (bold.len() >= 2 && bold.len() >= lin.len()) {
             return Ticks { bold, light };
         }
-        // Less than one step of the finest series: linear ticks in between.
-        let (dlo, dhi) = (10f64.powf(lo), 10f64.powf(hi));
-        let lin = linear_ticks(dlo, dhi);
-        return Ticks { bold: lin.iter().map(|&v| (v.log10(), label(v))).collect(), light: Vec::new() };
+        return Ticks { bold: lin.iter().map(|&v| (v.log10(), label(v))).collect(), light };
     }
     let lin = linear_ticks(lo, hi);
     Ticks { bold: lin.iter().map(|&v| (v, label(v))).collect(), light: Vec::new() }
