@@ -170,6 +170,25 @@ mod tests {
         assert!(err("[1, 2").contains("invalid JSON"));
     }
 
+    /// A sweep stopped before its first size still renders: empty plots
+    /// that say so, and the refusal in the notes.
+    #[test]
+    fn a_result_without_runs_renders() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/results/reclaim-hardlink-tmpfs.json")).unwrap();
+        v["runs"] = serde_json::json!([]);
+        v["sizes"] = serde_json::json!([]);
+        v["verdict"] = serde_json::Value::Null;
+        v["fits"] = serde_json::json!({"time_linear": null, "time_power": null, "gap_linear": null, "gap_power": null});
+        v["bytes_per_dentry"] = serde_json::Value::Null;
+        v["refused"] = serde_json::json!([{"target": 100000, "reason": "it needs too much memory"}]);
+        let loaded = parse(&v.to_string(), "empty.json").unwrap();
+        let files = render(&[loaded]).unwrap();
+        assert_eq!(files.len(), 4);
+        assert!(files[0].contents.contains("- Refused 100k: it needs too much memory"));
+        assert!(files[1..].iter().all(|f| f.contents.contains("no data")));
+    }
+
     #[test]
     fn benchmarks_are_dispatched() {
         assert!(err(&header("1", "scale")).contains("cannot render \"scale\" results yet"));

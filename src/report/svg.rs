@@ -997,7 +997,6 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
     );
     let mut thresholds: Vec<f64> = Vec::new();
     let mut targets: Vec<u64> = Vec::new();
-    let mut control_colour = results.len();
 
     for (i, r) in results.iter().enumerate() {
         let ok: Vec<_> = r.runs.iter().filter(|run| run.reclaimed > 0).collect();
@@ -1040,9 +1039,9 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
                 points: control,
                 marker: Marker::Hollow,
                 lines: Vec::new(),
-                colour: if many { i } else { control_colour },
+                // Hollow rings in the result's colour; alone, a colour of its own.
+                colour: if many { i } else { 1 },
             });
-            control_colour += 1;
         }
 
         if let Some(v) = &r.verdict {
