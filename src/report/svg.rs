@@ -299,15 +299,11 @@ pub fn scaling(plot: &ScalingPlot) -> Result<String> {
         let mut s = s.clone();
         let mut pts = s.points.clone();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        if let (Some(&(x1, y1)), Some(&(xn, _))) = (pts.first(), pts.last()) {
-            if x1 > 0.0 {
-                let ideal = vec![(x1, y1), (xn, y1 * xn / x1)];
-                s.lines.push(Line {
-                    label: Some(format!("{}: perfect scaling", s.label)),
-                    points: ideal,
-                    dashed: true,
-                });
-            }
+        if let (Some(&(x1, y1)), Some(&(xn, _))) = (pts.first(), pts.last())
+            && x1 > 0.0
+        {
+            let ideal = vec![(x1, y1), (xn, y1 * xn / x1)];
+            s.lines.push(Line { label: Some(format!("{}: perfect scaling", s.label)), points: ideal, dashed: true });
         }
         s.lines.insert(0, Line { label: None, points: pts, dashed: false });
         p.series.push(s);
@@ -803,7 +799,7 @@ fn ticks(scale: Scale, unit: Unit, lo: f64, hi: f64) -> Ticks {
 /// About six round values (steps of 1, 2 or 5 × 10^k) within `lo..=hi`.
 fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let raw = (hi - lo) / 6.0;
-    if !(raw > 0.0) {
+    if raw.is_nan() || raw <= 0.0 {
         return vec![lo];
     }
     let mag = 10f64.powf(raw.log10().floor());
