@@ -38,6 +38,17 @@ pub enum Command {
     /// Internal: one worker process of 'scale --procs'.
     #[command(name = SCALE_WORKER, hide = true)]
     ScaleWorker(ScaleWorkerArgs),
+    /// Render saved JSON results as report.md and SVG plots (several results of one benchmark share the axes).
+    #[command(
+        long_about = "Render saved JSON results (written by --json) as a Markdown report, report.md, and SVG plots \
+                      beside it, in DIR. Reclaim results get reclaim time, ns per dentry and the longest gap \
+                      against the dentry count on log axes, with the power-law fit, its extrapolation and the \
+                      soft-lockup threshold. Several results of the same benchmark (two kernels, tmpfs vs ext4, \
+                      hardlink vs file) are drawn on the same axes and compared in one table.\n\n\
+                      Rendering reads only the files: the same files always give the same report. Results of \
+                      an unknown or newer schema are refused with a line naming the file."
+    )]
+    Report(ReportArgs),
 }
 
 /// The hidden subcommand that `scale --procs` re-executes this binary with.
@@ -124,8 +135,21 @@ pub struct ReclaimArgs {
     /// Also write a Markdown report section to FILE.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Also write the full report (report.md and SVG plots, as 'dentrylab report' does) into DIR, created if needed.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files written by --json (several of one benchmark are compared on shared axes).
+    #[arg(value_name = "RESULT.json", required = true)]
+    pub results: Vec<PathBuf>,
+    /// Directory to write report.md and the SVG plots into (created if needed; files in it are replaced).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
 }
 
 #[derive(Debug, Args)]

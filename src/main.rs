@@ -83,6 +83,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench::scale::worker_main(&a.root, a.op, a.index, a.seconds, a.sample_every)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Report(a) => cmd_report(a),
     }
 }
 
@@ -117,6 +118,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut markdown = output::open_opt(a.markdown.as_deref())?;
+    let report_dir = a.report.as_deref().map(output::OutDir::create).transpose()?;
     let state = match (a.no_save, &a.state_dir) {
         (true, _) => None,
         // A directory the user named must work.
@@ -158,6 +160,11 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     if let Some(m) = markdown.as_mut() {
         m.write_str(&report::markdown::reclaim(&result))?;
     }
+    if let Some(dir) = &report_dir {
+        let loaded = [report::document::Loaded::Reclaim(Box::new(result.clone()))];
+        let written = write_report(dir, &loaded)?;
+        eprintln!("report written to {}", written.display());
+    }
     if let (Some(st), Some(v)) = (&state, &result.verdict) {
         if result.fits.time_power.is_some() {
             let cal = state::Calibration {
@@ -187,6 +194,24 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         anyhow::bail!("stopped before size {}: {}", size::human(r.target), r.reason);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_report(a: cli::ReportArgs) -> Result<ExitCode> {
+    let loaded = report::document::load(&a.results)?;
+    let dir = output::OutDir::create(&a.output)?;
+    let written = write_report(&dir, &loaded)?;
+    println!("{}", written.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Renders the results into `dir`; returns the path of report.md.
+fn write_report(dir: &output::OutDir, loaded: &[report::document::Loaded]) -> Result<std::path::PathBuf> {
+    let mut md = None;
+    for f in report::document::render(loaded)? {
+        let p = dir.write(&f.name, &f.contents)?;
+        md.get_or_insert(p);
+    }
+    md.ok_or_else(|| anyhow::anyhow!("nothing to render"))
 }
 
 fn cmd_create(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {

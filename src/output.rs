@@ -1,5 +1,5 @@
-//! Files the user asked for (`--json`, `--markdown`), opened before the
-//! sandbox is entered: inside it, `/tmp` is a private tmpfs, so a path
+//! Files the user asked for (`--json`, `--markdown`, `--report DIR`), opened
+//! before the sandbox is entered: inside it, `/tmp` is a private tmpfs, so a path
 //! opened later could land in the sandbox and vanish with it.
 
 use std::fs::File;
@@ -50,4 +50,38 @@ impl Sink {
 /// Opens an optional output.
 pub fn open_opt(path: Option<&Path>) -> Result<Option<Sink>> {
     path.map(Sink::open).transpose()
+}
+
+/// A directory the user asked for (`report -o DIR`, `reclaim --report DIR`):
+/// created and opened before the sandbox is entered; files are then created
+/// relative to the open directory, so they land on the real filesystem
+/// even from inside the sandbox.
+pub struct OutDir {
+    dir: File,
+    path: std::path::PathBuf,
+}
+
+impl OutDir {
+    /// Creates `path` (and its parents) if needed and opens it.
+    pub fn create(path: &Path) -> Result<OutDir> {
+        std::fs::create_dir_all(path).with_context(|| format!("cannot create output directory {}", path.display()))?;
+        let dir = File::open(path).with_context(|| format!("cannot open output directory {}", path.display()))?;
+        if !dir.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+            anyhow::bail!("output path {} is not a directory", path.display());
+        }
+        Ok(OutDir { dir, path: path.to_path_buf() })
+    }
+
+    /// Writes (creates or replaces) `name` in the directory; returns its path.
+    pub fn write(&self, name: &str, contents: &str) -> Result<std::path::PathBuf> {
+        use nix::fcntl::{OFlag, openat};
+        use nix::sys::stat::Mode;
+        let path = self.path.join(name);
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
+        let fd = openat(&self.dir, name, flags, Mode::from_bits_truncate(0o644))
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let mut f = File::from(fd);
+        f.write_all(contents.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
 }

@@ -19,6 +19,7 @@ pub struct PowerFit {
     /// R² of the fit in log-log space.
     pub r2: f64,
     /// Standard error of the exponent (NaN with fewer than 3 distinct points).
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub exponent_stderr: f64,
 }
 

@@ -6,3 +6,27 @@ pub mod histogram;
 pub mod scaling;
 pub mod stats;
 pub mod verdict;
+
+/// Reads a number that may have been written as `null`: serde_json writes
+/// NaN and infinities as `null` (a power-law fit over two sizes has no
+/// exponent error, a sweep with no usable run no bytes per dentry), and a
+/// saved result must read back as it was written. Use on f64 fields that
+/// can be NaN: `#[serde(deserialize_with = "crate::analysis::null_as_nan")]`.
+pub fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit::PowerFit;
+
+    #[test]
+    fn nan_survives_a_json_round_trip() {
+        let p = PowerFit { coefficient: 2.0, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN };
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains("\"exponent_stderr\":null"), "{text}");
+        let back: PowerFit = serde_json::from_str(&text).unwrap();
+        assert!(back.exponent_stderr.is_nan() && back.exponent == 1.0);
+    }
+}

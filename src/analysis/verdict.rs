@@ -65,6 +65,7 @@ pub struct Verdict {
     pub extrapolated_reclaim_seconds_linear: Option<f64>,
     pub extrapolated_max_gap_seconds: Option<f64>,
     pub superlinear: bool,
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub gap_to_time_ratio: f64,
     pub thresholds: Vec<ThresholdRow>,
     /// Plain sentences for people.

@@ -106,6 +106,25 @@ pub struct Run {
     pub reclaim_task_pid: u32,
 }
 
+/// Share of the target by which the kernel's count may differ before it is
+/// taken as disturbed by other activity on the machine.
+pub const COUNT_TOLERANCE: f64 = 0.10;
+
+/// The dentry count a reclaim is charged with: what dentry-state says was
+/// reclaimed, unless that is more than [`COUNT_TOLERANCE`] off the target
+/// (other work on the machine moved the global counter), then the target.
+pub fn counted(reclaimed: i64, target: u64) -> f64 {
+    let t = target as f64;
+    if ((reclaimed as f64) - t).abs() > t * COUNT_TOLERANCE { t } else { reclaimed as f64 }
+}
+
+impl Run {
+    /// The count this run stands for in fits.
+    pub fn fit_count(&self) -> f64 {
+        counted(self.reclaimed, self.target)
+    }
+}
+
 /// The repetitions of one size, summarised.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SizeSummary {
@@ -152,6 +171,7 @@ pub struct ReclaimResult {
     pub sizes: Vec<SizeSummary>,
     pub fits: Fits,
     pub verdict: Option<Verdict>,
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub bytes_per_dentry: f64,
     pub refused: Vec<Refusal>,
     pub notes: Vec<String>,
@@ -220,6 +240,16 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
             runs.push(r);
         }
     }
+    for r in runs.iter().filter(|r| r.fit_count() != r.reclaimed as f64) {
+        notes.push(format!(
+            "size {} rep {}: dentry-state moved by {} instead of about {} (other activity on the machine); \
+             this run is counted at its target",
+            human(r.target),
+            r.rep + 1,
+            r.reclaimed,
+            r.target
+        ));
+    }
     let sizes = summarise(&runs, opts);
     let fits = fit_runs(&runs);
     let verdict = decide(&fits, &sizes, &runs, opts, &environment);
@@ -273,7 +303,7 @@ fn refuse(opts: &Options, target: u64, bpd: Option<f64>, runs: &[Run], proc: &Pr
     }
     let distinct: std::collections::BTreeSet<u64> = runs.iter().map(|r| r.target).collect();
     if distinct.len() >= 2 {
-        let pts: Vec<_> = runs.iter().map(|r| (r.reclaimed.max(1) as f64, r.probe.max_gap_seconds)).collect();
+        let pts: Vec<_> = runs.iter().map(|r| (r.fit_count(), r.probe.max_gap_seconds)).collect();
         if let Some(p) = fit::power(&pts) {
             let g = p.at(target as f64);
             if g > MAX_PREDICTED_GAP_SECONDS {
@@ -337,7 +367,7 @@ fn one_run(
         rep,
         created_slab: slab(&after_create, &before),
         reclaimed_slab: slab(&after_create, &after_reclaim),
-        ns_per_dentry: reclaim_seconds * 1e9 / reclaimed.max(1) as f64,
+        ns_per_dentry: reclaim_seconds * 1e9 / counted(reclaimed, target),
         bytes_per_dentry: grown_slab.max(lost_avail) / created.max(1) as f64,
         create,
         before,
@@ -389,8 +419,8 @@ fn summarise(runs: &[Run], opts: &Options) -> Vec<SizeSummary> {
 }
 
 pub fn fit_runs(runs: &[Run]) -> Fits {
-    let time: Vec<_> = runs.iter().map(|r| (r.reclaimed.max(1) as f64, r.reclaim_seconds)).collect();
-    let gap: Vec<_> = runs.iter().map(|r| (r.reclaimed.max(1) as f64, r.probe.max_gap_seconds)).collect();
+    let time: Vec<_> = runs.iter().map(|r| (r.fit_count(), r.reclaim_seconds)).collect();
+    let gap: Vec<_> = runs.iter().map(|r| (r.fit_count(), r.probe.max_gap_seconds)).collect();
     Fits {
         time_linear: fit::linear(&time),
         time_power: fit::power(&time),

@@ -110,7 +110,7 @@ fn predict_gap(runs: &[Run], n: u64) -> Option<f64> {
             Some(r.probe.max_gap_seconds * n as f64 / r.target as f64)
         }
         _ => {
-            let pts: Vec<_> = below.iter().map(|r| (r.reclaimed.max(1) as f64, r.probe.max_gap_seconds)).collect();
+            let pts: Vec<_> = below.iter().map(|r| (r.fit_count(), r.probe.max_gap_seconds)).collect();
             fit::power(&pts).map(|p| p.at(n as f64))
         }
     }

@@ -9,7 +9,6 @@ use crate::output::Sink;
 pub fn write<T: Serialize>(sink: &mut Sink, value: &T) -> Result<()> {
     let name = sink.name().to_string();
     let w = sink.writer();
-    use std::io::Write as _;
     serde_json::to_writer_pretty(&mut *w, value).with_context(|| format!("cannot write JSON to {name}"))?;
     writeln!(w).with_context(|| format!("cannot write JSON to {name}"))?;
     w.flush().with_context(|| format!("cannot write JSON to {name}"))

@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::{Grid, environment_line, fit_lines, reclaim_grid, threshold_grid};
+use super::svg::Figure;
+use super::{Grid, comparison_grid, environment_line, fit_lines, reclaim_grid, threshold_grid};
 use crate::bench::reclaim::ReclaimResult;
 
 pub fn render_grid(g: &Grid) -> String {
@@ -18,10 +19,16 @@ pub fn render_grid(g: &Grid) -> String {
 
 pub fn reclaim(r: &ReclaimResult) -> String {
     let o = &r.options;
+    format!("## Dentry reclaim: {} via {}\n\n{}", o.kind.name(), o.method.name(), reclaim_body(r, 3))
+}
+
+/// The sections of one reclaim result, with headings at `level`.
+fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
+    let o = &r.options;
     let e = &r.environment;
+    let h = "#".repeat(level);
     let mut s = String::new();
-    let _ = writeln!(s, "## Dentry reclaim: {} via {}\n", o.kind.name(), o.method.name());
-    let _ = writeln!(s, "### Environment\n");
+    let _ = writeln!(s, "{h} Environment\n");
     let _ = writeln!(s, "| Parameter | Value |\n|---|---|");
     for (k, v) in [
         ("Kernel", format!("{} ({})", e.kernel, e.kernel_version)),
@@ -36,7 +43,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     ] {
         let _ = writeln!(s, "| {k} | {v} |");
     }
-    let _ = writeln!(s, "\n### Method\n");
+    let _ = writeln!(s, "\n{h} Method\n");
     let _ = writeln!(
         s,
         "For each size, {} repetition(s): mount a fresh {} in a private mount namespace, create the dentries \
@@ -52,31 +59,83 @@ pub fn reclaim(r: &ReclaimResult) -> String {
         o.probe_interval_us,
         o.control_cpu.map(|c| format!("; a control probe runs on CPU {c}")).unwrap_or_default()
     );
-    let _ = writeln!(s, "### Results\n");
+    let _ = writeln!(s, "{h} Results\n");
     s += &render_grid(&reclaim_grid(r));
-    let _ = writeln!(s, "\n### Fit\n");
+    let _ = writeln!(s, "\n{h} Fit\n");
     for l in fit_lines(r) {
         let _ = writeln!(s, "- {l}");
     }
     if let Some(g) = threshold_grid(r) {
-        let _ = writeln!(s, "\n### Soft-lockup threshold\n");
+        let _ = writeln!(s, "\n{h} Soft-lockup threshold\n");
         s += &render_grid(&g);
     }
     if let Some(v) = &r.verdict {
-        let _ = writeln!(s, "\n### Verdict\n");
+        let _ = writeln!(s, "\n{h} Verdict\n");
         for l in &v.summary {
             let _ = writeln!(s, "- {l}");
         }
     }
     if let Some(w) = &r.watchdog {
-        let _ = writeln!(s, "\n### Watchdog check\n");
+        let _ = writeln!(s, "\n{h} Watchdog check\n");
         s += &render_grid(&super::watchdog_grid(w));
         s.push('\n');
         for l in &w.summary {
             let _ = writeln!(s, "- {l}");
         }
     }
-    let _ = writeln!(s, "\n### Reproduce\n\n```\n{}\n```\n", r.header.command);
+    if !r.refused.is_empty() || !r.notes.is_empty() {
+        let _ = writeln!(s, "\n{h} Notes\n");
+        for f in &r.refused {
+            let _ = writeln!(s, "- Refused {}: {}", crate::size::human(f.target), f.reason);
+        }
+        for n in &r.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
+    let _ = writeln!(s, "\n{h} Reproduce\n\n```\n{}\n```\n", r.header.command);
     let _ = writeln!(s, "{}", environment_line(e));
+    s
+}
+
+/// `report.md`: a title, the results it was rendered from, then one part
+/// per benchmark (each from its own `*_part` function).
+pub fn report(sources: &[(Option<String>, &crate::bench::Header)], parts: &[String]) -> String {
+    let mut s = String::from("# dentrylab report\n\n");
+    let _ = writeln!(s, "Rendered by `dentrylab report` from {} result file(s):\n", sources.len());
+    for (label, h) in sources {
+        let label = label.as_ref().map(|l| format!("{l}: ")).unwrap_or_default();
+        let _ = writeln!(s, "- {label}`{}` benchmark, started {} (schema {})", h.benchmark, h.started_at, h.schema);
+    }
+    for p in parts {
+        s.push('\n');
+        s += p;
+    }
+    s
+}
+
+/// The reclaim part of a report: the plots first (people read the picture
+/// before the table), a comparison table when there are several results,
+/// then each result in seed 000's layout.
+pub fn reclaim_part(results: &[&ReclaimResult], labels: &[String], subtitle: &str, figures: &[Figure]) -> String {
+    let mut s = format!("## Dentry reclaim: {subtitle}\n\n");
+    let _ = writeln!(s, "### Plots\n");
+    for f in figures {
+        let _ = writeln!(s, "![{}]({})\n", f.caption, f.file);
+    }
+    let _ = writeln!(
+        s,
+        "Points are single runs; solid lines are power-law fits over the measured sizes, dashed lines their \
+         extrapolation; the red dashed line is the soft-lockup threshold (2 × watchdog_thresh).\n"
+    );
+    if results.len() == 1 {
+        s += &reclaim_body(results[0], 3);
+        return s;
+    }
+    let _ = writeln!(s, "### Comparison\n");
+    s += &render_grid(&comparison_grid(results, labels));
+    for (r, label) in results.iter().zip(labels) {
+        let _ = writeln!(s, "\n### {label}\n");
+        s += &reclaim_body(r, 4);
+    }
     s
 }

@@ -1,8 +1,10 @@
 //! Renderers: one file per output format. Each consumes a result struct and
 //! nothing else.
 
+pub mod document;
 pub mod json;
 pub mod markdown;
+pub mod svg;
 pub mod table;
 
 use crate::analysis::stats::Spread;
@@ -124,6 +126,50 @@ pub fn threshold_grid(r: &ReclaimResult) -> Option<Grid> {
         })
         .collect();
     Some(Grid { header, rows })
+}
+
+/// Several reclaim results side by side: one row each, the figures that
+/// decide the verdict.
+pub fn comparison_grid(results: &[&ReclaimResult], labels: &[String]) -> Grid {
+    let header = [
+        "Result",
+        "Sizes",
+        "ns/dentry (largest size)",
+        "Time exponent",
+        "Longest gap (largest size)",
+        "Soft lockup predicted from",
+        "Decided by",
+        "Reclaim time at target",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = results
+        .iter()
+        .zip(labels)
+        .map(|(r, label)| {
+            let last = r.sizes.last();
+            let v = r.verdict.as_ref();
+            let first = r.sizes.first().map(|s| human(s.target)).unwrap_or_else(|| "–".into());
+            let sizes = last.map(|l| format!("{first}…{}", human(l.target))).unwrap_or_else(|| "–".into());
+            vec![
+                label.clone(),
+                sizes,
+                last.map(|s| spread_ns(&s.ns_per_dentry)).unwrap_or_else(|| "–".into()),
+                r.fits.time_power.map(|p| format!("{:.2}", p.exponent)).unwrap_or_else(|| "–".into()),
+                last.map(|s| spread_secs(&s.max_gap_seconds)).unwrap_or_else(|| "–".into()),
+                v.and_then(|v| v.lockup_count).map(|n| human(n as u64)).unwrap_or_else(|| "–".into()),
+                v.map(|v| match v.governs {
+                    crate::analysis::verdict::Governs::LongestStretch => "longest stretch",
+                    crate::analysis::verdict::Governs::TotalTime => "total time",
+                })
+                .unwrap_or("–")
+                .into(),
+                v.and_then(|v| v.extrapolated_reclaim_seconds.map(|t| format!("{} at {}", secs(t), human(v.extrapolate_to))))
+                    .unwrap_or_else(|| "–".into()),
+            ]
+        })
+        .collect();
+    Grid { header, rows }
 }
 
 /// The fit lines for people.

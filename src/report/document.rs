@@ -1,0 +1,199 @@
+//! The `report` document: saved result files in, `report.md` and SVG plots
+//! out. Each file's header says which benchmark wrote it and in which schema;
+//! results of the same benchmark are drawn on shared axes. Rendering is a
+//! pure function of the JSON, so tests compare it against golden files.
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+use super::{markdown, svg};
+use crate::bench::SCHEMA;
+use crate::bench::reclaim::ReclaimResult;
+use crate::error::UsageError;
+
+/// Benchmarks whose results `report` can render.
+pub const RENDERS: &[&str] = &["reclaim"];
+/// Benchmarks dentrylab knows whose results it cannot render yet.
+const NOT_YET: &[&str] = &["pollute", "churn", "scale", "create"];
+
+/// One result file, parsed into its benchmark's result struct.
+#[derive(Debug, Clone)]
+pub enum Loaded {
+    Reclaim(Box<ReclaimResult>),
+}
+
+/// Parses one result file (`source` names it in errors). Anything wrong
+/// with the file is bad input: one line naming the file.
+pub fn parse(text: &str, source: &str) -> Result<Loaded> {
+    let bad = |why: String| -> anyhow::Error { UsageError(format!("{source}: {why}")).into() };
+    #[derive(Deserialize)]
+    struct Probe {
+        schema: Option<serde_json::Value>,
+        benchmark: Option<String>,
+    }
+    let probe: Probe = serde_json::from_str(text)
+        .map_err(|e| bad(format!("not a dentrylab result (invalid JSON: {e}); give files written by --json")))?;
+    let schema = match probe.schema {
+        None => {
+            return Err(bad("not a dentrylab result: it has no \"schema\" field; give files written by --json".into()));
+        }
+        Some(v) => v.as_u64().ok_or_else(|| bad(format!("\"schema\" is {v}, not a version number")))?,
+    };
+    if schema > u64::from(SCHEMA) {
+        return Err(bad(format!(
+            "result schema {schema} is newer than this dentrylab reads (schema {SCHEMA}): render it with the \
+             dentrylab that wrote it, or a newer one"
+        )));
+    }
+    if schema != u64::from(SCHEMA) {
+        return Err(bad(format!("unknown result schema {schema}: this dentrylab reads schema {SCHEMA}")));
+    }
+    let benchmark = probe.benchmark.ok_or_else(|| bad("the result has no \"benchmark\" field".into()))?;
+    match benchmark.as_str() {
+        "reclaim" => serde_json::from_str::<ReclaimResult>(text)
+            .map(|r| Loaded::Reclaim(Box::new(r)))
+            .map_err(|e| bad(format!("not a valid schema {SCHEMA} reclaim result: {e}"))),
+        b if NOT_YET.contains(&b) => {
+            Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
+        }
+        b => Err(bad(format!("unknown benchmark {b:?} (this dentrylab renders: {})", RENDERS.join(", ")))),
+    }
+}
+
+/// Reads and parses result files.
+pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Loaded>> {
+    paths
+        .iter()
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("cannot read result file {}", p.display()))?;
+            parse(&text, &p.display().to_string())
+        })
+        .collect()
+}
+
+/// One file of the report directory.
+#[derive(Debug, Clone)]
+pub struct OutputFile {
+    pub name: String,
+    pub contents: String,
+}
+
+/// Renders `report.md` and the plots for the results, in the order given
+/// (results of one benchmark are grouped, in order of first appearance).
+pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
+    let reclaim: Vec<&ReclaimResult> = results
+        .iter()
+        .map(|l| match l {
+            Loaded::Reclaim(r) => r.as_ref(),
+        })
+        .collect();
+    let mut files = Vec::new();
+    let mut parts = Vec::new();
+    let mut sources = Vec::new();
+    if !reclaim.is_empty() {
+        let (labels, subtitle) = reclaim_labels(&reclaim);
+        let figures = svg::reclaim(&reclaim, &labels, &subtitle)?;
+        parts.push(markdown::reclaim_part(&reclaim, &labels, &subtitle, &figures));
+        for (r, l) in reclaim.iter().zip(&labels) {
+            sources.push((if reclaim.len() > 1 { Some(l.clone()) } else { None }, &r.header));
+        }
+        files.extend(figures.into_iter().map(|f| OutputFile { name: f.file, contents: f.svg }));
+    }
+    files.insert(0, OutputFile { name: "report.md".into(), contents: markdown::report(&sources, &parts) });
+    Ok(files)
+}
+
+/// Names for results drawn together: what they share becomes the subtitle,
+/// what tells them apart becomes each one's label.
+pub fn reclaim_labels(results: &[&ReclaimResult]) -> (Vec<String>, String) {
+    let facets = |r: &ReclaimResult| -> Vec<String> {
+        let o = &r.options;
+        vec![
+            format!("{} dentries", o.kind.name()),
+            format!("via {}", o.method.name()),
+            format!("on {}", o.fs),
+            format!("{} layout", o.layout),
+            format!("kernel {}", r.environment.kernel),
+            format!("{} preemption", r.environment.preemption),
+            format!(
+                "watchdog_thresh {}",
+                r.environment.watchdog_thresh_seconds.map(|t| format!("{t} s")).unwrap_or_else(|| "unknown".into())
+            ),
+        ]
+    };
+    let all: Vec<Vec<String>> = results.iter().map(|r| facets(r)).collect();
+    let Some(first) = all.first() else { return (Vec::new(), String::new()) };
+    let differs: Vec<bool> = (0..first.len()).map(|i| all.iter().any(|f| f[i] != first[i])).collect();
+    // The subtitle keeps the first five facets that all share (the
+    // preemption model and watchdog_thresh only when they differ).
+    let subtitle = first
+        .iter()
+        .zip(&differs)
+        .take(5)
+        .filter(|(_, d)| !**d)
+        .map(|(f, _)| f.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let labels = results
+        .iter()
+        .zip(&all)
+        .map(|(r, f)| {
+            let parts: Vec<&str> = f.iter().zip(&differs).filter(|(_, d)| **d).map(|(f, _)| f.as_str()).collect();
+            if parts.is_empty() { format!("run of {}", r.header.started_at) } else { parts.join(", ") }
+        })
+        .collect();
+    (labels, subtitle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(schema: &str, benchmark: &str) -> String {
+        format!(r#"{{"schema": {schema}, "benchmark": "{benchmark}", "command": "x", "started_at": "y"}}"#)
+    }
+
+    fn err(text: &str) -> String {
+        let e = parse(text, "r.json").unwrap_err();
+        assert!(e.downcast_ref::<UsageError>().is_some(), "{e:#}");
+        e.to_string()
+    }
+
+    #[test]
+    fn schema_versions_are_checked() {
+        let e = err(&header("2", "reclaim"));
+        assert!(e.starts_with("r.json: result schema 2 is newer"), "{e}");
+        assert!(err(&header("0", "reclaim")).contains("unknown result schema 0"));
+        assert!(err(&header("\"1\"", "reclaim")).contains("not a version number"));
+        assert!(err(r#"{"benchmark": "reclaim"}"#).contains("no \"schema\" field"));
+        assert!(err("[1, 2").contains("invalid JSON"));
+    }
+
+    /// A sweep stopped before its first size still renders: empty plots
+    /// that say so, and the refusal in the notes.
+    #[test]
+    fn a_result_without_runs_renders() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/results/reclaim-hardlink-tmpfs.json")).unwrap();
+        v["runs"] = serde_json::json!([]);
+        v["sizes"] = serde_json::json!([]);
+        v["verdict"] = serde_json::Value::Null;
+        v["fits"] = serde_json::json!({"time_linear": null, "time_power": null, "gap_linear": null, "gap_power": null});
+        v["bytes_per_dentry"] = serde_json::Value::Null;
+        v["refused"] = serde_json::json!([{"target": 100000, "reason": "it needs too much memory"}]);
+        let loaded = parse(&v.to_string(), "empty.json").unwrap();
+        let files = render(&[loaded]).unwrap();
+        assert_eq!(files.len(), 4);
+        assert!(files[0].contents.contains("- Refused 100k: it needs too much memory"));
+        assert!(files[1..].iter().all(|f| f.contents.contains("no data")));
+    }
+
+    #[test]
+    fn benchmarks_are_dispatched() {
+        assert!(err(&header("1", "scale")).contains("cannot render \"scale\" results yet"));
+        assert!(err(&header("1", "frobnicate")).contains("unknown benchmark \"frobnicate\""));
+        // A reclaim header with a body that is not a reclaim result.
+        assert!(err(&header("1", "reclaim")).contains("not a valid schema 1 reclaim result"));
+    }
+}
