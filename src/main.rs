@@ -58,10 +58,17 @@ fn clap_error(e: clap::Error) -> ExitCode {
             ExitCode::from(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 })
         }
         _ => {
+            // clap's message, up to the usage block, folded onto one line.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("dentrylab: error: {first} (see --help)");
+            let msg: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let msg = msg.join(" ");
+            let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+            eprintln!("dentrylab: error: {msg} (see --help)");
             ExitCode::from(2)
         }
     }
@@ -156,10 +163,18 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut markdown = output::open_opt(a.markdown.as_deref())?;
-    let state = if a.no_save {
-        None
-    } else {
-        Some(state::StateDir::open(&a.state_dir.clone().unwrap_or_else(state::default_dir))?)
+    let state = match (a.no_save, &a.state_dir) {
+        (true, _) => None,
+        // A directory the user named must work.
+        (false, Some(dir)) => Some(state::StateDir::open(dir)?),
+        // The default one may not (no home, read-only): say so and go on.
+        (false, None) => match state::StateDir::open(&state::default_dir()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("dentrylab: warning: the calibration will not be saved: {e:#} (use --state-dir DIR)");
+                None
+            }
+        },
     };
     let mut sandbox = sandbox::Sandbox::enter()?;
     let result = bench::reclaim::run(&opts, &mut sandbox, proc)?;

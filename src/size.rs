@@ -16,6 +16,10 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     }
     let (num, mult) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
+            let head = &t[..i];
+            if head.is_empty() || head.parse::<f64>().is_err() {
+                return Err(format!("size {s:?} is not a number (use for example 100k, 2.5M or 1.5G)"));
+            }
             let m = match c {
                 'k' | 'K' => 1e3,
                 'm' | 'M' => 1e6,

@@ -1,0 +1,68 @@
+//! Helpers shared by the integration tests: the binary, kernel counters,
+//! and a lock so tests that move kernel counters never overlap.
+
+#![allow(dead_code)]
+
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+static KERNEL: Mutex<()> = Mutex::new(());
+
+/// Serialises tests that create dentries (the counters are global).
+pub fn kernel_lock() -> MutexGuard<'static, ()> {
+    KERNEL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dentrylab"))
+}
+
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .map(|v| v.split_whitespace().nth(1) == Some("0"))
+        .unwrap_or(false)
+}
+
+/// Skips (with a line saying so) when not root: these tests need to mount.
+#[macro_export]
+macro_rules! require_root {
+    () => {
+        if !common::is_root() {
+            eprintln!("skipped: needs root to mount");
+            return;
+        }
+    };
+}
+
+pub fn nr_dentry() -> i64 {
+    let s = std::fs::read_to_string("/proc/sys/fs/dentry-state").unwrap();
+    s.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// Runs the binary and parses its `--json -` output.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = bin().args(args).args(["--json", "-"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "dentrylab {args:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Mount namespaces (inode of /proc/PID/ns/mnt) of every live process.
+pub fn live_mount_namespaces() -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()) {
+            if let Ok(l) = std::fs::read_link(e.path().join("ns/mnt")) {
+                v.push(l.to_string_lossy().into_owned());
+            }
+        }
+    }
+    v
+}
