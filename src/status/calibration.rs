@@ -126,7 +126,24 @@ impl Store {
                 return Ok(Arc::clone(c));
             }
         }
-        let used = Arc::new(match state::load(&self.dir)? {
+        // A calibration that cannot be read for lack of permission (a
+        // state directory under another user's home) is no reason to fail:
+        // fall back, and say why. One that reads but does not parse is.
+        let loaded = match state::load(&self.dir) {
+            Ok(c) => c,
+            Err(e) if is_permission_denied(&e) => {
+                let used = Arc::new(CalibrationUsed {
+                    source: Source::Builtin,
+                    path: path.display().to_string(),
+                    name: format!("built-in conservative default ({e:#})"),
+                    calibration: builtin(),
+                });
+                *cached = Some((fp, Arc::clone(&used)));
+                return Ok(used);
+            }
+            Err(e) => return Err(e),
+        };
+        let used = Arc::new(match loaded {
             Some(c) => CalibrationUsed {
                 source: Source::File,
                 path: path.display().to_string(),
@@ -150,6 +167,10 @@ impl Store {
         *cached = Some((fp, Arc::clone(&used)));
         Ok(used)
     }
+}
+
+fn is_permission_denied(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied))
 }
 
 #[cfg(test)]
