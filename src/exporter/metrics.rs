@@ -55,6 +55,12 @@ fn number(v: f64) -> String {
     }
 }
 
+/// Predictions to six significant digits: the fits are not more precise,
+/// and the output stays the same across libm implementations.
+fn sig6(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() { v } else { format!("{v:.5e}").parse().unwrap_or(v) }
+}
+
 fn escape_help(s: &str) -> String {
     s.replace('\\', "\\\\").replace('\n', "\\n")
 }
@@ -71,6 +77,7 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
     let p = &s.prediction;
     let c = &s.calibration.calibration;
     let f = |v: u64| Some(v as f64);
+    let lockup = p.lockup_dentries.map(|l| sig6(l).round());
     o.gauge(
         "dentrylab_dentries",
         "Dentries allocated by the kernel (nr_dentry, /proc/sys/fs/dentry-state).",
@@ -161,27 +168,27 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
     o.gauge(
         "dentrylab_predicted_reclaim_seconds",
         "Predicted time to reclaim every dentry in one walk (umount of a filesystem holding them all).",
-        p.predicted_reclaim_seconds,
+        p.predicted_reclaim_seconds.map(sig6),
     );
     o.gauge(
         "dentrylab_predicted_longest_stretch_seconds",
         "Predicted longest stretch without a reschedule during that reclaim: what the soft-lockup watchdog sees.",
-        p.predicted_longest_stretch_seconds,
+        p.predicted_longest_stretch_seconds.map(sig6),
     );
     o.gauge(
         "dentrylab_lockup_ratio",
         "Predicted longest stretch over the soft-lockup threshold (1 means the watchdog fires).",
-        p.lockup_ratio,
+        p.lockup_ratio.map(sig6),
     );
     o.gauge(
         "dentrylab_lockup_dentries",
         "Dentry count at which the predicted longest stretch reaches the soft-lockup threshold.",
-        p.lockup_dentries.map(f64::round),
+        lockup,
     );
     o.gauge(
         "dentrylab_dentries_to_lockup",
         "Dentries left before the lockup count (negative past it).",
-        p.dentries_to_lockup.map(f64::round),
+        lockup.map(|l| l - d.nr_dentry as f64),
     );
     o.gauge(
         "dentrylab_level",
@@ -207,6 +214,8 @@ mod tests {
         assert_eq!(number(0.5), "0.5");
         assert_eq!(number(2.5e-7), "0.00000025");
         assert_eq!(number(f64::INFINITY), "+Inf");
+        assert_eq!(number(sig6(7.560540772655412)), "7.56054");
+        assert_eq!(number(sig6(2619600528.0).round()), "2619600000");
         assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
         assert_eq!(escape_help("x\\y\nz"), "x\\\\y\\nz");
     }
