@@ -147,6 +147,12 @@ pub struct ReclaimArgs {
     /// Allow actions that affect the whole machine (drop_caches, memory-cgroup reclaim).
     #[arg(long)]
     pub allow_global: bool,
+    /// Lower kernel.watchdog_thresh for the run and compare, size by size, the predicted lockups with what the kernel's soft-lockup watchdog reports (needs --allow-global; the original value is restored however the run ends).
+    #[arg(long)]
+    pub watchdog_check: bool,
+    /// watchdog_thresh to use with --watchdog-check, seconds (soft lockup after twice this).
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub watchdog_thresh: u64,
     /// Do not save the fit as this node's calibration (used by 'status').
     #[arg(long)]
     pub no_save: bool,

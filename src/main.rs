@@ -176,8 +176,21 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
             }
         },
     };
+    if a.watchdog_check && !a.allow_global {
+        return Err(UsageError(
+            "--watchdog-check changes kernel.watchdog_thresh for the whole machine during the run: add --allow-global"
+                .into(),
+        )
+        .into());
+    }
+    // Lowered before any thread exists: the guardian is a forked process.
+    let lowered = a.watchdog_check.then(|| bench::watchdog::lower(a.watchdog_thresh)).transpose()?;
     let mut sandbox = sandbox::Sandbox::enter()?;
-    let result = bench::reclaim::run(&opts, &mut sandbox, proc)?;
+    let mut result = bench::reclaim::run(&opts, &mut sandbox, proc)?;
+    if let Some(l) = lowered {
+        result.watchdog = Some(bench::watchdog::compare(&result, l.original, l.lowered));
+        l.restore()?;
+    }
 
     let table = report::table::reclaim(&result);
     if json.as_ref().is_some_and(|j| j.is_stdout()) {
@@ -209,7 +222,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
                 gap_power: result.fits.gap_power,
                 governs: Some(v.governs),
                 watchdog_thresh_seconds: result.environment.watchdog_thresh_seconds,
-                validated_by_watchdog: false,
+                validated_by_watchdog: result.watchdog.as_ref().is_some_and(|w| w.validated),
                 command: result.header.command.clone(),
             };
             let p = st.save(&cal)?;

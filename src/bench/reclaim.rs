@@ -101,6 +101,9 @@ pub struct Run {
     pub probe: GapStats,
     pub control: Option<GapStats>,
     pub kernel_messages: Vec<Alert>,
+    /// Thread id of the task that ran the reclaim (the one a soft-lockup
+    /// message names).
+    pub reclaim_task_pid: u32,
 }
 
 /// The repetitions of one size, summarised.
@@ -152,6 +155,9 @@ pub struct ReclaimResult {
     pub bytes_per_dentry: f64,
     pub refused: Vec<Refusal>,
     pub notes: Vec<String>,
+    /// Present when run with `--watchdog-check`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<crate::bench::watchdog::WatchdogReport>,
 }
 
 /// Checks the sizes against memory before anything is created, with the
@@ -229,6 +235,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         bytes_per_dentry: bpd_measured.unwrap_or(f64::NAN),
         refused,
         notes,
+        watchdog: None,
     })
 }
 
@@ -343,6 +350,7 @@ fn one_run(
         probe,
         control,
         kernel_messages,
+        reclaim_task_pid: nix::unistd::gettid().as_raw() as u32,
     })
 }
 

@@ -68,6 +68,14 @@ pub fn reclaim(r: &ReclaimResult) -> String {
             let _ = writeln!(s, "- {l}");
         }
     }
+    if let Some(w) = &r.watchdog {
+        let _ = writeln!(s, "\n### Watchdog check\n");
+        s += &render_grid(&super::watchdog_grid(w));
+        s.push('\n');
+        for l in &w.summary {
+            let _ = writeln!(s, "- {l}");
+        }
+    }
     let _ = writeln!(s, "\n### Reproduce\n\n```\n{}\n```\n", r.header.command);
     let _ = writeln!(s, "{}", environment_line(e));
     s

@@ -189,3 +189,45 @@ mod tests {
         assert_eq!(secs(f64::NAN), "–");
     }
 }
+
+/// The `--watchdog-check` table: prediction, probe and watchdog per reclaim.
+pub fn watchdog_grid(w: &crate::bench::watchdog::WatchdogReport) -> Grid {
+    use crate::bench::watchdog::Agreement;
+    let header = vec![
+        "Size".into(),
+        "Rep".into(),
+        "Predicted stretch".into(),
+        "Predicted lockup".into(),
+        "Probe max gap".into(),
+        "Watchdog".into(),
+        "Stuck for".into(),
+        "Prediction vs watchdog".into(),
+    ];
+    let rows = w
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                human(r.target),
+                (r.rep + 1).to_string(),
+                r.predicted_gap_seconds.map(secs).unwrap_or_else(|| "–".into()),
+                match r.predicted_lockup {
+                    Some(true) => "yes".into(),
+                    Some(false) => "no".into(),
+                    None => "–".into(),
+                },
+                secs(r.measured_gap_seconds),
+                if r.watchdog_fired { "soft lockup".into() } else { "silent".into() },
+                r.watchdog_stuck_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "–".into()),
+                match r.agreement {
+                    Agreement::TruePositive => "agree (fired)".into(),
+                    Agreement::TrueNegative => "agree (silent)".into(),
+                    Agreement::FalsePositive => "DISAGREE: predicted, silent".into(),
+                    Agreement::FalseNegative => "DISAGREE: fired, not predicted".into(),
+                    Agreement::Unpredicted => "no prediction".into(),
+                },
+            ]
+        })
+        .collect();
+    Grid { header, rows }
+}

@@ -69,6 +69,13 @@ pub fn reclaim(r: &ReclaimResult) -> String {
             let _ = writeln!(s, "  {l}");
         }
     }
+    if let Some(w) = &r.watchdog {
+        let _ = writeln!(s, "\nWatchdog check (watchdog_thresh {} s, soft lockup after {:.0} s)", w.thresh_seconds, w.soft_lockup_threshold_seconds);
+        s += &render_grid(&super::watchdog_grid(w));
+        for l in &w.summary {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
     for f in &r.refused {
         let _ = writeln!(s, "\nRefused {}: {}", crate::size::human(f.target), f.reason);
     }

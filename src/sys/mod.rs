@@ -1,6 +1,8 @@
 //! Thin wrappers over the system calls dentrylab needs. Every `unsafe`
 //! block of the crate lives under this module.
 
+pub mod guardian;
+
 use std::time::Duration;
 
 use anyhow::{Context, Result};

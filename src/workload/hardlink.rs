@@ -1,5 +1,7 @@
-//! Hard links to one source file (seed 000's dentry-creator): each link is
-//! one dentry, and all of them share a single inode.
+//! Hard links (seed 000's dentry-creator): each link is one dentry, and
+//! links share an inode. Each generator thread links to a source file of
+//! its own: `link()` locks the source inode, so one shared source would
+//! serialise the threads.
 
 use std::ffi::CStr;
 use std::os::fd::BorrowedFd;
@@ -8,16 +10,19 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use nix::unistd::{LinkatFlags, linkat};
 
-/// Name of the one file every link points at, in the generator's root.
-pub const SOURCE: &CStr = c"src";
+/// Name of worker `w`'s source file, in the generator's root.
+pub fn source_name(w: usize) -> String {
+    format!("src{w}")
+}
 
-pub fn prepare(root: &Path) -> Result<()> {
-    let p = root.join("src");
-    std::fs::File::create(&p).with_context(|| format!("cannot create the link source {}", p.display()))?;
+pub fn prepare(root: &Path, workers: usize) -> Result<()> {
+    for w in 0..workers {
+        let p = root.join(source_name(w));
+        std::fs::File::create(&p).with_context(|| format!("cannot create the link source {}", p.display()))?;
+    }
     Ok(())
 }
 
-pub fn make(root: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
-    linkat(root, SOURCE, dir, name, LinkatFlags::empty())
-        .with_context(|| format!("link {:?}", name))
+pub fn make(root: BorrowedFd<'_>, source: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+    linkat(root, source, dir, name, LinkatFlags::empty()).with_context(|| format!("link {:?}", name))
 }

@@ -141,10 +141,10 @@ pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Resul
         let p = root.join(dir_name(d));
         std::fs::create_dir(&p).with_context(|| format!("cannot create {}", p.display()))?;
     }
-    if spec.kind == Kind::Hardlink {
-        hardlink::prepare(root)?;
-    }
     let threads = spec.threads.max(1);
+    if spec.kind == Kind::Hardlink {
+        hardlink::prepare(root, threads)?;
+    }
     // Per-directory quotas, as even as possible.
     let quota = |d: u32| spec.count / ndirs as u64 + u64::from((d as u64) < spec.count % ndirs as u64);
     // Work items: (directory, first index, count). With fewer directories
@@ -174,14 +174,15 @@ pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Resul
     let results: Vec<Result<u64>> = std::thread::scope(|s| {
         let handles: Vec<_> = items
             .into_iter()
-            .map(|work| {
+            .enumerate()
+            .map(|(worker, work)| {
                 let progress = Arc::clone(progress);
                 s.spawn(move || -> Result<u64> {
                     let mut made = 0;
                     for (d, first, n) in work {
                         let dir = File::open(root.join(dir_name(d)))
                             .with_context(|| format!("cannot open directory {}", dir_name(d)))?;
-                        made += fill(spec.kind, root, dir.as_fd(), first, n, &progress)?;
+                        made += fill(spec.kind, root, worker, dir.as_fd(), first, n, &progress)?;
                     }
                     Ok(made)
                 })
@@ -203,8 +204,17 @@ pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Resul
     })
 }
 
-fn fill(kind: Kind, root: &Path, dir: std::os::fd::BorrowedFd<'_>, first: u64, n: u64, progress: &Progress) -> Result<u64> {
+fn fill(
+    kind: Kind,
+    root: &Path,
+    worker: usize,
+    dir: std::os::fd::BorrowedFd<'_>,
+    first: u64,
+    n: u64,
+    progress: &Progress,
+) -> Result<u64> {
     let mut name = NameBuf::default();
+    let source = std::ffi::CString::new(hardlink::source_name(worker)).expect("no NUL in a source name");
     let mut done = 0;
     let src = match kind {
         Kind::Hardlink => Some(File::open(root).context("cannot open the generator's root")?),
@@ -218,7 +228,7 @@ fn fill(kind: Kind, root: &Path, dir: std::os::fd::BorrowedFd<'_>, first: u64, n
         for i in done..end {
             let nm = name.set(first + i);
             match &src {
-                Some(src) => hardlink::make(src.as_fd(), dir, nm)?,
+                Some(src) => hardlink::make(src.as_fd(), &source, dir, nm)?,
                 None => file::make(dir, nm)?,
             }
         }
@@ -267,9 +277,12 @@ pub fn with_progress<T>(total: u64, label: &str, progress: &Arc<Progress>, work:
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {human_pos}/{human_len} {per_sec} ETA {eta}",
+            "{prefix} [{bar:30}] {human_pos}/{human_len} {rate} ETA {eta}",
         )
         .expect("valid template")
+        .with_key("rate", |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.0}/s", s.per_sec());
+        })
         .progress_chars("=> "),
     );
     bar.set_prefix(label.to_string());

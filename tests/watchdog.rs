@@ -1,0 +1,88 @@
+//! `reclaim --watchdog-check`: the lowered kernel.watchdog_thresh comes back
+//! however the run ends, SIGKILL included, within a second.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{bin, kernel_lock};
+
+const SYSCTL: &str = "/proc/sys/kernel/watchdog_thresh";
+
+fn thresh() -> String {
+    std::fs::read_to_string(SYSCTL).unwrap().trim().to_string()
+}
+
+/// Puts the original value back even if an assertion fails.
+struct Restore(String);
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = std::fs::write(SYSCTL, &self.0);
+    }
+}
+
+#[test]
+fn needs_allow_global() {
+    let out = bin().args(["reclaim", "--watchdog-check", "--sizes", "10k"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--allow-global") && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn sigkill_at_any_moment_restores_watchdog_thresh_within_a_second() {
+    require_root!();
+    let _g = kernel_lock();
+    let original = thresh();
+    let _restore = Restore(original.clone());
+    let lowered_to = if original == "3" { "4" } else { "3" };
+    for ms in [0u64, 20, 150, 700, 1600] {
+        let mut child = bin()
+            .args(["reclaim", "--watchdog-check", "--allow-global", "--watchdog-thresh", lowered_to])
+            .args(["--sizes", "200k,400k", "--reps", "2", "--no-save"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        if ms >= 150 {
+            assert_eq!(thresh(), lowered_to, "lowered during the run (kill at {ms} ms)");
+        }
+        std::process::Command::new("kill").args(["-KILL", &child.id().to_string()]).status().unwrap();
+        child.wait().unwrap();
+        let t = Instant::now();
+        while thresh() != original {
+            assert!(t.elapsed() < Duration::from_secs(1), "kill at {ms} ms: watchdog_thresh is {} a second later", thresh());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+#[test]
+fn completed_check_restores_and_reports_per_size() {
+    require_root!();
+    let _g = kernel_lock();
+    let original = thresh();
+    let _restore = Restore(original.clone());
+    let out = bin()
+        .args(["reclaim", "--watchdog-check", "--allow-global", "--sizes", "20k,40k,80k", "--reps", "1", "--no-save", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(thresh(), original);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &v["watchdog"];
+    assert_eq!(w["thresh_seconds"], 1);
+    assert_eq!(w["original_thresh_seconds"].to_string(), original);
+    assert_eq!(v["environment"]["watchdog_thresh_seconds"], 1, "the run itself saw the lowered threshold");
+    let rows = w["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["agreement"], "unpredicted", "nothing is smaller than the first size");
+    // Small sizes: the watchdog stays silent and the prediction says so.
+    for r in &rows[1..] {
+        assert_eq!(r["watchdog_fired"], false);
+        assert_eq!(r["agreement"], "true_negative", "{r}");
+    }
+    assert_eq!(w["validated"], false, "never firing cannot validate the positive side");
+}
