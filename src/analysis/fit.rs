@@ -17,9 +17,17 @@ pub struct PowerFit {
     pub coefficient: f64,
     pub exponent: f64,
     /// R² of the fit in log-log space.
+    #[serde(deserialize_with = "null_as_nan")]
     pub r2: f64,
     /// Standard error of the exponent (NaN with fewer than 3 distinct points).
+    #[serde(deserialize_with = "null_as_nan")]
     pub exponent_stderr: f64,
+}
+
+/// JSON writes NaN as `null`; this reads it back as NaN, so a saved
+/// calibration from a two-size sweep loads again.
+pub fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Exponents above this are called super-linear (beyond fit noise on the
