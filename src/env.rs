@@ -54,12 +54,11 @@ impl Environment {
 /// the `preempt=` boot parameter, the kernel config, then `uname -v`.
 /// debugfs and `/boot` are consulted only when `proc` is the live `/proc`.
 pub fn preemption_model(proc: &ProcRoot, uname_version: &str) -> (String, String) {
-    if proc.is_default() {
-        if let Ok(s) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt") {
-            if let Some(m) = parse_debugfs_preempt(&s) {
-                return (m, "/sys/kernel/debug/sched/preempt".into());
-            }
-        }
+    if proc.is_default()
+        && let Ok(s) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt")
+        && let Some(m) = parse_debugfs_preempt(&s)
+    {
+        return (m, "/sys/kernel/debug/sched/preempt".into());
     }
     if let Ok(cmd) = std::fs::read_to_string(proc.path("cmdline")) {
         if let Some(v) = cmd.split_whitespace().find_map(|w| w.strip_prefix("preempt=")) {

@@ -84,31 +84,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn node_options(a: cli::NodeArgs) -> status::Options {
-    status::Options { proc: ProcRoot::new(a.proc_root), state_dir: a.state_dir.unwrap_or_else(state::default_dir) }
-}
-
-fn cmd_status(a: cli::StatusArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.textfile {
-        if p.extension().is_none_or(|e| e != "prom") {
-            return Err(UsageError(format!(
-                "--textfile {}: node_exporter's textfile collector reads only files ending in .prom",
-                p.display()
-            ))
-            .into());
-        }
-    }
-    let mut json = output::open_opt(a.output.json.as_deref())?;
-    let s = status::run(&node_options(a.node))?;
-    let table = report::table::status(&s);
+/// The table on stdout (on stderr when the JSON goes to stdout), then the JSON.
+fn print_table_and_json<T: serde::Serialize>(table: &str, json: Option<&mut output::Sink>, value: &T) -> Result<()> {
     if json.as_ref().is_some_and(|j| j.is_stdout()) {
         eprint!("{table}");
     } else {
         print!("{table}");
     }
-    if let Some(j) = json.as_mut() {
-        report::json::write(j, &s)?;
+    json.map(|j| report::json::write(j, value)).transpose()?;
+    Ok(())
+}
+
+fn node_options(a: cli::NodeArgs) -> status::Options {
+    status::Options { proc: ProcRoot::new(a.proc_root), state_dir: a.state_dir.unwrap_or_else(state::default_dir) }
+}
+
+fn cmd_status(a: cli::StatusArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.textfile
+        && p.extension().is_none_or(|e| e != "prom")
+    {
+        return Err(UsageError(format!(
+            "--textfile {}: node_exporter's textfile collector reads only files ending in .prom",
+            p.display()
+        ))
+        .into());
     }
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let s = status::run(&node_options(a.node))?;
+    print_table_and_json(&report::table::status(&s), json.as_mut(), &s)?;
     if let Some(p) = &a.textfile {
         output::write_atomic(p, &exporter::metrics::encode(&s, s.collection_seconds))?;
     }
@@ -192,15 +195,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         l.restore()?;
     }
 
-    let table = report::table::reclaim(&result);
-    if json.as_ref().is_some_and(|j| j.is_stdout()) {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(j) = json.as_mut() {
-        report::json::write(j, &result)?;
-    }
+    print_table_and_json(&report::table::reclaim(&result), json.as_mut(), &result)?;
     if let Some(m) = markdown.as_mut() {
         m.write_str(&report::markdown::reclaim(&result))?;
     }

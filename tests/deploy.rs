@@ -89,7 +89,8 @@ fn manifests_are_kubernetes_objects_that_match_the_exporter() {
     assert_eq!(s(&ann["prometheus.io/port"], "annotation"), port);
     assert_eq!(s(&ann["prometheus.io/path"], "annotation"), "/metrics");
     // Those flags are the exporter's own.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dentrylab")).args(["exporter", "--help"]).output().unwrap();
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_dentrylab")).args(["exporter", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     for f in args.iter().filter(|a| a.starts_with("--")) {
         assert!(help.contains(f), "{f} is not an exporter flag");
@@ -114,8 +115,11 @@ fn metric_names(text: &str) -> BTreeSet<String> {
 #[test]
 fn dashboard_and_alerts_use_only_exported_metrics() {
     let golden = std::fs::read_to_string(metrics::golden_path("6.18-builtin")).unwrap();
-    let exported: BTreeSet<String> =
-        golden.lines().filter_map(|l| l.strip_prefix("# TYPE ")).map(|l| l.split(' ').next().unwrap().to_string()).collect();
+    let exported: BTreeSet<String> = golden
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
     let dashboard: serde_json::Value = serde_json::from_str(&deploy("dashboard.json")).unwrap();
     let panels = dashboard["panels"].as_array().unwrap();
     assert!(panels.len() >= 6);

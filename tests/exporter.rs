@@ -4,6 +4,7 @@
 
 mod metrics;
 
+use std::path::Path;
 use std::process::Command;
 
 use metrics::{Exporter, assert_golden, assert_promtool_ok, calibration_dir, fixture, request};
@@ -12,27 +13,24 @@ fn empty_state() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// An exporter on the proc tree `proc` with the state directory `state`.
+fn start(proc: &Path, state: &Path, extra: &[&str]) -> Exporter {
+    let mut args = vec!["--proc-root", proc.to_str().unwrap(), "--state-dir", state.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Exporter::start(&args)
+}
+
 #[test]
 fn golden_metrics_from_fixtures() {
     let state = empty_state();
-    let e = Exporter::start(&[
-        "--proc-root",
-        fixture("6.18").to_str().unwrap(),
-        "--state-dir",
-        state.path().to_str().unwrap(),
-    ]);
+    let e = start(&fixture("6.18"), state.path(), &[]);
     assert!(e.banner.contains("calibration: built-in conservative default"), "{}", e.banner);
     let r = e.get("/metrics");
     assert_eq!(r.status, 200);
     assert!(r.head.contains("Content-Type: text/plain; version=0.0.4"), "{}", r.head);
     assert_golden("6.18-builtin", &r.body);
 
-    let e = Exporter::start(&[
-        "--proc-root",
-        fixture("5.10").to_str().unwrap(),
-        "--state-dir",
-        calibration_dir().to_str().unwrap(),
-    ]);
+    let e = start(&fixture("5.10"), &calibration_dir(), &[]);
     assert_golden("5.10-calibrated", &e.metrics());
 }
 
@@ -54,7 +52,7 @@ fn metrics_pass_promtool() {
 #[test]
 fn http_answers() {
     let state = empty_state();
-    let e = Exporter::start(&["--proc-root", fixture("6.18").to_str().unwrap(), "--state-dir", state.path().to_str().unwrap()]);
+    let e = start(&fixture("6.18"), state.path(), &[]);
     assert_eq!(e.get("/").status, 200);
     assert!(e.get("/").body.contains("/metrics"));
     assert_eq!(e.get("/metrics?x=1").status, 200);
@@ -66,12 +64,8 @@ fn http_answers() {
     let head = request(e.addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
     assert_eq!(head.status, 200);
     assert!(head.body.is_empty());
-    let len: usize = head
-        .head
-        .lines()
-        .find_map(|l| l.strip_prefix("Content-Length: "))
-        .and_then(|v| v.parse().ok())
-        .unwrap();
+    let len: usize =
+        head.head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).and_then(|v| v.parse().ok()).unwrap();
     assert!(len > 1000, "{len}");
     assert_eq!(request(e.addr, "garbage\r\n\r\n").status, 400);
     let huge = format!("GET /metrics HTTP/1.1\r\nX-Fill: {}\r\n\r\n", "a".repeat(20_000));
@@ -88,7 +82,7 @@ fn never_reads_slabinfo() {
     let root = metrics::proc_root_with("37475\t36077\t45\t0\t6072\t0\n", "10\n");
     nix::unistd::mkfifo(&root.path().join("slabinfo"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
     let state = empty_state();
-    let e = Exporter::start(&["--proc-root", root.path().to_str().unwrap(), "--state-dir", state.path().to_str().unwrap()]);
+    let e = start(root.path(), state.path(), &[]);
     let m = e.metrics();
     assert!(m.contains("\ndentrylab_dentries 37475\n"), "{m}");
 }
@@ -96,18 +90,10 @@ fn never_reads_slabinfo() {
 #[test]
 fn concurrent_scrapes_are_all_answered_by_a_bounded_pool() {
     let state = empty_state();
-    let e = Exporter::start(&[
-        "--proc-root",
-        fixture("6.18").to_str().unwrap(),
-        "--state-dir",
-        state.path().to_str().unwrap(),
-        "--workers",
-        "3",
-    ]);
+    let e = start(&fixture("6.18"), state.path(), &["--workers", "3"]);
     let addr = e.addr;
-    let clients: Vec<_> = (0..200)
-        .map(|_| std::thread::spawn(move || request(addr, "GET /metrics HTTP/1.1\r\n\r\n")))
-        .collect();
+    let clients: Vec<_> =
+        (0..200).map(|_| std::thread::spawn(move || request(addr, "GET /metrics HTTP/1.1\r\n\r\n"))).collect();
     let mut ok = 0;
     for c in clients {
         let r = c.join().unwrap();
@@ -124,7 +110,7 @@ fn concurrent_scrapes_are_all_answered_by_a_bounded_pool() {
 #[test]
 fn picks_up_a_calibration_saved_while_running() {
     let state = empty_state();
-    let e = Exporter::start(&["--proc-root", fixture("6.18").to_str().unwrap(), "--state-dir", state.path().to_str().unwrap()]);
+    let e = start(&fixture("6.18"), state.path(), &[]);
     assert!(e.metrics().contains("\ndentrylab_calibration_builtin 1\n"));
     std::fs::copy(calibration_dir().join("calibration.json"), state.path().join("calibration.json")).unwrap();
     let m = e.metrics();

@@ -136,7 +136,10 @@ fn textfile_is_the_golden_metrics_written_atomically() {
     let o = status(&["--proc-root", p(&fixture("6.18")), "--textfile", p(&dir.path().join("x.txt"))]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.starts_with("dentrylab: error: --textfile") && err.contains(".prom") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.starts_with("dentrylab: error: --textfile") && err.contains(".prom") && err.lines().count() == 1,
+        "{err}"
+    );
 
     let o = status(&["--proc-root", p(&fixture("6.18")), "--textfile", p(&dir.path().join("no/such/dir.prom"))]);
     let (_, err) = text(&o);

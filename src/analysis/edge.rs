@@ -90,7 +90,7 @@ pub struct Prediction {
 /// taken as the kernel default of 10 s by the caller; 0: watchdog off).
 pub fn predict(m: &Model, dentries: u64, watchdog_thresh_seconds: u64) -> Prediction {
     let n = dentries as f64;
-    let threshold = (watchdog_thresh_seconds > 0).then(|| 2.0 * watchdog_thresh_seconds as f64);
+    let threshold = (watchdog_thresh_seconds > 0).then_some(2.0 * watchdog_thresh_seconds as f64);
     let time = m.time_power.map(|p| p.at(n)).filter(|t| t.is_finite());
     // The governing curve: the gap fit when the kernel yields, else (or
     // when there is no gap fit) the total time.

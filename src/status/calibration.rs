@@ -121,10 +121,10 @@ impl Store {
             .ok()
             .map(|m| (m.len(), i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()), m.ino()));
         let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((f, c)) = cached.as_ref() {
-            if *f == fp {
-                return Ok(Arc::clone(c));
-            }
+        if let Some((f, c)) = cached.as_ref()
+            && *f == fp
+        {
+            return Ok(Arc::clone(c));
         }
         // A calibration that cannot be read for lack of permission (a
         // state directory under another user's home) is no reason to fail:
@@ -170,7 +170,8 @@ impl Store {
 }
 
 fn is_permission_denied(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied))
+    e.chain()
+        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied))
 }
 
 #[cfg(test)]

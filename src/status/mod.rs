@@ -151,14 +151,15 @@ fn notes(env: &Environment, cal: &CalibrationUsed, p: &Prediction) -> Vec<String
                 .into(),
         );
     }
-    if let Some(l) = p.lockup_dentries {
-        if l > c.largest_size as f64 * EXTRAPOLATION_NOTE_FACTOR && c.largest_size > 0 {
-            out.push(format!(
-                "the lockup count extrapolates {:.0}× beyond the largest size calibrated ({})",
-                l / c.largest_size as f64,
-                human(c.largest_size)
-            ));
-        }
+    if let Some(l) = p.lockup_dentries
+        && c.largest_size > 0
+        && l > c.largest_size as f64 * EXTRAPOLATION_NOTE_FACTOR
+    {
+        out.push(format!(
+            "the lockup count extrapolates {:.0}× beyond the largest size calibrated ({})",
+            l / c.largest_size as f64,
+            human(c.largest_size)
+        ));
     }
     out
 }

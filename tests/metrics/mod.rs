@@ -44,7 +44,9 @@ pub fn proc_root_with(dentry_state: &str, watchdog_thresh: &str) -> tempfile::Te
 pub fn normalise(metrics: &str) -> String {
     metrics
         .lines()
-        .map(|l| if l.starts_with("dentrylab_scrape_duration_seconds ") { "dentrylab_scrape_duration_seconds 0" } else { l })
+        .map(|l| {
+            if l.starts_with("dentrylab_scrape_duration_seconds ") { "dentrylab_scrape_duration_seconds 0" } else { l }
+        })
         .map(|l| format!("{l}\n"))
         .collect()
 }
@@ -61,7 +63,8 @@ pub fn assert_golden(name: &str, metrics: &str) {
         std::fs::write(&path, &got).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
     for (i, (w, g)) in want.lines().zip(got.lines()).enumerate() {
         assert_eq!(w, g, "{} line {} differs (UPDATE_GOLDEN=1 rewrites it)", path.display(), i + 1);
     }
