@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::sandbox::FsType;
+use crate::workload::lookup::Op;
 use crate::workload::{Kind, Layout};
 
 #[derive(Debug, Parser)]
@@ -31,6 +32,12 @@ pub enum Command {
     Reclaim(ReclaimArgs),
     /// Only create dentries in a sandbox and hold them for manual experiments.
     Create(CreateArgs),
+    /// Path-lookup scalability: stat, negative stat, open+close, create+unlink from 1..N threads.
+    #[command(long_about = SCALE_ABOUT)]
+    Scale(ScaleArgs),
+    /// Internal: one worker process of 'scale --procs'.
+    #[command(name = SCALE_WORKER, hide = true)]
+    ScaleWorker(ScaleWorkerArgs),
     /// This node now: dentry counts and bytes, memory, watchdog and cache settings, and how far it is from a soft lockup (any user).
     #[command(long_about = STATUS_ABOUT)]
     Status(StatusArgs),
@@ -94,6 +101,22 @@ pub struct ExporterArgs {
     pub node: NodeArgs,
 }
 
+/// The hidden subcommand that `scale --procs` re-executes this binary with.
+pub const SCALE_WORKER: &str = "scale-worker";
+
+const SCALE_ABOUT: &str = "Path-lookup scalability across CPUs (seed 004, on today's RCU path walk).\n\n\
+For each operation and each worker count of the sweep, the workers repeat the operation for --seconds on a \
+fresh filesystem in the sandbox. Operations: stat (an existing file 8 path components deep), stat-missing \
+(a missing name in the same directory: a negative lookup), open-close (the deep file), create-unlink-shared \
+(create+close+unlink, all workers in one directory), create-unlink-private (one directory per worker).\n\n\
+Reported per count: operations/s, speedup and efficiency against perfect scaling from the smallest count \
+(ops(n) / (n · ops(1))), the system-time share and how many CPUs were busy (getrusage per worker), and the \
+per-call latency p50/p99 (one call in --sample-every timed with CLOCK_MONOTONIC). With --profile, two more \
+steps at the largest count run under perf (one with cpu-clock samples, one with the lock-contention \
+tracepoints) to name the kernel functions and locks the time goes to; what this machine cannot do is said, not guessed.\n\n\
+tmpfs keeps no negative dentries, so stat-missing on tmpfs measures dentry allocation under the directory \
+lock; use a disk filesystem (--fs) for cached negative lookups.";
+
 /// Output options every command shares.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -139,7 +162,7 @@ pub struct ReclaimArgs {
     #[arg(long)]
     pub cpu: Option<usize>,
     /// Probe wake-up interval in microseconds.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    #[arg(long, default_value_t = crate::probe::gap::DEFAULT_INTERVAL.as_micros() as u64, value_parser = clap::value_parser!(u64).range(10..=100_000))]
     pub probe_interval_us: u64,
     /// Run sizes that the safety checks refuse (more than half of MemAvailable, or a predicted monopolisation over 10 s).
     #[arg(long)]
@@ -151,7 +174,7 @@ pub struct ReclaimArgs {
     #[arg(long)]
     pub watchdog_check: bool,
     /// watchdog_thresh to use with --watchdog-check, seconds (soft lockup after twice this).
-    #[arg(long, value_name = "S", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=60))]
+    #[arg(long, value_name = "S", default_value_t = crate::bench::watchdog::CHECK_THRESH_SECONDS, value_parser = clap::value_parser!(u64).range(1..=60))]
     pub watchdog_thresh: u64,
     /// Do not save the fit as this node's calibration (used by 'status').
     #[arg(long)]
@@ -181,6 +204,79 @@ pub struct CreateArgs {
     pub force: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Worker counts: counts, ranges and 'cpus', e.g. 1..8, 1,2,4, 1..cpus [default: every count up to the CPU count; powers of two and the CPU count above 8 CPUs].
+    #[arg(long, value_parser = parse_thread_spec, allow_hyphen_values = true)]
+    pub threads: Option<crate::bench::scale::ThreadSpec>,
+    /// Run each worker as a process of its own (own file table) instead of a thread.
+    #[arg(long)]
+    pub procs: bool,
+    /// Seconds each worker loops per step.
+    #[arg(long, default_value_t = crate::bench::scale::DEFAULT_SECONDS, value_parser = parse_seconds, allow_hyphen_values = true)]
+    pub seconds: f64,
+    /// Operations to run, comma-separated [default: all]: stat, stat-missing, open-close, create-unlink-shared, create-unlink-private.
+    #[arg(long, value_parser = parse_ops)]
+    pub ops: Option<Ops>,
+    /// Filesystem the operations run on.
+    #[arg(long, default_value = "tmpfs", value_parser = parse_fs)]
+    pub fs: FsType,
+    /// Time one call in this many (the others are only counted).
+    #[arg(long, default_value_t = crate::bench::scale::DEFAULT_SAMPLE_EVERY, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub sample_every: u64,
+    /// After the sweep, run each operation twice more at the largest count under perf (perf record, perf lock) and name the kernel functions and locks its time goes to.
+    #[arg(long)]
+    pub profile: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ScaleWorkerArgs {
+    #[arg(long, value_parser = parse_op)]
+    pub op: Op,
+    #[arg(long)]
+    pub root: PathBuf,
+    #[arg(long)]
+    pub index: usize,
+    #[arg(long)]
+    pub seconds: f64,
+    #[arg(long)]
+    pub sample_every: u64,
+}
+
+/// The operations of `scale --ops`, in the order given.
+#[derive(Debug, Clone)]
+pub struct Ops(pub Vec<Op>);
+
+fn parse_ops(s: &str) -> Result<Ops, String> {
+    let mut v: Vec<Op> = Vec::new();
+    for part in s.split(',') {
+        let op = parse_op(part.trim())?;
+        if v.contains(&op) {
+            return Err(format!("{op} is listed twice"));
+        }
+        v.push(op);
+    }
+    Ok(Ops(v))
+}
+
+fn parse_op(s: &str) -> Result<Op, String> {
+    s.parse()
+}
+
+fn parse_thread_spec(s: &str) -> Result<crate::bench::scale::ThreadSpec, String> {
+    s.parse()
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    use crate::bench::scale::{MAX_SECONDS, MIN_SECONDS};
+    match s.parse::<f64>() {
+        Ok(v) if (MIN_SECONDS..=MAX_SECONDS).contains(&v) => Ok(v),
+        _ => Err(format!("use a number of seconds from {MIN_SECONDS} to {MAX_SECONDS}")),
+    }
 }
 
 fn parse_layout(s: &str) -> Result<Layout, String> {

@@ -3,5 +3,7 @@
 
 pub mod edge;
 pub mod fit;
+pub mod histogram;
+pub mod scaling;
 pub mod stats;
 pub mod verdict;

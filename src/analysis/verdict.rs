@@ -56,6 +56,8 @@ pub struct Verdict {
     pub lockup_count_by_gap: Option<f64>,
     /// The count at which the total reclaim time reaches it.
     pub lockup_count_by_total_time: Option<f64>,
+    /// The same from the straight-line fit (seed 000's constant ns/dentry model).
+    pub lockup_count_by_total_time_linear: Option<f64>,
     /// The count that governs on this kernel.
     pub lockup_count: Option<f64>,
     pub extrapolate_to: u64,
@@ -167,6 +169,7 @@ pub fn decide(i: &Inputs) -> Verdict {
         governs,
         lockup_count_by_gap: by_gap,
         lockup_count_by_total_time: by_time,
+        lockup_count_by_total_time_linear: i.time_linear.and_then(|l| l.solve(thr)),
         lockup_count,
         extrapolate_to: i.extrapolate_to,
         extrapolated_reclaim_seconds: ext_time,

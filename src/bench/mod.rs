@@ -4,6 +4,7 @@
 
 pub mod create;
 pub mod reclaim;
+pub mod scale;
 pub mod watchdog;
 
 use serde::{Deserialize, Serialize};

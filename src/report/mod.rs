@@ -7,6 +7,7 @@ pub mod table;
 
 use crate::analysis::stats::Spread;
 use crate::bench::reclaim::ReclaimResult;
+use crate::bench::scale::OpSeries;
 use crate::size::{grouped, human};
 
 /// Seconds for people: `43 ms`, `3.69 s`, `9.2 min`.
@@ -163,6 +164,50 @@ fn capitalise(s: &str) -> String {
     c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
 }
 
+/// A latency in nanoseconds for people: `412 ns`, `1.24 µs`, `3.1 ms`.
+pub fn nanos(ns: f64) -> String {
+    if !ns.is_finite() {
+        "–".into()
+    } else if ns < 1_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        secs(ns / 1e9)
+    }
+}
+
+/// A rate for people: `1.23M`, `845k`.
+fn per_second(r: f64) -> String {
+    human(r.max(0.0).round() as u64)
+}
+
+/// One operation's sweep: throughput, scaling, CPU and latency per count.
+pub fn scale_grid(s: &OpSeries) -> Grid {
+    let header = ["Threads", "ops/s", "ops/s/thread", "Speedup", "Efficiency", "sys share", "CPUs busy", "p50", "p99"]
+        .map(String::from)
+        .to_vec();
+    let opt = |v: Option<f64>, f: fn(f64) -> String| v.map(f).unwrap_or_else(|| "–".into());
+    let rows = s
+        .steps
+        .iter()
+        .map(|st| {
+            vec![
+                st.threads.to_string(),
+                per_second(st.ops_per_second),
+                per_second(st.ops_per_second / st.threads as f64),
+                format!("{:.2}×", st.speedup),
+                format!("{:.2}", st.efficiency),
+                opt(st.sys_share, |v| format!("{:.0}%", v * 100.0)),
+                format!("{:.2}", st.cpus_busy),
+                opt(st.latency_p50_ns, nanos),
+                opt(st.latency_p99_ns, nanos),
+            ]
+        })
+        .collect();
+    Grid { header, rows }
+}
+
 /// One line describing the environment.
 pub fn environment_line(e: &crate::env::Environment) -> String {
     format!(
@@ -187,6 +232,13 @@ mod tests {
         assert_eq!(secs(552.0), "552 s (~9.2 min)");
         assert_eq!(secs(0.0002), "200 µs");
         assert_eq!(secs(f64::NAN), "–");
+    }
+
+    #[test]
+    fn nanos_format() {
+        assert_eq!(nanos(412.4), "412 ns");
+        assert_eq!(nanos(1_240.0), "1.24 µs");
+        assert_eq!(nanos(3_100_000.0), "3 ms");
     }
 }
 

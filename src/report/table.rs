@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use super::{Grid, environment_line, fit_lines, reclaim_grid, threshold_grid};
+use super::{Grid, environment_line, fit_lines, reclaim_grid, scale_grid, threshold_grid};
 use crate::bench::reclaim::ReclaimResult;
+use crate::bench::scale::{Mode, ScaleResult};
 
 /// Aligns a grid in columns with a rule under the header.
 pub fn render_grid(g: &Grid) -> String {
@@ -160,4 +161,72 @@ fn ratio(r: f64) -> String {
     }
     let digits = (2 - r.abs().log10().floor() as i32).max(0) as usize;
     format!("{r:.digits$}")
+}
+
+pub fn scale(r: &ScaleResult) -> String {
+    let o = &r.options;
+    let mut s = String::new();
+    let mode = match o.mode {
+        Mode::Threads => "threads of one process",
+        Mode::Processes => "one process each",
+    };
+    let _ = writeln!(
+        s,
+        "\ndentrylab scale: {} s per step, workers as {mode}, one call in {} timed, on {}",
+        o.seconds, o.sample_every, o.fs
+    );
+    let _ = writeln!(s, "{}", environment_line(&r.environment));
+    for op in &r.operations {
+        let _ = writeln!(s, "\n{}: {}", op.op, op.description);
+        s += &render_grid(&scale_grid(op));
+        if op.op == crate::workload::lookup::Op::StatMissing {
+            let _ = writeln!(
+                s,
+                "negative dentries over the sweep: {:+} (dentry-state nr_negative, machine-wide: other \
+                 activity counts too; ran on {})",
+                op.nr_negative_delta, op.fs
+            );
+        }
+        if let Some(p) = &op.profile {
+            let _ = writeln!(s, "profile at {} workers ({:.1} s under each perf tool):", p.threads, p.samples_seconds);
+            for sym in p.top_symbols.iter().take(8) {
+                let _ = writeln!(s, "  {:>6.2}%  [{}] {}", sym.percent, sym.space, sym.symbol);
+            }
+            match &p.locks {
+                Some(l) if l.is_empty() => {
+                    let _ = writeln!(s, "  contended locks: none recorded");
+                }
+                Some(l) => {
+                    let _ = writeln!(s, "  contended locks (perf lock contention):");
+                    for row in l.iter().take(5) {
+                        let _ = writeln!(
+                            s,
+                            "    {:>9} waits, {} total, {} max  {} {}",
+                            row.contended,
+                            super::nanos(row.total_wait_ns as f64),
+                            super::nanos(row.max_wait_ns as f64),
+                            row.kind,
+                            row.caller
+                        );
+                    }
+                }
+                None => {}
+            }
+            for pr in &p.problems {
+                let _ = writeln!(s, "  problem: {pr}");
+            }
+        }
+    }
+    if let Some(a) = &r.attribution {
+        let _ = writeln!(s, "\nAttribution");
+        for src in [&a.functions, &a.locks, &a.lock_stat] {
+            let _ = writeln!(s, "  {}: {} — {}", src.name, if src.available { "used" } else { "not used" }, src.detail);
+        }
+    } else {
+        let _ = writeln!(s, "\nAttribution: not attempted (add --profile to name kernel functions and locks with perf)");
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
 }

@@ -58,6 +58,45 @@ pub fn die_with_parent() -> Result<()> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).context("prctl(PR_SET_PDEATHSIG)")
 }
 
+/// Spawns `cmd` tied to this process: the child gets SIGKILL when the
+/// spawning thread exits (PR_SET_PDEATHSIG, set between fork and exec, kept
+/// across exec), and exits at once if this process died before that was set.
+/// Spawn from the thread that outlives the child (the main thread).
+pub fn spawn_tied(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// What a finished child wrote on its piped standard error, trimmed.
+pub fn child_stderr(c: &mut std::process::Child) -> String {
+    use std::io::Read;
+    let mut err = String::new();
+    if let Some(mut e) = c.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    err.trim().to_string()
+}
+
+/// CLOCK_MONOTONIC now, nanoseconds (comparable across processes).
+pub fn monotonic_ns() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
 /// Number of threads of this process (from /proc/self/status).
 pub fn thread_count() -> usize {
     std::fs::read_to_string("/proc/self/status")

@@ -4,6 +4,7 @@
 
 pub mod file;
 pub mod hardlink;
+pub mod lookup;
 
 use std::fs::File;
 use std::os::fd::AsFd;
