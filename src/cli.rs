@@ -38,6 +38,12 @@ pub enum Command {
     /// Internal: one worker process of 'scale --procs'.
     #[command(name = SCALE_WORKER, hide = true)]
     ScaleWorker(ScaleWorkerArgs),
+    /// This node now: dentry counts and bytes, memory, watchdog and cache settings, and how far it is from a soft lockup (any user).
+    #[command(long_about = STATUS_ABOUT)]
+    Status(StatusArgs),
+    /// Serve the figures of 'status' as Prometheus metrics on /metrics (read-only, any user).
+    #[command(long_about = EXPORTER_ABOUT)]
+    Exporter(ExporterArgs),
     /// Render saved JSON results as report.md and SVG plots (several results of one benchmark share the axes).
     #[command(
         long_about = "Render saved JSON results (written by --json) as a Markdown report, report.md, and SVG plots \
@@ -49,6 +55,61 @@ pub enum Command {
                       an unknown or newer schema are refused with a line naming the file."
     )]
     Report(ReportArgs),
+}
+
+const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and nr_negative from /proc/sys/fs/dentry-state \
+    and their bytes, memory, watchdog_thresh, vfs_cache_pressure and the preemption model; then, from the \
+    calibration that 'reclaim' saved in the state directory (or a built-in conservative default when there is \
+    none, named as such), the predicted time to reclaim every dentry in one walk, the predicted longest stretch \
+    without a reschedule, and the distance to the soft-lockup threshold (2 × watchdog_thresh) as a ratio and as \
+    a count.\n\nReads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
+    Levels: ok; warn when the predicted longest stretch is at least half the threshold (the stretch varies about \
+    2× from run to run); danger when it reaches the threshold.\n\n\
+    Exit status: 0; 3 when --fail-on warn and the level is warn; 4 when --fail-on is given and the level is \
+    danger; 1 on a failure; 2 on bad input.";
+
+const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prometheus metrics (dentrylab_* gauges, units in \
+    their names) on http://ADDR/metrics. Each scrape reads dentry-state, meminfo and two sysctls (never \
+    /proc/slabinfo) and reports its own duration; the calibration file is re-read when it changes. A fixed \
+    number of worker threads answers; further connections wait in the kernel's accept queue. Read-only, runs \
+    as any user; stops on SIGTERM or Ctrl-C.";
+
+/// Where the node's figures and its calibration are read from.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// Where the proc filesystem is: the host's /proc mounted in a container, or a fixture tree laid out like /proc.
+    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    pub proc_root: PathBuf,
+    /// Directory holding the calibration saved by 'reclaim' [default: $DENTRYLAB_STATE_DIR, /var/lib/dentrylab as root, else ~/.local/state/dentrylab].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Also write the metrics to PATH (must end in .prom) for node_exporter's textfile collector, atomically.
+    #[arg(long, value_name = "PATH")]
+    pub textfile: Option<PathBuf>,
+    /// Exit 3 (warn) or 4 (danger) when the level reaches LEVEL: 'warn' or 'danger'.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub fail_on: Option<crate::analysis::edge::Level>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address to serve on (IP:PORT; port 0 picks a free one). Use 0.0.0.0:10366 to be scraped from other hosts.
+    #[arg(long, value_name = "ADDR", default_value = crate::exporter::DEFAULT_LISTEN, value_parser = parse_listen)]
+    pub listen: std::net::SocketAddr,
+    /// Worker threads answering scrapes.
+    #[arg(long, default_value_t = crate::exporter::DEFAULT_WORKERS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=crate::exporter::MAX_WORKERS as i64))]
+    pub workers: u32,
+    #[command(flatten)]
+    pub node: NodeArgs,
 }
 
 /// The hidden subcommand that `scale --procs` re-executes this binary with.
@@ -267,4 +328,12 @@ fn parse_method(s: &str) -> Result<crate::bench::reclaim::Method, String> {
 
 fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse()
+}
+
+fn parse_level(s: &str) -> Result<crate::analysis::edge::Level, String> {
+    s.parse()
+}
+
+fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse().map_err(|_| format!("{s:?} is not an IP:PORT address (for example 127.0.0.1:10366 or [::1]:10366)"))
 }

@@ -27,11 +27,14 @@ impl Environment {
         let s = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
             uts.as_ref().map(|u| f(u).to_string_lossy().into_owned()).unwrap_or_default()
         };
-        let version = s(|u| u.version());
+        // Through the proc root first, so a fixture tree or a host /proc
+        // mounted in a container describes its own kernel.
+        let release = proc.read_line("sys/kernel/osrelease").unwrap_or_else(|_| s(|u| u.release()));
+        let version = proc.read_line("sys/kernel/version").unwrap_or_else(|_| s(|u| u.version()));
         let mem = proc.meminfo().ok();
         let (preemption, preemption_source) = preemption_model(proc, &version);
         Environment {
-            kernel: s(|u| u.release()),
+            kernel: release,
             kernel_version: version,
             hostname: s(|u| u.nodename()),
             cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
@@ -49,11 +52,13 @@ impl Environment {
 /// The preemption model in force, from the most direct source available:
 /// debugfs `sched/preempt` (the live choice of a PREEMPT_DYNAMIC kernel),
 /// the `preempt=` boot parameter, the kernel config, then `uname -v`.
+/// debugfs and `/boot` are consulted only when `proc` is the live `/proc`.
 pub fn preemption_model(proc: &ProcRoot, uname_version: &str) -> (String, String) {
-    if let Ok(s) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt") {
-        if let Some(m) = parse_debugfs_preempt(&s) {
-            return (m, "/sys/kernel/debug/sched/preempt".into());
-        }
+    if proc.is_default()
+        && let Ok(s) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt")
+        && let Some(m) = parse_debugfs_preempt(&s)
+    {
+        return (m, "/sys/kernel/debug/sched/preempt".into());
     }
     if let Ok(cmd) = std::fs::read_to_string(proc.path("cmdline")) {
         if let Some(v) = cmd.split_whitespace().find_map(|w| w.strip_prefix("preempt=")) {
@@ -106,6 +111,9 @@ fn read_config(proc: &ProcRoot) -> Option<String> {
         if flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut s).is_ok() {
             return Some(s);
         }
+    }
+    if !proc.is_default() {
+        return None;
     }
     let rel = nix::sys::utsname::uname().ok()?.release().to_string_lossy().into_owned();
     std::fs::read_to_string(format!("/boot/config-{rel}")).ok()

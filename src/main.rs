@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod env;
 mod error;
+mod exporter;
 mod output;
 mod probe;
 mod procfs;
@@ -12,6 +13,7 @@ mod report;
 mod sandbox;
 mod size;
 mod state;
+mod status;
 mod sys;
 mod workload;
 
@@ -19,7 +21,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
@@ -77,6 +79,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Reclaim(a) => cmd_reclaim(a, &proc),
         Command::Create(a) => cmd_create(a, &proc),
+        Command::Status(a) => cmd_status(a),
+        Command::Exporter(a) => cmd_exporter(a),
         Command::Scale(a) => cmd_scale(a, &proc),
         Command::ScaleWorker(a) => {
             sys::die_with_parent()?;
@@ -85,6 +89,57 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Report(a) => cmd_report(a),
     }
+}
+
+/// The table on stdout (on stderr when the JSON goes to stdout), then the JSON.
+fn print_table_and_json<T: serde::Serialize>(table: &str, json: Option<&mut output::Sink>, value: &T) -> Result<()> {
+    if json.as_ref().is_some_and(|j| j.is_stdout()) {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    json.map(|j| report::json::write(j, value)).transpose()?;
+    Ok(())
+}
+
+fn node_options(a: cli::NodeArgs) -> status::Options {
+    status::Options { proc: ProcRoot::new(a.proc_root), state_dir: a.state_dir.unwrap_or_else(state::default_dir) }
+}
+
+fn cmd_status(a: cli::StatusArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.textfile
+        && p.extension().is_none_or(|e| e != "prom")
+    {
+        return Err(UsageError(format!(
+            "--textfile {}: node_exporter's textfile collector reads only files ending in .prom",
+            p.display()
+        ))
+        .into());
+    }
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let s = status::run(&node_options(a.node))?;
+    print_table_and_json(&report::table::status(&s), json.as_mut(), &s)?;
+    if let Some(p) = &a.textfile {
+        output::write_atomic(p, &exporter::metrics::encode(&s, s.collection_seconds))?;
+    }
+    Ok(ExitCode::from(status::exit_code(s.prediction.level, a.fail_on)))
+}
+
+fn cmd_exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
+    let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, status: node_options(a.node) };
+    // As PID 1 in a container the default action of SIGTERM is ignored:
+    // handle it. Nothing to clean up, the exporter only reads.
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])
+        .context("cannot handle SIGTERM")?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            std::process::exit(0);
+        }
+    });
+    exporter::run(&opts, &|addr, calibration| {
+        eprintln!("dentrylab exporter: listening on http://{addr}/metrics (calibration: {calibration})")
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Generator threads: as asked, else one per CPU and at most one per
@@ -148,15 +203,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         l.restore()?;
     }
 
-    let table = report::table::reclaim(&result);
-    if json.as_ref().is_some_and(|j| j.is_stdout()) {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(j) = json.as_mut() {
-        report::json::write(j, &result)?;
-    }
+    print_table_and_json(&report::table::reclaim(&result), json.as_mut(), &result)?;
     if let Some(m) = markdown.as_mut() {
         m.write_str(&report::markdown::reclaim(&result))?;
     }

@@ -85,3 +85,43 @@ impl OutDir {
         Ok(path)
     }
 }
+
+/// Replaces `path` atomically with `text`: a temporary file beside it (its
+/// name does not end in `.prom`, so node_exporter's textfile collector never
+/// reads it half-written), synced, then renamed over `path`.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().with_context(|| format!("{} names no file", path.display()))?;
+    let mut tmp_name = name.to_os_string();
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
+        f.write_all(text.as_bytes()).and_then(|_| f.sync_all()).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn write_atomic_replaces_and_leaves_no_temporary() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("dentrylab.prom");
+        super::write_atomic(&p, "a 1\n").unwrap();
+        super::write_atomic(&p, "a 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "a 2\n");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        let e = super::write_atomic(&d.path().join("missing/x.prom"), "a\n").unwrap_err();
+        assert!(format!("{e:#}").contains("cannot create"), "{e:#}");
+    }
+}

@@ -28,6 +28,7 @@ pub struct Calibration {
     pub layout: String,
     pub method: String,
     pub largest_size: u64,
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub bytes_per_dentry: f64,
     pub time_linear: Option<LinearFit>,
     pub time_power: Option<PowerFit>,

@@ -17,6 +17,7 @@ pub struct PowerFit {
     pub coefficient: f64,
     pub exponent: f64,
     /// R² of the fit in log-log space.
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub r2: f64,
     /// Standard error of the exponent (NaN with fewer than 3 distinct points).
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]

@@ -1,6 +1,7 @@
 //! Fits, extrapolation, thresholds and statistics: pure functions of
 //! measured numbers.
 
+pub mod edge;
 pub mod fit;
 pub mod histogram;
 pub mod scaling;

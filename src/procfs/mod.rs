@@ -32,6 +32,24 @@ impl ProcRoot {
         ProcRoot(path.into())
     }
 
+    /// Whether this is the live `/proc` (not a fixture tree or a host
+    /// `/proc` mounted elsewhere): only then may files outside it, such as
+    /// debugfs or `/boot`, be taken to describe the same kernel.
+    pub fn is_default(&self) -> bool {
+        self.0 == Path::new("/proc")
+    }
+
+    /// A one-line text file such as `sys/kernel/osrelease`, trimmed.
+    pub fn read_line(&self, rel: &str) -> Result<String> {
+        let p = self.path(rel);
+        let s = std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        Ok(s.trim().to_string())
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.0
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.0.join(rel)
     }

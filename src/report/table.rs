@@ -86,6 +86,83 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     s
 }
 
+/// `dentrylab status` for people.
+pub fn status(st: &crate::status::StatusResult) -> String {
+    use crate::size::{bytes, grouped, human};
+    let d = &st.dentries;
+    let p = &st.prediction;
+    let m = &st.memory;
+    let mut s = String::new();
+    let _ = writeln!(s, "dentrylab status: {}\n", environment_line(&st.environment));
+    let counts = Grid {
+        header: vec!["Dentries".into(), "Count".into(), "Bytes".into()],
+        rows: [("all (nr_dentry)", d.nr_dentry, d.dentry_bytes), ("unused (nr_unused)", d.nr_unused, d.unused_bytes), (
+            "negative (nr_negative)",
+            d.nr_negative,
+            d.negative_bytes,
+        )]
+        .iter()
+        .map(|(k, n, b)| vec![k.to_string(), grouped(*n), bytes(*b)])
+        .collect(),
+    };
+    s += &render_grid(&counts);
+    let _ = writeln!(s, "(bytes at {} per dentry: the dentry slab object)", bytes(d.bytes_per_dentry));
+    let _ = writeln!(
+        s,
+        "memory: {} total, {} available, {} reclaimable slab\n",
+        bytes(m.mem_total_bytes),
+        bytes(m.mem_available_bytes),
+        bytes(m.s_reclaimable_bytes)
+    );
+    let c = &st.calibration;
+    let _ = writeln!(s, "calibration: {}", c.name);
+    let _ = writeln!(
+        s,
+        "  validated by the kernel watchdog: {}\n",
+        if c.calibration.validated_by_watchdog { "yes" } else { "no" }
+    );
+    let or_dash = |x: Option<String>| x.unwrap_or_else(|| "–".into());
+    let stretch_kind = match (c.source, p.governs) {
+        (crate::status::calibration::Source::Builtin, _) => "built-in: as if the walk never yielded",
+        (_, crate::analysis::verdict::Governs::LongestStretch) => "the kernel yields inside the walk",
+        (_, crate::analysis::verdict::Governs::TotalTime) => "the walk does not yield: the whole reclaim",
+    };
+    let distance = match (p.lockup_dentries, p.dentries_to_lockup) {
+        (Some(l), Some(t)) if t >= 0.0 => format!("{} dentries to go (edge at {})", human(t as u64), human(l as u64)),
+        (Some(l), Some(t)) => format!("{} dentries past the edge (edge at {})", human((-t) as u64), human(l as u64)),
+        _ => "–".into(),
+    };
+    let rows = vec![
+        vec!["predicted full reclaim time".into(), or_dash(p.predicted_reclaim_seconds.map(super::secs))],
+        vec![
+            "predicted longest stretch".into(),
+            or_dash(p.predicted_longest_stretch_seconds.map(|g| format!("{} ({stretch_kind})", super::secs(g)))),
+        ],
+        vec![
+            "soft-lockup threshold".into(),
+            or_dash(p.soft_lockup_threshold_seconds.map(|t| format!("{} (2 × watchdog_thresh)", super::secs(t)))),
+        ],
+        vec!["distance: ratio".into(), or_dash(p.lockup_ratio.map(|r| format!("{} (1 = the watchdog fires)", ratio(r))))],
+        vec!["distance: count".into(), distance],
+        vec!["level".into(), p.level.name().into()],
+    ];
+    let _ = writeln!(s, "prediction for {} dentries reclaimed in one walk", grouped(d.nr_dentry));
+    s += &render_grid(&Grid { header: vec!["Figure".into(), "Value".into()], rows });
+    for n in &st.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+/// Three significant digits: `0.000812`, `0.65`, `28.1`.
+fn ratio(r: f64) -> String {
+    if r == 0.0 || !r.is_finite() {
+        return format!("{r}");
+    }
+    let digits = (2 - r.abs().log10().floor() as i32).max(0) as usize;
+    format!("{r:.digits$}")
+}
+
 pub fn scale(r: &ScaleResult) -> String {
     let o = &r.options;
     let mut s = String::new();

@@ -112,3 +112,19 @@ pub fn thread_count() -> usize {
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
+
+/// A TCP listener on `addr` with an explicit accept backlog (the standard
+/// library's is 128, too short for a burst of concurrent scrapes: a
+/// dropped SYN costs the client a one-second retransmit).
+pub fn tcp_listener(addr: std::net::SocketAddr, backlog: i32) -> Result<std::net::TcpListener> {
+    use nix::sys::socket::{
+        AddressFamily, Backlog, SockFlag, SockType, SockaddrStorage, bind, listen, setsockopt, socket, sockopt,
+    };
+    let family = if addr.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+    let fd = socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).context("socket(2)")?;
+    setsockopt(&fd, sockopt::ReuseAddr, &true).context("setsockopt(SO_REUSEADDR)")?;
+    bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(addr))
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    listen(&fd, Backlog::new(backlog).context("listen backlog")?).with_context(|| format!("cannot listen on {addr}"))?;
+    Ok(std::net::TcpListener::from(fd))
+}

@@ -1,0 +1,183 @@
+//! How far a node is from the edge: from a calibration's fits and today's
+//! dentry count, the predicted reclaim time, the predicted longest stretch
+//! without a reschedule, and the distance to the soft-lockup threshold as a
+//! ratio and as a count. Pure functions; `status` and the exporter call them.
+
+use serde::{Deserialize, Serialize};
+
+use super::fit::PowerFit;
+use super::verdict::Governs;
+
+/// Ratio (predicted longest stretch / soft-lockup threshold) from which the
+/// level is `warn`. The longest stretch is noisy from run to run (SPEC: 10M
+/// links gave 1.5 s once and 2.8 s another time, close to 2×), so at half
+/// the threshold one unlucky reclaim can already trip the watchdog.
+pub const WARN_RATIO: f64 = 0.5;
+/// Ratio from which the level is `danger`: the prediction reaches the threshold.
+pub const DANGER_RATIO: f64 = 1.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Ok,
+    Warn,
+    Danger,
+}
+
+impl Level {
+    pub const NAMES: &'static [&'static str] = &["warn", "danger"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Danger => "danger",
+        }
+    }
+
+    /// The level of a ratio; `None` (no threshold, no prediction) is `Ok`.
+    pub fn of(ratio: Option<f64>) -> Level {
+        match ratio {
+            Some(r) if r >= DANGER_RATIO => Level::Danger,
+            Some(r) if r >= WARN_RATIO => Level::Warn,
+            _ => Level::Ok,
+        }
+    }
+}
+
+/// `--fail-on` takes the two levels that can fail.
+impl std::str::FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "warn" => Ok(Level::Warn),
+            "danger" => Ok(Level::Danger),
+            _ => Err(format!("unknown level {s:?}: use one of {}", Level::NAMES.join(", "))),
+        }
+    }
+}
+
+/// What a calibration must provide.
+#[derive(Debug, Clone, Copy)]
+pub struct Model {
+    pub time_power: Option<PowerFit>,
+    pub gap_power: Option<PowerFit>,
+    pub governs: Governs,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The count predicted for: every dentry reclaimed in one walk (the
+    /// worst case, as when one filesystem holds them all).
+    pub dentries: u64,
+    /// 2 × watchdog_thresh; `None` when the watchdog is off (thresh 0).
+    pub soft_lockup_threshold_seconds: Option<f64>,
+    pub predicted_reclaim_seconds: Option<f64>,
+    /// What the watchdog sees: the longest stretch without a reschedule,
+    /// or the whole reclaim when the kernel does not yield.
+    pub predicted_longest_stretch_seconds: Option<f64>,
+    pub governs: Governs,
+    /// Predicted longest stretch / threshold (1 = the watchdog fires).
+    pub lockup_ratio: Option<f64>,
+    /// The dentry count at which the stretch reaches the threshold.
+    pub lockup_dentries: Option<f64>,
+    /// `lockup_dentries − dentries`; negative past the edge.
+    pub dentries_to_lockup: Option<f64>,
+    pub level: Level,
+}
+
+/// Predicts for `dentries` with `watchdog_thresh_seconds` (None: unknown,
+/// taken as the kernel default of 10 s by the caller; 0: watchdog off).
+pub fn predict(m: &Model, dentries: u64, watchdog_thresh_seconds: u64) -> Prediction {
+    let n = dentries as f64;
+    let threshold = (watchdog_thresh_seconds > 0).then_some(2.0 * watchdog_thresh_seconds as f64);
+    let time = m.time_power.map(|p| p.at(n)).filter(|t| t.is_finite());
+    // The governing curve: the gap fit when the kernel yields, else (or
+    // when there is no gap fit) the total time.
+    let stretch_fit = match m.governs {
+        Governs::LongestStretch => m.gap_power.or(m.time_power),
+        Governs::TotalTime => m.time_power,
+    };
+    let stretch = stretch_fit.map(|p| p.at(n)).filter(|g| g.is_finite()).map(|g| match time {
+        // A stretch never outlasts the whole reclaim.
+        Some(t) => g.min(t),
+        None => g,
+    });
+    let ratio = threshold.zip(stretch).map(|(thr, g)| g / thr);
+    let lockup = threshold.and_then(|thr| stretch_fit.and_then(|p| p.solve(thr)));
+    Prediction {
+        dentries,
+        soft_lockup_threshold_seconds: threshold,
+        predicted_reclaim_seconds: time,
+        predicted_longest_stretch_seconds: stretch,
+        governs: m.governs,
+        lockup_ratio: ratio,
+        lockup_dentries: lockup,
+        dentries_to_lockup: lockup.map(|l| l - n),
+        level: Level::of(ratio),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lin(ns: f64) -> PowerFit {
+        PowerFit { coefficient: ns * 1e-9, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN }
+    }
+
+    #[test]
+    fn seed_000_model_puts_the_edge_near_55m() {
+        // Seed 000: 368 ns per dentry, a walk that never yields, 20 s threshold.
+        let m = Model { time_power: Some(lin(368.0)), gap_power: None, governs: Governs::TotalTime };
+        let p = predict(&m, 1_526_564_907, 10);
+        assert_eq!(p.soft_lockup_threshold_seconds, Some(20.0));
+        let l = p.lockup_dentries.unwrap();
+        assert!((l - 54.35e6).abs() < 0.1e6, "{l}");
+        assert!((p.predicted_longest_stretch_seconds.unwrap() - 561.8).abs() < 0.1);
+        assert!((p.lockup_ratio.unwrap() - 28.09).abs() < 0.01);
+        assert!(p.dentries_to_lockup.unwrap() < 0.0);
+        assert_eq!(p.level, Level::Danger);
+    }
+
+    #[test]
+    fn yielding_kernel_uses_the_gap_and_caps_it_by_the_total() {
+        let m = Model { time_power: Some(lin(400.0)), gap_power: Some(lin(100.0)), governs: Governs::LongestStretch };
+        let p = predict(&m, 100_000_000, 10);
+        assert!((p.predicted_reclaim_seconds.unwrap() - 40.0).abs() < 1e-9);
+        assert!((p.predicted_longest_stretch_seconds.unwrap() - 10.0).abs() < 1e-9);
+        assert!((p.lockup_ratio.unwrap() - 0.5).abs() < 1e-9);
+        assert_eq!(p.level, Level::Warn);
+        assert!((p.lockup_dentries.unwrap() - 200e6).abs() < 1.0);
+        assert!((p.dentries_to_lockup.unwrap() - 100e6).abs() < 1.0);
+        // A gap fit above the total (small counts) is capped by it.
+        let m = Model { time_power: Some(lin(100.0)), gap_power: Some(lin(400.0)), governs: Governs::LongestStretch };
+        let p = predict(&m, 1000, 10);
+        assert_eq!(p.predicted_longest_stretch_seconds, p.predicted_reclaim_seconds);
+    }
+
+    #[test]
+    fn watchdog_off_or_no_fit_is_ok_without_ratio() {
+        let m = Model { time_power: Some(lin(368.0)), gap_power: None, governs: Governs::LongestStretch };
+        let p = predict(&m, 1_000_000_000, 0);
+        assert_eq!(p.soft_lockup_threshold_seconds, None);
+        assert_eq!(p.lockup_ratio, None);
+        assert_eq!(p.level, Level::Ok);
+        // No gap fit: the total time stands in for the stretch (conservative).
+        let p = predict(&m, 1_000_000_000, 10);
+        assert_eq!(p.predicted_longest_stretch_seconds, p.predicted_reclaim_seconds);
+        let none = Model { time_power: None, gap_power: None, governs: Governs::TotalTime };
+        let p = predict(&none, 10, 10);
+        assert_eq!((p.lockup_ratio, p.level), (None, Level::Ok));
+    }
+
+    #[test]
+    fn levels() {
+        assert_eq!(Level::of(Some(0.49)), Level::Ok);
+        assert_eq!(Level::of(Some(0.5)), Level::Warn);
+        assert_eq!(Level::of(Some(1.0)), Level::Danger);
+        assert!(Level::Danger > Level::Warn && Level::Warn > Level::Ok);
+        assert_eq!("danger".parse::<Level>(), Ok(Level::Danger));
+        assert!("ok".parse::<Level>().unwrap_err().contains("warn, danger"));
+    }
+}

@@ -1,0 +1,231 @@
+//! The Prometheus text exposition format (0.0.4) of a [`StatusResult`]:
+//! `dentrylab_*` gauges with units in their names and HELP/TYPE lines. The
+//! same text is served on `/metrics` and written by `status --textfile` for
+//! node_exporter's textfile collector. A figure that is unknown (no
+//! threshold, no fit) is left out rather than given a made-up value.
+
+use std::fmt::Write;
+
+use crate::status::StatusResult;
+
+/// The media type of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+struct Out(String);
+
+impl Out {
+    fn family(&mut self, name: &str, help: &str, samples: &[(&[(&str, &str)], f64)]) {
+        if samples.is_empty() {
+            return;
+        }
+        let _ = writeln!(self.0, "# HELP {name} {}", escape_help(help));
+        let _ = writeln!(self.0, "# TYPE {name} gauge");
+        for (labels, v) in samples {
+            self.0.push_str(name);
+            if !labels.is_empty() {
+                self.0.push('{');
+                for (i, (k, val)) in labels.iter().enumerate() {
+                    if i > 0 {
+                        self.0.push(',');
+                    }
+                    let _ = write!(self.0, "{k}=\"{}\"", escape_label(val));
+                }
+                self.0.push('}');
+            }
+            let _ = writeln!(self.0, " {}", number(*v));
+        }
+    }
+
+    fn gauge(&mut self, name: &str, help: &str, v: Option<f64>) {
+        if let Some(v) = v {
+            self.family(name, help, &[(&[], v)]);
+        }
+    }
+}
+
+/// Rust's shortest round-trip decimal (`37475`, `0.5`), which Prometheus
+/// parses exactly; the special values as the format spells them.
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Predictions to six significant digits: the fits are not more precise,
+/// and the output stays the same across libm implementations.
+fn sig6(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() { v } else { format!("{v:.5e}").parse().unwrap_or(v) }
+}
+
+fn escape_help(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+fn escape_label(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// Encodes `s`, with `scrape_seconds` as the time it took to produce.
+pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
+    let mut o = Out(String::with_capacity(6 * 1024));
+    let d = &s.dentries;
+    let e = &s.environment;
+    let p = &s.prediction;
+    let c = &s.calibration.calibration;
+    let f = |v: u64| Some(v as f64);
+    let lockup = p.lockup_dentries.map(|l| sig6(l).round());
+    o.gauge(
+        "dentrylab_dentries",
+        "Dentries allocated by the kernel (nr_dentry, /proc/sys/fs/dentry-state).",
+        f(d.nr_dentry),
+    );
+    o.gauge("dentrylab_dentries_unused", "Dentries on the LRU, unused and reclaimable (nr_unused).", f(d.nr_unused));
+    o.gauge(
+        "dentrylab_dentries_negative",
+        "Negative dentries: cached failed lookups (nr_negative; 0 before Linux 5.0).",
+        f(d.nr_negative),
+    );
+    o.gauge(
+        "dentrylab_dentries_bytes",
+        "Memory held by all dentries: nr_dentry times the dentry slab object size.",
+        f(d.dentry_bytes),
+    );
+    o.gauge("dentrylab_dentries_unused_bytes", "Memory held by unused dentries.", f(d.unused_bytes));
+    o.gauge("dentrylab_dentries_negative_bytes", "Memory held by negative dentries.", f(d.negative_bytes));
+    o.gauge(
+        "dentrylab_dentry_object_bytes",
+        "Size of one dentry slab object used for the byte figures.",
+        f(d.bytes_per_dentry),
+    );
+    o.gauge("dentrylab_memory_total_bytes", "MemTotal from /proc/meminfo.", f(s.memory.mem_total_bytes));
+    o.gauge("dentrylab_memory_available_bytes", "MemAvailable from /proc/meminfo.", f(s.memory.mem_available_bytes));
+    o.gauge(
+        "dentrylab_memory_slab_reclaimable_bytes",
+        "SReclaimable from /proc/meminfo (dentries and inodes are most of it).",
+        f(s.memory.s_reclaimable_bytes),
+    );
+    o.gauge(
+        "dentrylab_watchdog_thresh_seconds",
+        "kernel.watchdog_thresh.",
+        e.watchdog_thresh_seconds.map(|v| v as f64),
+    );
+    o.gauge(
+        "dentrylab_soft_lockup_threshold_seconds",
+        "Soft-lockup threshold: 2 x kernel.watchdog_thresh (absent when the watchdog is off).",
+        p.soft_lockup_threshold_seconds,
+    );
+    o.gauge(
+        "dentrylab_vfs_cache_pressure",
+        "vm.vfs_cache_pressure (100 is the kernel default).",
+        e.vfs_cache_pressure.map(|v| v as f64),
+    );
+    o.family(
+        "dentrylab_node_info",
+        "The node's kernel and preemption model (value always 1).",
+        &[(&[("kernel", &e.kernel), ("preemption", &e.preemption)], 1.0)],
+    );
+    let cal = &s.calibration;
+    let governs = match p.governs {
+        crate::analysis::verdict::Governs::LongestStretch => "longest_stretch",
+        crate::analysis::verdict::Governs::TotalTime => "total_time",
+    };
+    o.family(
+        "dentrylab_calibration_info",
+        "The calibration the predictions use: source builtin is the conservative default (value always 1).",
+        &[(
+            &[
+                ("source", cal.source.name()),
+                ("kernel", &c.kernel),
+                ("preemption", &c.preemption),
+                ("fs", &c.fs),
+                ("kind", &c.kind),
+                ("layout", &c.layout),
+                ("method", &c.method),
+                ("governs", governs),
+            ],
+            1.0,
+        )],
+    );
+    o.gauge(
+        "dentrylab_calibration_builtin",
+        "1 when no calibration was saved on this node and the built-in conservative default is used.",
+        Some(if cal.source == crate::status::calibration::Source::Builtin { 1.0 } else { 0.0 }),
+    );
+    o.gauge(
+        "dentrylab_calibration_validated_by_watchdog",
+        "1 when the kernel's own watchdog confirmed the calibration's prediction.",
+        Some(if c.validated_by_watchdog { 1.0 } else { 0.0 }),
+    );
+    o.gauge(
+        "dentrylab_calibration_largest_dentries",
+        "Largest dentry count the calibration measured.",
+        f(c.largest_size),
+    );
+    o.gauge(
+        "dentrylab_predicted_reclaim_seconds",
+        "Predicted time to reclaim every dentry in one walk (umount of a filesystem holding them all).",
+        p.predicted_reclaim_seconds.map(sig6),
+    );
+    o.gauge(
+        "dentrylab_predicted_longest_stretch_seconds",
+        "Predicted longest stretch without a reschedule during that reclaim: what the soft-lockup watchdog sees.",
+        p.predicted_longest_stretch_seconds.map(sig6),
+    );
+    o.gauge(
+        "dentrylab_lockup_ratio",
+        "Predicted longest stretch over the soft-lockup threshold (1 means the watchdog fires).",
+        p.lockup_ratio.map(sig6),
+    );
+    o.gauge(
+        "dentrylab_lockup_dentries",
+        "Dentry count at which the predicted longest stretch reaches the soft-lockup threshold.",
+        lockup,
+    );
+    o.gauge(
+        "dentrylab_dentries_to_lockup",
+        "Dentries left before the lockup count (negative past it).",
+        lockup.map(|l| l - d.nr_dentry as f64),
+    );
+    o.gauge(
+        "dentrylab_level",
+        "0 ok, 1 warn (lockup ratio at least 0.5), 2 danger (at least 1).",
+        Some(p.level as u8 as f64),
+    );
+    o.gauge(
+        "dentrylab_scrape_duration_seconds",
+        "Time taken to read the node and compute these figures.",
+        Some(scrape_seconds),
+    );
+    o.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_escapes() {
+        assert_eq!(number(37475.0), "37475");
+        assert_eq!(number(-12.0), "-12");
+        assert_eq!(number(0.5), "0.5");
+        assert_eq!(number(2.5e-7), "0.00000025");
+        assert_eq!(number(f64::INFINITY), "+Inf");
+        assert_eq!(number(sig6(7.560540772655412)), "7.56054");
+        assert_eq!(number(sig6(2619600528.0).round()), "2619600000");
+        assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(escape_help("x\\y\nz"), "x\\\\y\\nz");
+    }
+
+    #[test]
+    fn unknown_values_leave_the_family_out() {
+        let mut o = Out(String::new());
+        o.gauge("dentrylab_x_seconds", "x", None);
+        assert!(o.0.is_empty());
+        o.gauge("dentrylab_x_seconds", "x", Some(1.5));
+        assert_eq!(o.0, "# HELP dentrylab_x_seconds x\n# TYPE dentrylab_x_seconds gauge\ndentrylab_x_seconds 1.5\n");
+    }
+}

@@ -1,0 +1,43 @@
+//! `dentrylab exporter`: the figures of `status` as Prometheus metrics on
+//! `/metrics`. Read-only: every scrape reads dentry-state, meminfo and two
+//! sysctls through the proc root (never `/proc/slabinfo`, which is costly
+//! on a huge slab) and re-reads the calibration only when its file changed.
+
+pub mod metrics;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use crate::status::{self, Collector};
+
+/// Default address: loopback only; `--listen 0.0.0.0:10366` to serve a
+/// fleet. 10366 lies outside Prometheus' exporter port range
+/// (9100–9999), which is fully allocated.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:10366";
+/// Worker threads answering scrapes (each handles one connection at a time).
+pub const DEFAULT_WORKERS: usize = 4;
+pub const MAX_WORKERS: usize = 64;
+/// Connections the kernel queues while every worker is busy.
+pub const ACCEPT_BACKLOG: i32 = 1024;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub listen: SocketAddr,
+    pub workers: usize,
+    pub status: status::Options,
+}
+
+/// Reads the node once (so a wrong proc root or a broken calibration fails
+/// at start, exit 1), listens, announces the address, serves until killed.
+pub fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
+    let collector = Arc::new(Collector::new(&opts.status));
+    let first = collector.collect().context("reading the node before serving")?;
+    let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
+    let addr = listener.local_addr().context("listening socket address")?;
+    announce(addr, &first.calibration.name);
+    server::serve(listener, collector, opts.workers);
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! `dentrylab status` (and every exporter scrape): this node now. Reads
+//! only cheap, world-readable files through the proc root — dentry-state,
+//! meminfo, watchdog_thresh, vfs_cache_pressure — never `/proc/slabinfo`
+//! (root-only and costly on a node with a huge slab), and predicts from the
+//! calibration how far the node is from a soft lockup. Works as any user.
+
+pub mod calibration;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::edge::{self, Level, Prediction};
+use crate::env::Environment;
+use crate::procfs::ProcRoot;
+use crate::procfs::meminfo::MemInfo;
+use crate::size::human;
+use calibration::{CalibrationUsed, DENTRY_OBJECT_BYTES, Source, Store};
+
+/// The kernel's default watchdog_thresh, assumed when it cannot be read.
+pub const DEFAULT_WATCHDOG_THRESH_SECONDS: u64 = crate::bench::watchdog::DEFAULT_THRESH_SECONDS;
+/// A prediction further than this many times beyond the largest calibrated
+/// count gets a note.
+const EXTRAPOLATION_NOTE_FACTOR: f64 = 10.0;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub proc: ProcRoot,
+    pub state_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Dentries {
+    pub nr_dentry: u64,
+    pub nr_unused: u64,
+    pub nr_negative: u64,
+    pub bytes_per_dentry: u64,
+    pub dentry_bytes: u64,
+    pub unused_bytes: u64,
+    pub negative_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusResult {
+    #[serde(flatten)]
+    pub header: crate::bench::Header,
+    pub environment: Environment,
+    pub proc_root: String,
+    pub dentries: Dentries,
+    pub memory: MemInfo,
+    pub calibration: Arc<CalibrationUsed>,
+    pub prediction: Prediction,
+    /// Time spent reading the files and predicting.
+    pub collection_seconds: f64,
+    pub notes: Vec<String>,
+}
+
+/// Reads the node; the kernel and preemption model are captured once (they
+/// do not change without a reboot, and finding the model may decompress
+/// the kernel config), everything else on every call.
+pub struct Collector {
+    proc: ProcRoot,
+    store: Store,
+    environment: Environment,
+}
+
+impl Collector {
+    pub fn new(opts: &Options) -> Collector {
+        Collector {
+            proc: opts.proc.clone(),
+            store: Store::new(&opts.state_dir),
+            environment: Environment::capture(&opts.proc),
+        }
+    }
+
+    pub fn collect(&self) -> Result<StatusResult> {
+        let t0 = Instant::now();
+        let proc = &self.proc;
+        let ds = proc.dentry_state()?;
+        let memory = proc.meminfo()?;
+        let mut environment = self.environment.clone();
+        environment.mem_total_bytes = memory.mem_total_bytes;
+        environment.mem_available_bytes = memory.mem_available_bytes;
+        environment.watchdog_thresh_seconds = proc.sysctl_u64("sys/kernel/watchdog_thresh").ok();
+        environment.vfs_cache_pressure = proc.sysctl_u64("sys/vm/vfs_cache_pressure").ok();
+        let cal = self.store.current()?;
+        let thresh = environment.watchdog_thresh_seconds.unwrap_or(DEFAULT_WATCHDOG_THRESH_SECONDS);
+        let prediction = edge::predict(&cal.model(), ds.nr_dentry, thresh);
+        let notes = notes(&environment, &cal, &prediction);
+        let b = DENTRY_OBJECT_BYTES;
+        Ok(StatusResult {
+            header: crate::bench::Header::new("status"),
+            proc_root: proc.root().display().to_string(),
+            dentries: Dentries {
+                nr_dentry: ds.nr_dentry,
+                nr_unused: ds.nr_unused,
+                nr_negative: ds.nr_negative,
+                bytes_per_dentry: b,
+                dentry_bytes: ds.nr_dentry.saturating_mul(b),
+                unused_bytes: ds.nr_unused.saturating_mul(b),
+                negative_bytes: ds.nr_negative.saturating_mul(b),
+            },
+            environment,
+            memory,
+            calibration: cal,
+            prediction,
+            collection_seconds: t0.elapsed().as_secs_f64(),
+            notes,
+        })
+    }
+}
+
+fn notes(env: &Environment, cal: &CalibrationUsed, p: &Prediction) -> Vec<String> {
+    let c = &cal.calibration;
+    let mut out = Vec::new();
+    match cal.source {
+        Source::Builtin => out.push(
+            "no calibration for this node: the prediction uses the built-in conservative default \
+             (it errs early); run `sudo dentrylab reclaim` on this node to calibrate"
+                .into(),
+        ),
+        Source::File => {
+            if c.kernel != env.kernel {
+                out.push(format!(
+                    "the calibration was measured on kernel {}, this node runs {}: re-run `dentrylab reclaim` here",
+                    c.kernel, env.kernel
+                ));
+            }
+            if c.preemption != env.preemption {
+                out.push(format!(
+                    "the calibration was measured with {} preemption, this node has {}",
+                    c.preemption, env.preemption
+                ));
+            }
+            if c.gap_power.is_none() {
+                out.push("the calibration has no longest-gap fit: the total reclaim time stands in for it".into());
+            }
+        }
+    }
+    if env.watchdog_thresh_seconds.is_none() {
+        out.push(format!(
+            "watchdog_thresh is not readable: assuming the kernel default of {DEFAULT_WATCHDOG_THRESH_SECONDS} s"
+        ));
+    } else if let Some(t) = env.watchdog_thresh_seconds.filter(|&t| t != DEFAULT_WATCHDOG_THRESH_SECONDS && t != 0) {
+        out.push(format!(
+            "watchdog_thresh is {t} s, not the boot-time default of {DEFAULT_WATCHDOG_THRESH_SECONDS} s (changed by \
+             hand, or by a watchdog check that could not put it back): restore it with \
+             sysctl -w kernel.watchdog_thresh={DEFAULT_WATCHDOG_THRESH_SECONDS}"
+        ));
+    }
+    if env.watchdog_thresh_seconds.is_some() && p.soft_lockup_threshold_seconds.is_none() {
+        out.push(
+            "the soft-lockup watchdog is off (watchdog_thresh 0): a long stretch still stalls the CPU, \
+             but nothing measures it against a threshold"
+                .into(),
+        );
+    }
+    if let Some(l) = p.lockup_dentries
+        && c.largest_size > 0
+        && l > c.largest_size as f64 * EXTRAPOLATION_NOTE_FACTOR
+    {
+        out.push(format!(
+            "the lockup count extrapolates {:.0}× beyond the largest size calibrated ({})",
+            l / c.largest_size as f64,
+            human(c.largest_size)
+        ));
+    }
+    out
+}
+
+/// Exit status of `status --fail-on`: the level reached, if it fails.
+pub const EXIT_WARN: u8 = 3;
+pub const EXIT_DANGER: u8 = 4;
+
+pub fn exit_code(level: Level, fail_on: Option<Level>) -> u8 {
+    match fail_on {
+        Some(f) if level >= f && level != Level::Ok => match level {
+            Level::Danger => EXIT_DANGER,
+            _ => EXIT_WARN,
+        },
+        _ => 0,
+    }
+}
+
+pub fn run(opts: &Options) -> Result<StatusResult> {
+    Collector::new(opts).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fail_on_exit_codes() {
+        assert_eq!(exit_code(Level::Ok, Some(Level::Warn)), 0);
+        assert_eq!(exit_code(Level::Warn, Some(Level::Warn)), EXIT_WARN);
+        assert_eq!(exit_code(Level::Danger, Some(Level::Warn)), EXIT_DANGER);
+        assert_eq!(exit_code(Level::Warn, Some(Level::Danger)), 0);
+        assert_eq!(exit_code(Level::Danger, Some(Level::Danger)), EXIT_DANGER);
+        assert_eq!(exit_code(Level::Danger, None), 0);
+    }
+
+    #[test]
+    fn reads_fixtures_of_both_kernel_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        for k in ["6.18", "5.10"] {
+            let opts = Options { proc: ProcRoot::new(crate::procfs::fixture_dir(k)), state_dir: dir.path().into() };
+            let s = run(&opts).unwrap();
+            assert!(s.dentries.nr_dentry > 0, "{k}");
+            assert_eq!(s.dentries.dentry_bytes, s.dentries.nr_dentry * 192);
+            assert_eq!(s.environment.watchdog_thresh_seconds, Some(10));
+            assert_eq!(s.environment.vfs_cache_pressure, Some(100));
+            assert_eq!(s.calibration.source, Source::Builtin);
+            assert!(s.notes[0].contains("built-in conservative default"), "{:?}", s.notes);
+            assert_eq!(s.prediction.level, Level::Ok);
+        }
+        let s = run(&Options { proc: ProcRoot::new(crate::procfs::fixture_dir("6.18")), state_dir: dir.path().into() })
+            .unwrap();
+        assert_eq!(s.environment.kernel, "6.18.44-fc-v657");
+        assert_eq!(s.environment.preemption, "none", "from the fixture's config.gz");
+        assert!(!s.notes.iter().any(|n| n.contains("restore it")), "{:?}", s.notes);
+    }
+
+    /// Copies a fixture proc tree (following its symlinks) so a test can change a file.
+    fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let p = e.path();
+            if std::fs::metadata(&p).unwrap().is_dir() {
+                copy_tree(&p, &to.join(e.file_name()));
+            } else {
+                std::fs::copy(&p, to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn warns_when_watchdog_thresh_is_not_the_default() {
+        let state = tempfile::tempdir().unwrap();
+        let proc = tempfile::tempdir().unwrap();
+        copy_tree(&crate::procfs::fixture_dir("6.18"), proc.path());
+        std::fs::write(proc.path().join("sys/kernel/watchdog_thresh"), "1\n").unwrap();
+        let s = run(&Options { proc: ProcRoot::new(proc.path()), state_dir: state.path().into() }).unwrap();
+        assert_eq!(s.prediction.soft_lockup_threshold_seconds, Some(2.0));
+        let note = s.notes.iter().find(|n| n.contains("not the boot-time default")).expect("a warning");
+        assert!(note.contains("sysctl -w kernel.watchdog_thresh=10"), "{note}");
+    }
+}

@@ -1,0 +1,155 @@
+//! `dentrylab exporter` (issue 6): real scrapes on loopback of captured
+//! fixtures against golden `/metrics` files, promtool, HTTP behaviour,
+//! bounded concurrency, and that a scrape never touches /proc/slabinfo.
+
+mod metrics;
+
+use std::path::Path;
+use std::process::Command;
+
+use metrics::{Exporter, assert_golden, assert_promtool_ok, calibration_dir, fixture, request};
+
+fn empty_state() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// An exporter on the proc tree `proc` with the state directory `state`.
+fn start(proc: &Path, state: &Path, extra: &[&str]) -> Exporter {
+    let mut args = vec!["--proc-root", proc.to_str().unwrap(), "--state-dir", state.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Exporter::start(&args)
+}
+
+#[test]
+fn golden_metrics_from_fixtures() {
+    let state = empty_state();
+    let e = start(&fixture("6.18"), state.path(), &[]);
+    assert!(e.banner.contains("calibration: built-in conservative default"), "{}", e.banner);
+    let r = e.get("/metrics");
+    assert_eq!(r.status, 200);
+    assert!(r.head.contains("Content-Type: text/plain; version=0.0.4"), "{}", r.head);
+    assert_golden("6.18-builtin", &r.body);
+
+    let e = start(&fixture("5.10"), &calibration_dir(), &[]);
+    assert_golden("5.10-calibrated", &e.metrics());
+}
+
+#[test]
+fn metrics_pass_promtool() {
+    let dir = metrics::repo();
+    for g in ["6.18-builtin", "5.10-calibrated"] {
+        let text = std::fs::read_to_string(metrics::golden_path(g)).unwrap();
+        assert_promtool_ok(&["check", "metrics"], Some(&text), &dir);
+    }
+    // And a live scrape of this machine.
+    let state = empty_state();
+    let e = Exporter::start(&["--state-dir", state.path().to_str().unwrap()]);
+    let live = e.metrics();
+    assert!(live.contains("\ndentrylab_dentries "), "{live}");
+    assert_promtool_ok(&["check", "metrics"], Some(&live), &dir);
+}
+
+#[test]
+fn http_answers() {
+    let state = empty_state();
+    let e = start(&fixture("6.18"), state.path(), &[]);
+    assert_eq!(e.get("/").status, 200);
+    assert!(e.get("/").body.contains("/metrics"));
+    assert_eq!(e.get("/metrics?x=1").status, 200);
+    let nf = e.get("/nope");
+    assert_eq!(nf.status, 404);
+    let post = request(e.addr, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(post.status, 405);
+    assert!(post.head.contains("Allow: GET, HEAD"), "{}", post.head);
+    let head = request(e.addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+    let len: usize =
+        head.head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).and_then(|v| v.parse().ok()).unwrap();
+    assert!(len > 1000, "{len}");
+    assert_eq!(request(e.addr, "garbage\r\n\r\n").status, 400);
+    let huge = format!("GET /metrics HTTP/1.1\r\nX-Fill: {}\r\n\r\n", "a".repeat(20_000));
+    assert_eq!(request(e.addr, &huge).status, 431);
+    // Still serving after all that.
+    assert_eq!(e.get("/metrics").status, 200);
+}
+
+/// Issue 6: a scrape must not read /proc/slabinfo (root-only, costly on a
+/// huge slab). Here it is a FIFO with no writer: opening it would block the
+/// scrape for ever.
+#[test]
+fn never_reads_slabinfo() {
+    let root = metrics::proc_root_with("37475\t36077\t45\t0\t6072\t0\n", "10\n");
+    nix::unistd::mkfifo(&root.path().join("slabinfo"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    let state = empty_state();
+    let e = start(root.path(), state.path(), &[]);
+    let m = e.metrics();
+    assert!(m.contains("\ndentrylab_dentries 37475\n"), "{m}");
+}
+
+#[test]
+fn concurrent_scrapes_are_all_answered_by_a_bounded_pool() {
+    let state = empty_state();
+    let e = start(&fixture("6.18"), state.path(), &["--workers", "3"]);
+    let addr = e.addr;
+    let clients: Vec<_> =
+        (0..200).map(|_| std::thread::spawn(move || request(addr, "GET /metrics HTTP/1.1\r\n\r\n"))).collect();
+    let mut ok = 0;
+    for c in clients {
+        let r = c.join().unwrap();
+        assert_eq!(r.status, 200);
+        assert!(r.body.ends_with("\n") && r.body.contains("dentrylab_scrape_duration_seconds"));
+        ok += 1;
+    }
+    assert_eq!(ok, 200);
+    // main + signal thread + 3 workers: no thread per connection.
+    let threads = metrics::proc_status(e.pid(), "Threads");
+    assert!(threads <= 5, "{threads} threads");
+}
+
+#[test]
+fn picks_up_a_calibration_saved_while_running() {
+    let state = empty_state();
+    let e = start(&fixture("6.18"), state.path(), &[]);
+    assert!(e.metrics().contains("\ndentrylab_calibration_builtin 1\n"));
+    std::fs::copy(calibration_dir().join("calibration.json"), state.path().join("calibration.json")).unwrap();
+    let m = e.metrics();
+    assert!(m.contains("\ndentrylab_calibration_builtin 0\n"), "{m}");
+    assert!(m.contains("source=\"file\",kernel=\"6.18.44-fc-v657\""), "{m}");
+}
+
+#[test]
+fn sigterm_stops_it_cleanly() {
+    let state = empty_state();
+    let mut e = Exporter::start(&["--state-dir", state.path().to_str().unwrap()]);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(e.pid() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let st = e.child.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "{st:?}");
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_dentrylab")).args(args).output().unwrap()
+}
+
+#[test]
+fn bad_input_and_failures() {
+    let out = run(&["exporter", "--listen", "localhost"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--listen") && err.contains("\"localhost\"") && err.lines().count() == 1, "{err}");
+
+    let out = run(&["exporter", "--workers", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = run(&["exporter", "--proc-root", "/nonexistent", "--listen", "127.0.0.1:0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("/nonexistent/sys/fs/dentry-state"), "{err}");
+
+    let state = empty_state();
+    let e = Exporter::start(&["--state-dir", state.path().to_str().unwrap()]);
+    let out = run(&["exporter", "--listen", &e.addr.to_string(), "--state-dir", state.path().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("cannot listen on {}", e.addr)), "{err}");
+}

@@ -1,0 +1,184 @@
+//! Helpers for the `status`, `exporter` and `deploy` tests: fixture proc
+//! roots, the golden `/metrics` files, promtool, and an exporter process
+//! on loopback.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A captured proc tree: `tests/fixtures/proc/<kernel>`.
+pub fn fixture(kernel: &str) -> PathBuf {
+    repo().join("tests/fixtures/proc").join(kernel)
+}
+
+/// The calibration a real quick sweep saved on the project's 6.18 machine.
+pub fn calibration_dir() -> PathBuf {
+    repo().join("tests/fixtures/calibration/6.18-quick")
+}
+
+/// A proc root like the 6.18 fixture but with this dentry-state line and
+/// watchdog_thresh.
+pub fn proc_root_with(dentry_state: &str, watchdog_thresh: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let src = fixture("6.18");
+    for rel in ["meminfo", "config.gz", "sys/kernel/osrelease", "sys/kernel/version", "sys/vm/vfs_cache_pressure"] {
+        let to = d.path().join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(src.join(rel), to).unwrap();
+    }
+    std::fs::create_dir_all(d.path().join("sys/fs")).unwrap();
+    std::fs::write(d.path().join("sys/fs/dentry-state"), dentry_state).unwrap();
+    std::fs::write(d.path().join("sys/kernel/watchdog_thresh"), watchdog_thresh).unwrap();
+    d
+}
+
+/// The scrape duration is the one figure that differs between runs.
+pub fn normalise(metrics: &str) -> String {
+    metrics
+        .lines()
+        .map(|l| {
+            if l.starts_with("dentrylab_scrape_duration_seconds ") { "dentrylab_scrape_duration_seconds 0" } else { l }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+pub fn golden_path(name: &str) -> PathBuf {
+    repo().join("tests/golden").join(format!("{name}.prom"))
+}
+
+/// Compares with `tests/golden/<name>.prom`; `UPDATE_GOLDEN=1` rewrites it.
+pub fn assert_golden(name: &str, metrics: &str) {
+    let got = normalise(metrics);
+    let path = golden_path(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+    for (i, (w, g)) in want.lines().zip(got.lines()).enumerate() {
+        assert_eq!(w, g, "{} line {} differs (UPDATE_GOLDEN=1 rewrites it)", path.display(), i + 1);
+    }
+    assert_eq!(want.lines().count(), got.lines().count(), "{}: line count differs", path.display());
+}
+
+/// Runs promtool with `stdin`, or says it is skipped when it is not
+/// installed (CI installs it: Debian package `prometheus`).
+pub fn promtool(args: &[&str], stdin: Option<&str>, dir: &Path) -> Option<Output> {
+    let mut c = Command::new("promtool");
+    c.args(args).current_dir(dir).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = match c.spawn() {
+        Ok(c) => c,
+        Err(_) => {
+            eprintln!("skipped: promtool is not installed (Debian package prometheus)");
+            return None;
+        }
+    };
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    Some(child.wait_with_output().unwrap())
+}
+
+pub fn assert_promtool_ok(args: &[&str], stdin: Option<&str>, dir: &Path) {
+    if let Some(out) = promtool(args, stdin, dir) {
+        assert!(
+            out.status.success(),
+            "promtool {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A running `dentrylab exporter --listen 127.0.0.1:0 ...`, killed on drop.
+pub struct Exporter {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub banner: String,
+}
+
+impl Exporter {
+    pub fn start(args: &[&str]) -> Exporter {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dentrylab"))
+            .args(["exporter", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut banner = String::new();
+        err.read_line(&mut banner).unwrap();
+        let addr = banner
+            .split("http://")
+            .nth(1)
+            .and_then(|r| r.split("/metrics").next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| {
+                let mut rest = String::new();
+                let _ = err.read_to_string(&mut rest);
+                panic!("no address in the exporter's first line: {banner:?} {rest}")
+            });
+        Exporter { child, addr, banner }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        request(self.addr, &format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n"))
+    }
+
+    pub fn metrics(&self) -> String {
+        let r = self.get("/metrics");
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct Response {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+/// Sends `raw` and reads the whole answer (the server closes).
+pub fn request(addr: SocketAddr, raw: &str) -> Response {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8(buf).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    Response { status, head: head.to_string(), body: body.to_string() }
+}
+
+/// A line of /proc/PID/status, such as `Threads` or `VmRSS`.
+pub fn proc_status(pid: u32, key: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}:")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}

@@ -1,0 +1,202 @@
+//! `dentrylab status` (issue 6): figures from captured proc trees, the
+//! calibration named, `--json`, `--textfile` (the golden metrics, written
+//! atomically), `--fail-on` exit codes, and a run as a non-root user.
+
+mod metrics;
+
+use std::process::{Command, Output};
+
+use metrics::{assert_golden, calibration_dir, fixture, proc_root_with};
+
+fn status(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dentrylab")).arg("status").args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// The table row that starts with `label`, with its cells separated by one space.
+fn row(out: &str, label: &str) -> String {
+    let l = out.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no row {label:?} in\n{out}"));
+    l.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn p(path: &std::path::Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn prints_figures_and_names_the_builtin_calibration() {
+    let state = tempfile::tempdir().unwrap();
+    let o = status(&["--proc-root", p(&fixture("6.18")), "--state-dir", p(state.path())]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for want in [
+        "kernel 6.18.44-fc-v657 (none preemption)",
+        "watchdog_thresh 10 s, vfs_cache_pressure 100",
+        "calibration: built-in conservative default (no calibration at",
+        "validated by the kernel watchdog: no",
+        "predicted full reclaim time",
+        "predicted longest stretch",
+        "distance: ratio",
+    ] {
+        assert!(out.contains(want), "{want:?} missing from\n{out}");
+    }
+    assert_eq!(row(&out, "all (nr_dentry)"), "all (nr_dentry) 37,475 6.9 MiB");
+    assert_eq!(row(&out, "negative (nr_negative)"), "negative (nr_negative) 6,072 1.1 MiB");
+    assert_eq!(row(&out, "distance: count"), "distance: count 46.2M dentries to go (edge at 46.2M)");
+    assert_eq!(row(&out, "level"), "level ok");
+}
+
+#[test]
+fn names_the_saved_calibration_and_says_when_it_is_from_another_kernel() {
+    let o = status(&["--proc-root", p(&fixture("5.10")), "--state-dir", p(&calibration_dir())]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("6.18-quick/calibration.json (saved 2026-11-22T13:13:52Z"), "{out}");
+    assert!(out.contains("measured on kernel 6.18.44-fc-v657, this node runs 5.10.207"), "{out}");
+    assert!(out.contains("extrapolates"), "{out}");
+}
+
+#[test]
+fn json_output() {
+    let state = tempfile::tempdir().unwrap();
+    let o = status(&["--proc-root", p(&fixture("5.10")), "--state-dir", p(state.path()), "--json", "-"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("nr_dentry"), "the table goes to stderr when JSON is on stdout");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["benchmark"], "status");
+    assert_eq!(v["dentries"]["nr_dentry"], 9_999_922);
+    assert_eq!(v["dentries"]["dentry_bytes"], 9_999_922u64 * 192);
+    assert_eq!(v["calibration"]["source"], "builtin");
+    assert_eq!(v["calibration"]["calibration"]["validated_by_watchdog"], false);
+    assert_eq!(v["prediction"]["soft_lockup_threshold_seconds"], 20.0);
+    assert_eq!(v["prediction"]["level"], "ok");
+    let r = v["prediction"]["lockup_ratio"].as_f64().unwrap();
+    assert!((r - 4.33 / 20.0).abs() < 0.01, "{r}");
+    assert_eq!(v["environment"]["kernel"], "5.10.207");
+}
+
+#[test]
+fn fail_on_sets_the_exit_status() {
+    let state = tempfile::tempdir().unwrap();
+    let sd = p(state.path()).to_string();
+    // Built-in default: 433 ns per dentry against 20 s.
+    let warn = proc_root_with("30000000 29000000 45 0 1000 0\n", "10\n"); // 13 s: ratio 0.65
+    let danger = proc_root_with("100000000 99000000 45 0 1000 0\n", "10\n"); // 43 s: ratio 2.2
+    let code = |root: &tempfile::TempDir, extra: &[&str]| {
+        let mut a = vec!["--proc-root", p(root.path()), "--state-dir", &sd];
+        a.extend_from_slice(extra);
+        let o = status(&a);
+        assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+        (o.status.code().unwrap(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (c, out) = code(&warn, &[]);
+    assert_eq!(c, 0);
+    assert_eq!(row(&out, "level"), "level warn");
+    assert_eq!(code(&warn, &["--fail-on", "warn"]).0, 3);
+    assert_eq!(code(&warn, &["--fail-on", "danger"]).0, 0);
+    let (c, out) = code(&danger, &["--fail-on", "warn"]);
+    assert_eq!(c, 4);
+    assert!(out.contains("dentries past the edge"), "{out}");
+    assert_eq!(code(&danger, &["--fail-on", "danger"]).0, 4);
+    // A smaller watchdog_thresh moves the edge: 30M against 2 s is danger.
+    let tight = proc_root_with("30000000 29000000 45 0 1000 0\n", "1\n");
+    assert_eq!(code(&tight, &["--fail-on", "danger"]).0, 4);
+}
+
+#[test]
+fn watchdog_off_has_no_threshold() {
+    let state = tempfile::tempdir().unwrap();
+    let root = proc_root_with("100000000 99000000 45 0 1000 0\n", "0\n");
+    let o = status(&["--proc-root", p(root.path()), "--state-dir", p(state.path()), "--fail-on", "warn"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("soft-lockup watchdog is off"), "{out}");
+    assert_eq!(row(&out, "distance: ratio"), "distance: ratio –");
+    assert_eq!(row(&out, "level"), "level ok");
+}
+
+#[test]
+fn textfile_is_the_golden_metrics_written_atomically() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dentrylab.prom");
+    for _ in 0..2 {
+        let o = status(&["--proc-root", p(&fixture("6.18")), "--state-dir", p(state.path()), "--textfile", p(&file)]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    }
+    assert_golden("6.18-builtin", &std::fs::read_to_string(&file).unwrap());
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["dentrylab.prom"], "no temporary file is left");
+
+    let o = status(&["--proc-root", p(&fixture("6.18")), "--textfile", p(&dir.path().join("x.txt"))]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("dentrylab: error: --textfile") && err.contains(".prom") && err.lines().count() == 1,
+        "{err}"
+    );
+
+    let o = status(&["--proc-root", p(&fixture("6.18")), "--textfile", p(&dir.path().join("no/such/dir.prom"))]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot create"), "{err}");
+}
+
+#[test]
+fn bad_input_and_failures() {
+    let o = status(&["--fail-on", "critical"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--fail-on") && err.contains("\"critical\"") && err.lines().count() == 1, "{err}");
+
+    let o = status(&["--proc-root", "/nonexistent"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot open /nonexistent/sys/fs/dentry-state"), "{err}");
+
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(state.path().join("calibration.json"), "{\"schema\": 1").unwrap();
+    let o = status(&["--proc-root", p(&fixture("6.18")), "--state-dir", p(state.path())]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("calibration.json is not a calibration"), "{err}");
+    assert!(!err.contains("panicked"));
+}
+
+/// As `nobody` on the live /proc: the figures print. With no `--state-dir`
+/// the default one is under root's home, which nobody cannot read: the
+/// built-in default is used and the reason given.
+#[test]
+fn runs_as_a_non_root_user() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to switch to nobody with setpriv");
+        return;
+    }
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_dentrylab"), "status"])
+            .args(args)
+            .env("HOME", "/root")
+            .env_remove("DENTRYLAB_STATE_DIR")
+            .env_remove("XDG_STATE_HOME")
+            .output()
+            .expect("setpriv (util-linux) runs")
+    };
+    let o = as_nobody(&[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("all (nr_dentry)") && out.contains("predicted longest stretch"), "{out}");
+    assert!(out.contains("calibration: built-in conservative default"), "{out}");
+    let o = as_nobody(&["--state-dir", p(&calibration_dir()), "--json", "-"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["calibration"]["source"], "file");
+    assert!(v["dentries"]["nr_dentry"].as_u64().unwrap() > 0);
+    assert!(v["environment"]["watchdog_thresh_seconds"].as_u64().is_some());
+}
