@@ -70,6 +70,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Reclaim(a) => cmd_reclaim(a, &proc),
         Command::Create(a) => cmd_create(a, &proc),
+        Command::ReclaimChild { spec } => {
+            bench::reclaim::child::child_main(&spec)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CgroupGuard { parent, pid } => {
+            sandbox::cgroup::guard_main(&parent, pid)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -93,7 +101,9 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         layout: a.workload.layout,
         threads: generator_threads(a.workload.threads, a.workload.layout),
         fs: a.workload.fs,
-        method: a.method,
+        methods: a.method.0.clone(),
+        contend: a.contend.unwrap_or(0) as usize,
+        allow_global: a.allow_global,
         extrapolate: a.extrapolate,
         cpu,
         control_cpu,
@@ -109,7 +119,16 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     } else {
         Some(state::StateDir::open(&a.state_dir.clone().unwrap_or_else(state::default_dir))?)
     };
+    // The cgroup guardian must start outside the sandbox (see sandbox::cgroup).
+    let guardian = if opts.methods.contains(&bench::reclaim::Method::Memcg) {
+        Some(sandbox::cgroup::Guardian::start(proc)?)
+    } else {
+        None
+    };
     let mut sandbox = sandbox::Sandbox::enter()?;
+    if let Some(g) = guardian {
+        sandbox.adopt(g);
+    }
     let result = bench::reclaim::run(&opts, &mut sandbox, proc)?;
 
     let table = report::table::reclaim(&result);
@@ -134,7 +153,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
                 fs: opts.fs.to_string(),
                 kind: opts.kind.name().into(),
                 layout: opts.layout.to_string(),
-                method: opts.method.name().into(),
+                method: opts.methods[0].name().into(),
                 largest_size: result.sizes.last().map(|s| s.target).unwrap_or(0),
                 bytes_per_dentry: result.bytes_per_dentry,
                 time_linear: result.fits.time_linear,
@@ -164,6 +183,7 @@ fn cmd_create(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
         fs: a.workload.fs,
         hold_seconds: a.hold,
     };
+    bench::reclaim::check_kind(opts.kind, opts.fs)?;
     bench::reclaim::preflight(&[opts.count], opts.kind, a.force, proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut sandbox = sandbox::Sandbox::enter()?;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{Grid, environment_line, fit_lines, reclaim_grid, threshold_grid};
+use super::{Grid, comparison_grid, environment_line, fit_lines, methods_label, reclaim_grid, threshold_grid};
 use crate::bench::reclaim::ReclaimResult;
 
 pub fn render_grid(g: &Grid) -> String {
@@ -20,7 +20,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     let o = &r.options;
     let e = &r.environment;
     let mut s = String::new();
-    let _ = writeln!(s, "## Dentry reclaim: {} via {}\n", o.kind.name(), o.method.name());
+    let _ = writeln!(s, "## Dentry reclaim: {} via {}\n", o.kind.name(), methods_label(r));
     let _ = writeln!(s, "### Environment\n");
     let _ = writeln!(s, "| Parameter | Value |\n|---|---|");
     for (k, v) in [
@@ -47,7 +47,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
         o.reps,
         o.fs,
         o.threads,
-        o.method.name(),
+        methods_label(r),
         o.cpu,
         o.probe_interval_us,
         o.control_cpu.map(|c| format!("; a control probe runs on CPU {c}")).unwrap_or_default()
@@ -65,6 +65,14 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     if let Some(v) = &r.verdict {
         let _ = writeln!(s, "\n### Verdict\n");
         for l in &v.summary {
+            let _ = writeln!(s, "- {l}");
+        }
+    }
+    if let (Some(g), Some(d)) = (comparison_grid(r), &r.comparison) {
+        let _ = writeln!(s, "\n### Reclaim paths compared\n");
+        s += &render_grid(&g);
+        let _ = writeln!(s);
+        for l in &d.summary {
             let _ = writeln!(s, "- {l}");
         }
     }

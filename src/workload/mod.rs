@@ -2,8 +2,11 @@
 //! with `count` entries; [`create`] spreads the work over directories and
 //! threads according to the layout.
 
+pub mod contend;
 pub mod file;
 pub mod hardlink;
+pub mod negative;
+pub mod unlinked;
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -15,6 +18,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::sandbox::Capacity;
+
 /// What kind of dentry to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -23,6 +28,10 @@ pub enum Kind {
     Hardlink,
     /// Empty regular files: a dentry and an inode each (about 900 bytes).
     File,
+    /// Failed lookups of names that do not exist: one negative dentry each (disk filesystems only).
+    Negative,
+    /// Create then unlink, as temporary tables do: one negative dentry each (disk filesystems only).
+    Unlinked,
 }
 
 impl std::str::FromStr for Kind {
@@ -31,17 +40,24 @@ impl std::str::FromStr for Kind {
         match s {
             "hardlink" => Ok(Kind::Hardlink),
             "file" => Ok(Kind::File),
-            _ => Err(format!("unknown kind {s:?}: use one of hardlink, file")),
+            "negative" => Ok(Kind::Negative),
+            "unlinked" => Ok(Kind::Unlinked),
+            _ => Err(format!("unknown kind {s:?}: use one of {}", Kind::NAMES.join(", "))),
         }
     }
 }
 
+/// Most inodes ext4 lets one file have hard links to (EXT4_LINK_MAX is 65000).
+const LINKS_PER_SOURCE: u64 = 65_000;
+
 impl Kind {
+    pub const NAMES: &'static [&'static str] = &["hardlink", "file", "negative", "unlinked"];
+
     /// Memory per dentry assumed before anything was measured, bytes.
     /// Deliberately on the high side: the safety check must not under-estimate.
     pub fn default_bytes_per_dentry(self) -> u64 {
         match self {
-            Kind::Hardlink => 320,
+            Kind::Hardlink | Kind::Negative | Kind::Unlinked => 320,
             Kind::File => 1200,
         }
     }
@@ -50,7 +66,28 @@ impl Kind {
         match self {
             Kind::Hardlink => "hardlink",
             Kind::File => "file",
+            Kind::Negative => "negative",
+            Kind::Unlinked => "unlinked",
         }
+    }
+
+    /// Whether the dentries are negative, so dentry-state's nr_negative is
+    /// the witness of how many exist.
+    pub fn is_negative(self) -> bool {
+        matches!(self, Kind::Negative | Kind::Unlinked)
+    }
+
+    /// What a filesystem must hold for `count` entries of this kind.
+    pub fn capacity(self, count: u64, layout: Layout, threads: usize) -> Capacity {
+        let dirs = u64::from(layout.dirs());
+        let threads = threads as u64;
+        let (entries, inodes) = match self {
+            Kind::File => (count, count),
+            Kind::Hardlink => (count, count / LINKS_PER_SOURCE + threads + 1),
+            Kind::Negative => (0, 0),
+            Kind::Unlinked => (threads, threads),
+        };
+        Capacity { entries: entries + dirs, inodes: inodes + dirs }
     }
 }
 
@@ -101,12 +138,19 @@ impl std::fmt::Display for Layout {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct CreateSpec {
     pub kind: Kind,
     pub layout: Layout,
     pub count: u64,
     pub threads: usize,
+}
+
+impl CreateSpec {
+    /// What the filesystem must hold for this workload.
+    pub fn capacity(&self) -> Capacity {
+        self.kind.capacity(self.count, self.layout, self.threads)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -181,7 +225,7 @@ pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Resul
                     for (d, first, n) in work {
                         let dir = File::open(root.join(dir_name(d)))
                             .with_context(|| format!("cannot open directory {}", dir_name(d)))?;
-                        made += fill(spec.kind, root, dir.as_fd(), first, n, &progress)?;
+                        made += fill(spec.kind, root, d, dir.as_fd(), first, n, &progress)?;
                     }
                     Ok(made)
                 })
@@ -203,12 +247,20 @@ pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Resul
     })
 }
 
-fn fill(kind: Kind, root: &Path, dir: std::os::fd::BorrowedFd<'_>, first: u64, n: u64, progress: &Progress) -> Result<u64> {
+fn fill(
+    kind: Kind,
+    root: &Path,
+    d: u32,
+    dir: std::os::fd::BorrowedFd<'_>,
+    first: u64,
+    n: u64,
+    progress: &Progress,
+) -> Result<u64> {
     let mut name = NameBuf::default();
     let mut done = 0;
-    let src = match kind {
-        Kind::Hardlink => Some(File::open(root).context("cannot open the generator's root")?),
-        Kind::File => None,
+    let mut src = match kind {
+        Kind::Hardlink => Some(hardlink::Source::open(root, format!("{d}.{first}"))?),
+        _ => None,
     };
     while done < n {
         if progress.abort.load(Ordering::Relaxed) {
@@ -217,9 +269,11 @@ fn fill(kind: Kind, root: &Path, dir: std::os::fd::BorrowedFd<'_>, first: u64, n
         let end = (done + BATCH).min(n);
         for i in done..end {
             let nm = name.set(first + i);
-            match &src {
-                Some(src) => hardlink::make(src.as_fd(), dir, nm)?,
-                None => file::make(dir, nm)?,
+            match (kind, &mut src) {
+                (Kind::Hardlink, Some(src)) => src.link(dir, nm)?,
+                (Kind::Negative, _) => negative::make(dir, nm)?,
+                (Kind::Unlinked, _) => unlinked::make(dir, nm)?,
+                _ => file::make(dir, nm)?,
             }
         }
         progress.done.fetch_add(end - done, Ordering::Relaxed);
