@@ -55,6 +55,20 @@ pub enum Command {
                       an unknown or newer schema are refused with a line naming the file."
     )]
     Report(ReportArgs),
+    /// Internal: the generator child of `reclaim --method ns-exit|memcg`.
+    #[command(name = "__reclaim-child", hide = true)]
+    ReclaimChild {
+        /// The child's spec, as JSON.
+        spec: String,
+    },
+    /// Internal: removes dentrylab's memory cgroups when dentrylab ends, however it ends.
+    #[command(name = "__cgroup-guard", hide = true)]
+    CgroupGuard {
+        /// Directory the cgroups are made in.
+        parent: PathBuf,
+        /// The dentrylab process whose cgroups to remove.
+        pid: u32,
+    },
 }
 
 const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and nr_negative from /proc/sys/fs/dentry-state \
@@ -139,7 +153,9 @@ pub struct OutputArgs {
 /// What to create and where.
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
-    /// Kind of dentry to create.
+    /// Kind of dentry to create: hardlink, file, negative (failed lookups of names that do not exist) or
+    /// unlinked (create then unlink, as temporary tables do). negative and unlinked need --fs ext4 or xfs:
+    /// tmpfs keeps no negative dentries.
     #[arg(long, default_value = "hardlink", value_parser = parse_kind)]
     pub kind: Kind,
     /// 'flat' (all in one directory, as seed 000) or 'dirs=K' (spread over K directories).
@@ -148,7 +164,9 @@ pub struct WorkloadArgs {
     /// Generator threads (default: one per CPU, at most one per directory; flat uses one unless set).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
-    /// Filesystem that holds the dentries.
+    /// Filesystem that holds the dentries: tmpfs, or ext4 / xfs made on a loop device over a sparse file in
+    /// the sandbox (mkfs.ext4 / mkfs.xfs must be installed). The loop device detaches itself when the run
+    /// ends, however it ends.
     #[arg(long, default_value = "tmpfs", value_parser = parse_fs)]
     pub fs: FsType,
 }
@@ -163,9 +181,16 @@ pub struct ReclaimArgs {
     pub reps: u32,
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// How to reclaim.
-    #[arg(long, default_value = "umount", value_parser = parse_method)]
-    pub method: crate::bench::reclaim::Method,
+    /// How to reclaim: umount (umount(2), seed 000), ns-exit (the mount namespace's last process exits, as a
+    /// container dies), drop-caches (echo 2 > /proc/sys/vm/drop_caches: machine-wide, needs --allow-global),
+    /// memcg (reclaim the generator's own memory cgroup: memory.reclaim on cgroup v2, memory.force_empty on
+    /// v1). A comma-separated list, or 'all', runs each at every size and compares them.
+    #[arg(long, default_value = "umount", value_parser = parse_methods)]
+    pub method: Methods,
+    /// Run every repetition twice: alone, and with T threads doing path lookups in the same filesystem on the
+    /// other CPUs during the reclaim.
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..=crate::bench::reclaim::MAX_CONTEND as i64))]
+    pub contend: Option<u32>,
     /// Count to extrapolate the fit to (seed 000's nodes had 1.5G).
     #[arg(long, default_value = "1.5G", value_parser = crate::size::parse_count, allow_hyphen_values = true)]
     pub extrapolate: u64,
@@ -178,7 +203,7 @@ pub struct ReclaimArgs {
     /// Run sizes that the safety checks refuse (more than half of MemAvailable, or a predicted monopolisation over 10 s).
     #[arg(long)]
     pub force: bool,
-    /// Allow actions that affect the whole machine (drop_caches, memory-cgroup reclaim).
+    /// Allow actions that affect the whole machine (--method drop-caches drops every unused dentry and inode on the node).
     #[arg(long)]
     pub allow_global: bool,
     /// Lower kernel.watchdog_thresh for the run and compare, size by size, the predicted lockups with what the kernel's soft-lockup watchdog reports (needs --allow-global; the original value is restored however the run ends).
@@ -308,10 +333,7 @@ fn parse_layout(s: &str) -> Result<Layout, String> {
 }
 
 fn parse_fs(s: &str) -> Result<FsType, String> {
-    match s {
-        "tmpfs" => Ok(FsType::Tmpfs),
-        other => Err(format!("unknown filesystem {other:?}: use tmpfs")),
-    }
+    s.parse()
 }
 
 /// The sizes of a sweep, in ascending order.
@@ -322,8 +344,12 @@ fn parse_sizes(s: &str) -> Result<Sizes, String> {
     crate::size::parse_sizes(s).map(Sizes)
 }
 
-fn parse_method(s: &str) -> Result<crate::bench::reclaim::Method, String> {
-    s.parse()
+/// The reclaim methods of a sweep, in the order given.
+#[derive(Debug, Clone)]
+pub struct Methods(pub Vec<crate::bench::reclaim::Method>);
+
+fn parse_methods(s: &str) -> Result<Methods, String> {
+    crate::bench::reclaim::methods::parse_list(s).map(Methods)
 }
 
 fn parse_kind(s: &str) -> Result<Kind, String> {

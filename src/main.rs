@@ -88,6 +88,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Report(a) => cmd_report(a),
+        Command::ReclaimChild { spec } => {
+            bench::reclaim::child::child_main(&spec)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CgroupGuard { parent, pid } => {
+            sandbox::cgroup::guard_main(&parent, pid)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -162,7 +170,9 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         layout: a.workload.layout,
         threads: generator_threads(a.workload.threads, a.workload.layout),
         fs: a.workload.fs,
-        method: a.method,
+        methods: a.method.0.clone(),
+        contend: a.contend.unwrap_or(0) as usize,
+        allow_global: a.allow_global,
         extrapolate: a.extrapolate,
         cpu,
         control_cpu,
@@ -194,9 +204,18 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         )
         .into());
     }
-    // Lowered before any thread exists: the guardian is a forked process.
+    // Both guardians are forked processes: start them before any thread
+    // exists, and outside the sandbox.
     let lowered = a.watchdog_check.then(|| bench::watchdog::lower(a.watchdog_thresh)).transpose()?;
+    let guardian = if opts.methods.contains(&bench::reclaim::Method::Memcg) {
+        Some(sandbox::cgroup::Guardian::start(proc)?)
+    } else {
+        None
+    };
     let mut sandbox = sandbox::Sandbox::enter()?;
+    if let Some(g) = guardian {
+        sandbox.adopt(g);
+    }
     let mut result = bench::reclaim::run(&opts, &mut sandbox, proc)?;
     if let Some(l) = lowered {
         result.watchdog = Some(bench::watchdog::compare(&result, l.original, l.lowered));
@@ -222,7 +241,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
                 fs: opts.fs.to_string(),
                 kind: opts.kind.name().into(),
                 layout: opts.layout.to_string(),
-                method: opts.method.name().into(),
+                method: opts.methods[0].name().into(),
                 largest_size: result.sizes.last().map(|s| s.target).unwrap_or(0),
                 bytes_per_dentry: result.bytes_per_dentry,
                 time_linear: result.fits.time_linear,
@@ -270,6 +289,7 @@ fn cmd_create(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
         fs: a.workload.fs,
         hold_seconds: a.hold,
     };
+    bench::reclaim::check_kind(opts.kind, opts.fs)?;
     bench::reclaim::preflight(&[opts.count], opts.kind, a.force, proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut sandbox = sandbox::Sandbox::enter()?;

@@ -183,6 +183,137 @@ pub fn decide(i: &Inputs) -> Verdict {
     }
 }
 
+/// Predictions beyond this many dentries (10^12, more than any memory
+/// holds) mean the fit barely grows: no prediction.
+pub const MAX_PREDICTED_COUNT: f64 = 1e12;
+
+/// One reclaim path at one size, for the comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathRow {
+    pub method: String,
+    pub target: u64,
+    /// Share of the created dentries the path freed.
+    pub freed_fraction: f64,
+    pub reclaim_seconds: f64,
+    /// Longest gap the probe saw on the reclaiming CPU (worst repetition).
+    pub max_gap_seconds: f64,
+    /// The same in the best repetition (the spread is `min..max`).
+    pub max_gap_min_seconds: f64,
+    /// Longest gap and median reclaim time with `--contend` lookup threads, when they ran.
+    pub contended_max_gap_seconds: Option<f64>,
+    pub contended_reclaim_seconds: Option<f64>,
+    /// The count at which this path's fit reaches the soft-lockup threshold.
+    pub lockup_count: Option<f64>,
+}
+
+/// Which reclaim path is the most dangerous on this kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Danger {
+    pub method: String,
+    pub target: u64,
+    /// `lockup_count` when every path has a prediction, else `max_gap`.
+    pub ranked_by: String,
+    /// All paths, most dangerous first.
+    pub ranking: Vec<PathRow>,
+    pub summary: Vec<String>,
+}
+
+/// Ranks reclaim paths measured at the same size: the one that reaches the
+/// soft-lockup threshold at the smallest count is the most dangerous; with
+/// no prediction for every path (one size only), the one that held the
+/// reclaiming CPU longest without a reschedule — what the watchdog sees.
+pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
+    let first = rows.first()?;
+    let by_count = rows.iter().all(|r| r.lockup_count.is_some_and(|n| n.is_finite() && n > 0.0 && n <= MAX_PREDICTED_COUNT));
+    let mut ranking = rows.to_vec();
+    if by_count {
+        ranking.sort_by(|a, b| a.lockup_count.unwrap_or(f64::INFINITY).total_cmp(&b.lockup_count.unwrap_or(f64::INFINITY)));
+    } else {
+        ranking.sort_by(|a, b| b.max_gap_seconds.total_cmp(&a.max_gap_seconds));
+    }
+    let top = &ranking[0];
+    let secs = |s: f64| format!("{:.3} s", s);
+    let mut summary = vec![];
+    let next = ranking.get(1);
+    let mut lead = format!(
+        "At {} dentries, {} is the most dangerous reclaim path on this kernel: it held the reclaiming CPU for \
+         up to {} without a reschedule (whole reclaim {})",
+        crate::size::human(first.target),
+        top.method,
+        secs(top.max_gap_seconds),
+        secs(top.reclaim_seconds)
+    );
+    if let Some(n) = next {
+        if n.max_gap_seconds > 0.0 {
+            lead += &format!(", {:.1}× the next, {} ({})", top.max_gap_seconds / n.max_gap_seconds, n.method, secs(n.max_gap_seconds));
+        }
+    }
+    lead.push('.');
+    summary.push(lead);
+    if let Some(n) = next {
+        if !by_count && top.max_gap_min_seconds <= n.max_gap_seconds {
+            summary.push(format!(
+                "The longest stretches overlap from one repetition to the next ({} {}–{}, {} {}–{}): at this size the \
+                 ranking is not settled; measure larger sizes.",
+                top.method,
+                secs(top.max_gap_min_seconds),
+                secs(top.max_gap_seconds),
+                n.method,
+                secs(n.max_gap_min_seconds),
+                secs(n.max_gap_seconds)
+            ));
+        }
+    }
+    if by_count {
+        summary.push(format!(
+            "Its fit reaches the soft-lockup threshold at about {} dentries per reclaim, the fewest of all paths ({}).",
+            crate::size::human(top.lockup_count.unwrap_or(0.0) as u64),
+            ranking
+                .iter()
+                .map(|r| format!("{} {}", r.method, crate::size::human(r.lockup_count.unwrap_or(0.0) as u64)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for r in &ranking {
+        if r.freed_fraction < 0.99 {
+            summary.push(format!(
+                "{} freed only {:.1}% of the dentries created: its stretch covers only those, and the rest stay in \
+                 the cache.",
+                r.method,
+                r.freed_fraction * 100.0
+            ));
+        }
+        if let (Some(g), Some(t)) = (r.contended_max_gap_seconds, r.contended_reclaim_seconds) {
+            if r.max_gap_seconds > 0.0 && r.reclaim_seconds > 0.0 {
+                let mut l = format!(
+                    "With lookups contending on the other CPUs, {} took {} instead of {} ({:.2}×) and its longest \
+                     stretch went from {} to {} ({:.2}×)",
+                    r.method,
+                    secs(t),
+                    secs(r.reclaim_seconds),
+                    t / r.reclaim_seconds,
+                    secs(r.max_gap_seconds),
+                    secs(g),
+                    g / r.max_gap_seconds
+                );
+                if t > 2.0 * r.reclaim_seconds && g < 2.0 * r.max_gap_seconds {
+                    l += ": the extra time was spent waiting, not holding the CPU";
+                }
+                l.push('.');
+                summary.push(l);
+            }
+        }
+    }
+    Some(Danger {
+        method: top.method.clone(),
+        target: first.target,
+        ranked_by: if by_count { "lockup_count" } else { "max_gap" }.into(),
+        ranking,
+        summary,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +359,57 @@ mod tests {
         assert!(n > 45e6 && n < 65e6, "{n}");
         assert!(v.summary[0].contains("does not yield"));
         assert!(v.thresholds.windows(2).all(|w| w[0].dentries <= w[1].dentries));
+    }
+
+    fn row(method: &str, gap: f64, freed: f64, lockup: Option<f64>) -> PathRow {
+        PathRow {
+            method: method.into(),
+            target: 1_000_000,
+            freed_fraction: freed,
+            reclaim_seconds: gap * 3.0,
+            max_gap_seconds: gap,
+            max_gap_min_seconds: gap * 0.9,
+            contended_max_gap_seconds: None,
+            contended_reclaim_seconds: None,
+            lockup_count: lockup,
+        }
+    }
+
+    #[test]
+    fn the_longest_stretch_is_the_most_dangerous_at_one_size() {
+        let d = most_dangerous(&[
+            row("umount", 0.2, 1.0, None),
+            row("ns-exit", 0.25, 1.0, Some(5e7)),
+            row("memcg", 0.05, 0.4, None),
+        ])
+        .unwrap();
+        assert_eq!(d.method, "ns-exit");
+        assert_eq!(d.ranked_by, "max_gap");
+        assert_eq!(d.ranking.iter().map(|r| r.method.as_str()).collect::<Vec<_>>(), ["ns-exit", "umount", "memcg"]);
+        assert!(d.summary[0].contains("1.2× the next, umount"), "{:?}", d.summary);
+        assert!(d.summary.iter().any(|l| l.starts_with("memcg freed only 40.0%")));
+        // 0.225–0.25 s against 0.18–0.2 s: apart, so no overlap warning.
+        assert!(!d.summary.iter().any(|l| l.contains("overlap")));
+    }
+
+    #[test]
+    fn overlapping_spreads_and_waiting_under_contention_are_said() {
+        let mut a = row("umount", 0.02, 1.0, None);
+        a.max_gap_min_seconds = 0.005;
+        let mut b = row("memcg", 0.015, 1.0, Some(2e13));
+        b.contended_reclaim_seconds = Some(b.reclaim_seconds * 4.0);
+        b.contended_max_gap_seconds = Some(0.016);
+        let d = most_dangerous(&[a, b]).unwrap();
+        assert_eq!(d.ranked_by, "max_gap", "a prediction beyond 10^12 does not count");
+        assert!(d.summary.iter().any(|l| l.contains("overlap")), "{:?}", d.summary);
+        assert!(d.summary.iter().any(|l| l.contains("waiting, not holding the CPU")), "{:?}", d.summary);
+    }
+
+    #[test]
+    fn predictions_win_when_every_path_has_one() {
+        let d = most_dangerous(&[row("umount", 0.3, 1.0, Some(9e7)), row("drop-caches", 0.1, 1.0, Some(4e7))]).unwrap();
+        assert_eq!(d.method, "drop-caches");
+        assert_eq!(d.ranked_by, "lockup_count");
+        assert!(most_dangerous(&[]).is_none());
     }
 }

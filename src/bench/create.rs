@@ -62,10 +62,10 @@ pub fn run(
     announce: &dyn Fn(&str),
 ) -> Result<CreateResult> {
     let environment = Environment::capture(proc);
-    let mut mount = sandbox.mount(opts.fs)?;
+    let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: opts.count, threads: opts.threads };
+    let mut mount = sandbox.mount(opts.fs, &spec.capacity())?;
     let before = Counts::read(proc)?;
     let progress = Arc::new(Progress::default());
-    let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: opts.count, threads: opts.threads };
     let watcher_progress = Arc::clone(&progress);
     let int2 = Arc::clone(interrupted);
     let stop = Arc::new(AtomicBool::new(false));

@@ -10,7 +10,7 @@ pub mod watchdog;
 use serde::{Deserialize, Serialize};
 
 /// Version of the JSON result format. Bump it when a field changes meaning.
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
 
 /// Seconds since the epoch, and the same as an RFC 3339 UTC string.
 pub fn now_utc() -> String {

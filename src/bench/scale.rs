@@ -226,6 +226,10 @@ pub fn validate(opts: &Options) -> Result<()> {
 }
 
 /// Runs the whole sweep; `announce` gets one line per finished step.
+/// What a scale filesystem must hold: the lookup tree and the files that
+/// create+unlink workers have at once (sizes a disk filesystem's image).
+const FS_CAPACITY: crate::sandbox::Capacity = crate::sandbox::Capacity { entries: 200_000, inodes: 200_000 };
+
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ScaleResult> {
     let header = crate::bench::Header::new("scale");
     let environment = Environment::capture(proc);
@@ -235,7 +239,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
     let mut operations = Vec::new();
     for &op in &opts.ops {
         // A fresh filesystem per operation, so one does not warm the next.
-        let mount = sandbox.mount(opts.fs)?;
+        let mount = sandbox.mount(opts.fs, &FS_CAPACITY)?;
         lookup::build_tree(mount.path(), max_workers)?;
         let before = proc.dentry_state()?;
         let mut steps: Vec<Step> = Vec::new();

@@ -5,6 +5,7 @@
 //! token that failed. Reading the live files goes through [`ProcRoot`], the
 //! one place that knows where `/proc` is (tests point it at a fixture tree).
 
+pub mod cgroup;
 pub mod dentry_state;
 pub mod kmsg;
 pub mod meminfo;

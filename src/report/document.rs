@@ -111,7 +111,7 @@ pub fn reclaim_labels(results: &[&ReclaimResult]) -> (Vec<String>, String) {
         let o = &r.options;
         vec![
             format!("{} dentries", o.kind.name()),
-            format!("via {}", o.method.name()),
+            format!("via {}", o.methods.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")),
             format!("on {}", o.fs),
             format!("{} layout", o.layout),
             format!("kernel {}", r.environment.kernel),

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::svg::Figure;
-use super::{Grid, comparison_grid, environment_line, fit_lines, reclaim_grid, threshold_grid};
+use super::{Grid, comparison_grid, environment_line, fit_lines, methods_grid, methods_label, reclaim_grid, threshold_grid};
 use crate::bench::reclaim::ReclaimResult;
 
 pub fn render_grid(g: &Grid) -> String {
@@ -19,7 +19,7 @@ pub fn render_grid(g: &Grid) -> String {
 
 pub fn reclaim(r: &ReclaimResult) -> String {
     let o = &r.options;
-    format!("## Dentry reclaim: {} via {}\n\n{}", o.kind.name(), o.method.name(), reclaim_body(r, 3))
+    format!("## Dentry reclaim: {} via {}\n\n{}", o.kind.name(), methods_label(r), reclaim_body(r, 3))
 }
 
 /// The sections of one reclaim result, with headings at `level`.
@@ -54,7 +54,7 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
         o.reps,
         o.fs,
         o.threads,
-        o.method.name(),
+        methods_label(r),
         o.cpu,
         o.probe_interval_us,
         o.control_cpu.map(|c| format!("; a control probe runs on CPU {c}")).unwrap_or_default()
@@ -80,6 +80,14 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
         s += &render_grid(&super::watchdog_grid(w));
         s.push('\n');
         for l in &w.summary {
+            let _ = writeln!(s, "- {l}");
+        }
+    }
+    if let (Some(g), Some(d)) = (methods_grid(r), &r.comparison) {
+        let _ = writeln!(s, "\n{h} Reclaim paths compared\n");
+        s += &render_grid(&g);
+        let _ = writeln!(s);
+        for l in &d.summary {
             let _ = writeln!(s, "- {l}");
         }
     }

@@ -51,30 +51,49 @@ pub struct Grid {
     pub rows: Vec<Vec<String>>,
 }
 
-/// Seed 000's results table plus the gap columns.
+/// Seed 000's results table plus the gap columns; with several methods or
+/// `--contend`, one row per method and contention as well.
 pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
-    let method = r.options.method.name();
-    let cpu = r.options.cpu;
-    let header = vec![
+    let o = &r.options;
+    let many = o.methods.len() > 1;
+    let contended = o.contend > 0;
+    let witness = r.sizes.first().map(|s| s.witness.as_str()).unwrap_or("nr_dentry");
+    let mut header: Vec<String> = Vec::new();
+    if many {
+        header.push("Method".into());
+    }
+    if contended {
+        header.push("Lookup threads".into());
+    }
+    header.extend([
         "Target".into(),
-        "Reclaimed".into(),
+        if witness == "nr_dentry" { "Reclaimed".into() } else { format!("Reclaimed ({witness})") },
         "vs target".into(),
-        format!("{} time", capitalise(method)),
+        "Freed".into(),
+        if many { "Reclaim time".into() } else { format!("{} time", capitalise(o.methods[0].name())) },
         "ns/dentry".into(),
-        format!("Extrapolated to {}", human(r.options.extrapolate)),
-        format!("Max gap (CPU {cpu})"),
+        format!("Extrapolated to {}", human(o.extrapolate)),
+        format!("Max gap (CPU {})", o.cpu),
         "p99 gap".into(),
-        r.options.control_cpu.map(|c| format!("Control max (CPU {c})")).unwrap_or_else(|| "Control max".into()),
+        o.control_cpu.map(|c| format!("Control max (CPU {c})")).unwrap_or_else(|| "Control max".into()),
         "Kernel msgs".into(),
-    ];
+    ]);
     let rows = r
         .sizes
         .iter()
         .map(|s| {
-            vec![
+            let mut row = Vec::new();
+            if many {
+                row.push(s.method.name().to_string());
+            }
+            if contended {
+                row.push(s.contenders.to_string());
+            }
+            row.extend([
                 human(s.target),
                 grouped(s.reclaimed.median.max(0.0) as u64),
                 format!("{:+.2}%", s.reclaimed_vs_target * 100.0),
+                freed(s.freed_fraction),
                 spread_secs(&s.reclaim_seconds),
                 spread_ns(&s.ns_per_dentry),
                 secs(s.extrapolated_seconds),
@@ -86,10 +105,64 @@ pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
                 } else {
                     format!("{} ({} soft lockup)", s.kernel_messages, s.soft_lockups)
                 },
-            ]
+            ]);
+            row
         })
         .collect();
     Grid { header, rows }
+}
+
+/// The share of created dentries a reclaim freed, flagged when short.
+fn freed(f: f64) -> String {
+    if !f.is_finite() {
+        "–".into()
+    } else if f >= 0.99 {
+        format!("{:.1}%", (f * 100.0).min(100.0))
+    } else {
+        format!("{:.1}% (fewer)", f * 100.0)
+    }
+}
+
+/// The reclaim paths side by side at one size, most dangerous first.
+pub fn methods_grid(r: &ReclaimResult) -> Option<Grid> {
+    let d = r.comparison.as_ref()?;
+    let contended = d.ranking.iter().any(|p| p.contended_max_gap_seconds.is_some());
+    let mut header: Vec<String> = vec![
+        "Rank".into(),
+        "Method".into(),
+        format!("Freed of {}", human(d.target)),
+        "Reclaim time".into(),
+        "Max gap".into(),
+    ];
+    if contended {
+        header.push(format!("Max gap, {} lookup threads", r.options.contend));
+    }
+    header.push("Predicted lockup at".into());
+    let rows = d
+        .ranking
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut row = vec![
+                (i + 1).to_string(),
+                p.method.clone(),
+                freed(p.freed_fraction),
+                secs(p.reclaim_seconds),
+                secs(p.max_gap_seconds),
+            ];
+            if contended {
+                row.push(p.contended_max_gap_seconds.map(secs).unwrap_or_else(|| "–".into()));
+            }
+            row.push(p.lockup_count.map(|n| human(n as u64)).unwrap_or_else(|| "–".into()));
+            row
+        })
+        .collect();
+    Some(Grid { header, rows })
+}
+
+/// The methods of a run, for titles.
+pub fn methods_label(r: &ReclaimResult) -> String {
+    r.options.methods.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// The threshold table: predicted time and longest stretch at chosen counts.
@@ -173,9 +246,21 @@ pub fn comparison_grid(results: &[&ReclaimResult], labels: &[String]) -> Grid {
 }
 
 /// The fit lines for people.
+
+/// The fit lines for people, per method when several ran.
 pub fn fit_lines(r: &ReclaimResult) -> Vec<String> {
+    if r.per_method.len() < 2 {
+        return fit_lines_of(&r.fits);
+    }
+    r.per_method
+        .iter()
+        .flat_map(|m| fit_lines_of(&m.fits).into_iter().map(move |l| format!("{}: {l}", m.method.name())))
+        .collect()
+}
+
+fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(p) = r.fits.time_power {
+    if let Some(p) = fits.time_power {
         out.push(format!(
             "reclaim time ≈ {:.3e} · N^{:.3} s (power law, R² {:.4}, exponent ± {:.3}){}",
             p.coefficient,
@@ -185,7 +270,7 @@ pub fn fit_lines(r: &ReclaimResult) -> Vec<String> {
             if p.superlinear() { " — super-linear" } else { "" }
         ));
     }
-    if let Some(l) = r.fits.time_linear {
+    if let Some(l) = fits.time_linear {
         out.push(format!(
             "reclaim time ≈ {:.4} s + {:.1} ns · N (linear, R² {:.4})",
             l.intercept,
@@ -193,7 +278,7 @@ pub fn fit_lines(r: &ReclaimResult) -> Vec<String> {
             l.r2
         ));
     }
-    if let Some(p) = r.fits.gap_power {
+    if let Some(p) = fits.gap_power {
         out.push(format!(
             "longest gap  ≈ {:.3e} · N^{:.3} s (power law, R² {:.4})",
             p.coefficient, p.exponent, p.r2

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Grid, environment_line, fit_lines, reclaim_grid, scale_grid, threshold_grid};
+use super::{Grid, environment_line, fit_lines, methods_grid, methods_label, reclaim_grid, scale_grid, threshold_grid};
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::{Mode, ScaleResult};
 
@@ -50,22 +50,26 @@ pub fn reclaim(r: &ReclaimResult) -> String {
         o.kind.name(),
         o.layout,
         o.fs,
-        o.method.name(),
+        methods_label(r),
         o.reps,
         o.threads
     );
+    if o.contend > 0 {
+        let _ = writeln!(s, "each repetition also ran with {} lookup thread(s) on the other CPUs", o.contend);
+    }
     let _ = writeln!(s, "{}\n", environment_line(&r.environment));
     s += &render_grid(&reclaim_grid(r));
     let _ = writeln!(s, "\nFit");
     for l in fit_lines(r) {
         let _ = writeln!(s, "  {l}");
     }
+    let of = if o.methods.len() > 1 { format!(" ({})", o.methods[0].name()) } else { String::new() };
     if let Some(g) = threshold_grid(r) {
-        let _ = writeln!(s, "\nSoft-lockup threshold");
+        let _ = writeln!(s, "\nSoft-lockup threshold{of}");
         s += &render_grid(&g);
     }
     if let Some(v) = &r.verdict {
-        let _ = writeln!(s, "\nVerdict");
+        let _ = writeln!(s, "\nVerdict{of}");
         for l in &v.summary {
             let _ = writeln!(s, "  {l}");
         }
@@ -74,6 +78,13 @@ pub fn reclaim(r: &ReclaimResult) -> String {
         let _ = writeln!(s, "\nWatchdog check (watchdog_thresh {} s, soft lockup after {:.0} s)", w.thresh_seconds, w.soft_lockup_threshold_seconds);
         s += &render_grid(&super::watchdog_grid(w));
         for l in &w.summary {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
+    if let (Some(g), Some(d)) = (methods_grid(r), &r.comparison) {
+        let _ = writeln!(s, "\nReclaim paths compared");
+        s += &render_grid(&g);
+        for l in &d.summary {
             let _ = writeln!(s, "  {l}");
         }
     }

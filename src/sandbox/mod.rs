@@ -9,6 +9,11 @@
 //! namespace down and every mount in it goes away with it; nothing was ever
 //! written to a real filesystem. Files that dentrylab writes for the user
 //! (`--json`, `--markdown`, the calibration) are opened *before* entering.
+//!
+//! Disk filesystems (`--fs ext4|xfs`) sit on loop devices with autoclear
+//! over sparse files in the scratch tmpfs ([`disk`]): they detach when the
+//! namespace dies. Memory cgroups (`--method memcg`) are the one thing
+//! outside the namespace; a guardian process removes them ([`cgroup`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,6 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::sys;
 
+pub mod cgroup;
+mod disk;
+
 /// Where the scratch tmpfs is mounted inside the namespace.
 const SCRATCH: &str = "/tmp";
 
@@ -28,14 +36,50 @@ const SCRATCH: &str = "/tmp";
 #[serde(rename_all = "lowercase")]
 pub enum FsType {
     Tmpfs,
+    /// ext4 on a loop device over a sparse file in the scratch tmpfs.
+    Ext4,
+    /// xfs on a loop device over a sparse file in the scratch tmpfs.
+    Xfs,
+}
+
+impl FsType {
+    pub const NAMES: &'static [&'static str] = &["tmpfs", "ext4", "xfs"];
+
+    /// Whether the filesystem lives on a (loop) block device.
+    pub fn is_disk(self) -> bool {
+        !matches!(self, FsType::Tmpfs)
+    }
 }
 
 impl std::fmt::Display for FsType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             FsType::Tmpfs => "tmpfs",
+            FsType::Ext4 => "ext4",
+            FsType::Xfs => "xfs",
         })
     }
+}
+
+impl std::str::FromStr for FsType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "tmpfs" => Ok(FsType::Tmpfs),
+            "ext4" => Ok(FsType::Ext4),
+            "xfs" => Ok(FsType::Xfs),
+            _ => Err(format!("unknown filesystem {s:?}: use one of {}", FsType::NAMES.join(", "))),
+        }
+    }
+}
+
+/// What a filesystem must hold, so a disk filesystem can be sized for it.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Capacity {
+    /// Directory entries that will exist at once.
+    pub entries: u64,
+    /// Inodes that will exist at once.
+    pub inodes: u64,
 }
 
 /// How the sandbox got its privileges.
@@ -52,6 +96,8 @@ pub struct Sandbox {
     scratch: PathBuf,
     next: u32,
     pub privilege: Privilege,
+    /// Removes the run's memory cgroups however dentrylab ends (`memcg`).
+    guardian: Option<cgroup::Guardian>,
 }
 
 impl Sandbox {
@@ -81,7 +127,7 @@ impl Sandbox {
             Some("mode=0700,nr_inodes=0"),
         )
         .with_context(|| format!("cannot mount the sandbox's scratch tmpfs on {SCRATCH}"))?;
-        Ok(Sandbox { scratch: PathBuf::from(SCRATCH), next: 0, privilege })
+        Ok(Sandbox { scratch: PathBuf::from(SCRATCH), next: 0, privilege, guardian: None })
     }
 
     /// The scratch directory (a tmpfs private to this process).
@@ -89,20 +135,69 @@ impl Sandbox {
         &self.scratch
     }
 
-    /// Mounts a fresh filesystem of `fs` for one benchmark run.
-    pub fn mount(&mut self, fs: FsType) -> Result<Mount> {
+    /// A process started by this one (already inside the sandbox) moves
+    /// into a mount namespace of its own, so the filesystems it mounts
+    /// exist only there and go away when it exits (`ns-exit`). The scratch
+    /// tmpfs is shared with the parent.
+    pub fn enter_nested() -> Result<Sandbox> {
+        if sys::thread_count() > 1 {
+            bail!("internal error: a nested sandbox must be entered before any thread starts");
+        }
+        unshare(CloneFlags::CLONE_NEWNS).context("cannot create a nested mount namespace (unshare CLONE_NEWNS)")?;
+        mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+            .context("cannot make the nested namespace's mounts private")?;
+        let privilege = if sys::is_root() { Privilege::Root } else { Privilege::UserNamespace };
+        Ok(Sandbox { scratch: PathBuf::from(SCRATCH), next: 0, privilege, guardian: None })
+    }
+
+    /// Hands the sandbox the cgroup guardian started before entering it.
+    pub fn adopt(&mut self, guardian: cgroup::Guardian) {
+        self.guardian = Some(guardian);
+    }
+
+    /// Makes a memory cgroup for one run (the guardian must be adopted).
+    pub fn memcg(&mut self) -> Result<cgroup::MemCgroup> {
+        let g = self.guardian.as_ref().context(
+            "internal error: the cgroup guardian must be started before the sandbox is entered",
+        )?;
+        self.next += 1;
+        g.cgroup(self.next)
+    }
+
+    /// Creates a fresh, empty mount point in the scratch tmpfs.
+    pub fn mount_point(&mut self) -> Result<PathBuf> {
         let path = self.scratch.join(format!("fs{}", self.next));
         self.next += 1;
         std::fs::create_dir(&path).with_context(|| format!("cannot create mount point {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Mounts a fresh filesystem of `fs`, big enough for `need`, for one
+    /// benchmark run.
+    pub fn mount(&mut self, fs: FsType, need: &Capacity) -> Result<Mount> {
+        let path = self.mount_point()?;
+        self.mount_at(path, fs, need)
+    }
+
+    /// Mounts a fresh filesystem of `fs` on the empty directory `path`.
+    /// A disk filesystem gets a sparse backing file in the scratch tmpfs,
+    /// bound to a loop device with autoclear: the file's name is removed at
+    /// once, and the device detaches itself when the mount goes away.
+    pub fn mount_at(&self, path: PathBuf, fs: FsType, need: &Capacity) -> Result<Mount> {
         match fs {
             FsType::Tmpfs => {
                 mount(Some("dentrylab"), &path, Some("tmpfs"), MsFlags::empty(), Some("nr_inodes=0,mode=0755"))
                     .with_context(|| format!("cannot mount tmpfs on {}", path.display()))?;
             }
+            FsType::Ext4 | FsType::Xfs => disk::mount(&self.scratch, &path, fs, need)?,
         }
         Ok(Mount { path, fs, mounted: true })
     }
 }
+
+/// How long `umount` retries while the filesystem is busy (lookups by
+/// `--contend` threads hold short references to the mount).
+const UMOUNT_BUSY_RETRY: Duration = Duration::from_secs(5);
 
 /// One mounted filesystem inside the sandbox. Dropping it detaches it.
 pub struct Mount {
@@ -116,12 +211,27 @@ impl Mount {
         &self.path
     }
 
-    /// Unmounts, returning how long the `umount` call took. This is the
-    /// `shrink_dcache_for_umount` reclaim path.
+    /// Writes the filesystem's dirty metadata, so the reclaim that follows
+    /// is not also timed writing it back.
+    pub fn sync(&self) -> Result<()> {
+        let dir = std::fs::File::open(&self.path).with_context(|| format!("cannot open {}", self.path.display()))?;
+        use std::os::fd::AsFd;
+        sys::syncfs(dir.as_fd()).with_context(|| format!("syncfs {}", self.path.display()))
+    }
+
+    /// Unmounts, returning how long the successful `umount` call took. This
+    /// is the `shrink_dcache_for_umount` reclaim path. A busy filesystem
+    /// (a contending lookup holds the mount for a moment) is retried.
     pub fn umount(&mut self) -> Result<Duration> {
-        let t = Instant::now();
-        umount2(&self.path, MntFlags::empty()).with_context(|| format!("umount {}", self.path.display()))?;
-        let took = t.elapsed();
+        let start = Instant::now();
+        let took = loop {
+            let t = Instant::now();
+            match umount2(&self.path, MntFlags::empty()) {
+                Ok(()) => break t.elapsed(),
+                Err(nix::errno::Errno::EBUSY) if start.elapsed() < UMOUNT_BUSY_RETRY => std::thread::yield_now(),
+                Err(e) => return Err(e).with_context(|| format!("umount {}", self.path.display())),
+            }
+        };
         self.mounted = false;
         let _ = std::fs::remove_dir(&self.path);
         Ok(took)

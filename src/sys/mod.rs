@@ -2,7 +2,10 @@
 //! block of the crate lives under this module.
 
 pub mod guardian;
+pub mod loopdev;
 
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -95,6 +98,67 @@ pub fn child_stderr(c: &mut std::process::Child) -> String {
 pub fn monotonic_ns() -> u64 {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+/// The running executable, reachable even where its path is not.
+pub const SELF_EXE: &str = "/proc/self/exe";
+
+/// Makes a child process get SIGKILL when the thread that spawns it exits
+/// (set between fork and exec, so even a child killed before it runs any
+/// of our code cannot outlive dentrylab).
+pub fn command_dies_with_parent(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    // SAFETY: the closure runs between fork and exec and only calls
+    // prctl(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Ignores SIGINT, SIGTERM, SIGHUP and SIGPIPE in this process: a guardian
+/// must live long enough to clean up after its parent.
+pub fn ignore_termination_signals() -> Result<()> {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGPIPE] {
+        // SAFETY: SIG_IGN installs no handler code.
+        unsafe { signal(s, SigHandler::SigIgn) }.with_context(|| format!("cannot ignore {s}"))?;
+    }
+    Ok(())
+}
+
+/// Writes a filesystem's dirty data and metadata (syncfs(2)), so a later
+/// reclaim does not also pay for writeback.
+pub fn syncfs(fd: BorrowedFd<'_>) -> Result<()> {
+    // SAFETY: syncfs takes a file descriptor that `fd` keeps open.
+    if unsafe { libc::syncfs(fd.as_raw_fd()) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("syncfs");
+    }
+    Ok(())
+}
+
+/// Waits for child `pid` to end, returning its wait status and the system
+/// CPU time it used over its whole life (wait4(2)).
+pub fn wait_child(pid: u32) -> Result<(i32, Duration)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers are valid for the duration of the call.
+        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut ru) };
+        if r == pid as libc::pid_t {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e).with_context(|| format!("wait4 for child {pid}"));
+        }
+    }
+    let sys = Duration::new(ru.ru_stime.tv_sec.max(0) as u64, (ru.ru_stime.tv_usec.max(0) as u32) * 1000);
+    Ok((status, sys))
 }
 
 /// Number of threads of this process (from /proc/self/status).

@@ -2,9 +2,12 @@
 //! with `count` entries; [`create`] spreads the work over directories and
 //! threads according to the layout.
 
+pub mod contend;
 pub mod file;
 pub mod hardlink;
 pub mod lookup;
+pub mod negative;
+pub mod unlinked;
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -16,6 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::sandbox::Capacity;
+
 /// What kind of dentry to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -24,6 +29,10 @@ pub enum Kind {
     Hardlink,
     /// Empty regular files: a dentry and an inode each (about 900 bytes).
     File,
+    /// Failed lookups of names that do not exist: one negative dentry each (disk filesystems only).
+    Negative,
+    /// Create then unlink, as temporary tables do: one negative dentry each (disk filesystems only).
+    Unlinked,
 }
 
 impl std::str::FromStr for Kind {
@@ -32,17 +41,24 @@ impl std::str::FromStr for Kind {
         match s {
             "hardlink" => Ok(Kind::Hardlink),
             "file" => Ok(Kind::File),
-            _ => Err(format!("unknown kind {s:?}: use one of hardlink, file")),
+            "negative" => Ok(Kind::Negative),
+            "unlinked" => Ok(Kind::Unlinked),
+            _ => Err(format!("unknown kind {s:?}: use one of {}", Kind::NAMES.join(", "))),
         }
     }
 }
 
+/// Most inodes ext4 lets one file have hard links to (EXT4_LINK_MAX is 65000).
+const LINKS_PER_SOURCE: u64 = 65_000;
+
 impl Kind {
+    pub const NAMES: &'static [&'static str] = &["hardlink", "file", "negative", "unlinked"];
+
     /// Memory per dentry assumed before anything was measured, bytes.
     /// Deliberately on the high side: the safety check must not under-estimate.
     pub fn default_bytes_per_dentry(self) -> u64 {
         match self {
-            Kind::Hardlink => 320,
+            Kind::Hardlink | Kind::Negative | Kind::Unlinked => 320,
             Kind::File => 1200,
         }
     }
@@ -51,7 +67,28 @@ impl Kind {
         match self {
             Kind::Hardlink => "hardlink",
             Kind::File => "file",
+            Kind::Negative => "negative",
+            Kind::Unlinked => "unlinked",
         }
+    }
+
+    /// Whether the dentries are negative, so dentry-state's nr_negative is
+    /// the witness of how many exist.
+    pub fn is_negative(self) -> bool {
+        matches!(self, Kind::Negative | Kind::Unlinked)
+    }
+
+    /// What a filesystem must hold for `count` entries of this kind.
+    pub fn capacity(self, count: u64, layout: Layout, threads: usize) -> Capacity {
+        let dirs = u64::from(layout.dirs());
+        let threads = threads as u64;
+        let (entries, inodes) = match self {
+            Kind::File => (count, count),
+            Kind::Hardlink => (count, count / LINKS_PER_SOURCE + threads + 1),
+            Kind::Negative => (0, 0),
+            Kind::Unlinked => (threads, threads),
+        };
+        Capacity { entries: entries + dirs, inodes: inodes + dirs }
     }
 }
 
@@ -102,12 +139,19 @@ impl std::fmt::Display for Layout {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct CreateSpec {
     pub kind: Kind,
     pub layout: Layout,
     pub count: u64,
     pub threads: usize,
+}
+
+impl CreateSpec {
+    /// What the filesystem must hold for this workload.
+    pub fn capacity(&self) -> Capacity {
+        self.kind.capacity(self.count, self.layout, self.threads)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -215,11 +259,10 @@ fn fill(
     progress: &Progress,
 ) -> Result<u64> {
     let mut name = NameBuf::default();
-    let source = std::ffi::CString::new(hardlink::source_name(worker)).expect("no NUL in a source name");
     let mut done = 0;
-    let src = match kind {
-        Kind::Hardlink => Some(File::open(root).context("cannot open the generator's root")?),
-        Kind::File => None,
+    let mut src = match kind {
+        Kind::Hardlink => Some(hardlink::Source::open(root, worker, first)?),
+        _ => None,
     };
     while done < n {
         if progress.abort.load(Ordering::Relaxed) {
@@ -228,9 +271,11 @@ fn fill(
         let end = (done + BATCH).min(n);
         for i in done..end {
             let nm = name.set(first + i);
-            match &src {
-                Some(src) => hardlink::make(src.as_fd(), &source, dir, nm)?,
-                None => file::make(dir, nm)?,
+            match (kind, &mut src) {
+                (Kind::Hardlink, Some(src)) => src.link(dir, nm)?,
+                (Kind::Negative, _) => negative::make(dir, nm)?,
+                (Kind::Unlinked, _) => unlinked::make(dir, nm)?,
+                _ => file::make(dir, nm)?,
             }
         }
         progress.done.fetch_add(end - done, Ordering::Relaxed);

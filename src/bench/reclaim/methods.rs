@@ -1,0 +1,275 @@
+//! The reclaim paths (`--method`), one per way the kernel frees dentries
+//! in production:
+//!
+//! - `umount`: umount(2) → shrink_dcache_for_umount walks the superblock's
+//!   whole tree (seed 000). Timed: the umount call.
+//! - `ns-exit`: the filesystem is mounted only in a mount namespace whose
+//!   last process then exits, as a container dies. The kernel unmounts it
+//!   inside that process's exit (exit_task_namespaces → put_mnt_ns →
+//!   umount_tree; the final mntput runs cleanup_mnt from exit_task_work),
+//!   all before the parent is notified. Timed: from telling the child to
+//!   exit until it has been reaped.
+//! - `drop-caches`: `echo 2 > /proc/sys/vm/drop_caches` shrinks every
+//!   superblock's unused dentries, machine-wide. Timed: the write.
+//! - `memcg`: the generator runs in a memory cgroup made for the run, and
+//!   the cgroup is reclaimed (memory.reclaim on v2, memory.force_empty on
+//!   v1): the memcg-aware shrinkers walk that cgroup's dentry LRU. Timed:
+//!   the write.
+//!
+//! The last two free only dentries on the LRU (unused ones): tmpfs pins
+//! its dentries, so they free none of those; after them the filesystem is
+//! unmounted, untimed, to count what they left.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::child::{ChildSpec, Generator};
+use crate::procfs::ProcRoot;
+use crate::sandbox::cgroup::{self, MemCgroup};
+use crate::sandbox::{Mount, Sandbox};
+use crate::size::human;
+use crate::sys;
+use crate::workload::{self, CreateOutcome, CreateSpec, Progress};
+
+/// The reclaim path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// umount(2): shrink_dcache_for_umount walks the superblock's tree (seed 000).
+    Umount,
+    /// The mount namespace's last process exits, as a container dies.
+    NsExit,
+    /// echo 2 > /proc/sys/vm/drop_caches (machine-wide).
+    DropCaches,
+    /// memory.reclaim (v2) or memory.force_empty (v1) on the generator's own memory cgroup.
+    Memcg,
+}
+
+impl Method {
+    pub const NAMES: &'static [&'static str] = &["umount", "ns-exit", "drop-caches", "memcg"];
+    pub const ALL: [Method; 4] = [Method::Umount, Method::NsExit, Method::DropCaches, Method::Memcg];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Umount => "umount",
+            Method::NsExit => "ns-exit",
+            Method::DropCaches => "drop-caches",
+            Method::Memcg => "memcg",
+        }
+    }
+
+    /// Whether the filesystem is still mounted after the reclaim, so an
+    /// untimed umount afterwards counts what the reclaim left.
+    pub fn leaves_mounted(self) -> bool {
+        matches!(self, Method::DropCaches | Method::Memcg)
+    }
+
+    /// Whether the method can only free unused dentries on the LRU.
+    pub fn lru_only(self) -> bool {
+        self.leaves_mounted()
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "umount" => Ok(Method::Umount),
+            "ns-exit" => Ok(Method::NsExit),
+            "drop-caches" => Ok(Method::DropCaches),
+            "memcg" => Ok(Method::Memcg),
+            _ => Err(format!("unknown reclaim method {s:?}: use one of {}, a comma-separated list, or all", Method::NAMES.join(", "))),
+        }
+    }
+}
+
+/// Parses `--method`: one method, a comma-separated list, or `all`.
+pub fn parse_list(s: &str) -> Result<Vec<Method>, String> {
+    if s == "all" {
+        return Ok(Method::ALL.to_vec());
+    }
+    let mut out: Vec<Method> = Vec::new();
+    for part in s.split(',') {
+        let m: Method = part.trim().parse()?;
+        if out.contains(&m) {
+            return Err(format!("reclaim method {:?} is given twice", m.name()));
+        }
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// What the memory cgroup saw, for `memcg`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemcgOutcome {
+    pub interface: String,
+    pub usage_before_bytes: Option<u64>,
+    pub usage_after_bytes: Option<u64>,
+    /// False when the kernel said it could not reclaim all it was asked to.
+    pub complete: bool,
+}
+
+/// What the timed reclaim measured.
+pub struct Reclaimed {
+    pub took: Duration,
+    pub sys: Duration,
+    pub memcg: Option<MemcgOutcome>,
+}
+
+/// Dentries created and ready to be reclaimed by one method.
+pub enum Staged {
+    /// umount or drop-caches: the filesystem is mounted in the sandbox.
+    Mounted { method: Method, mount: Mount },
+    /// memcg: mounted in the sandbox, the dentries charged to the cgroup.
+    Cgroup { mount: Mount, cg: MemCgroup },
+    /// ns-exit: mounted only in the child's own mount namespace.
+    Namespace { child: Generator, path: PathBuf },
+    /// ns-exit after its reclaim: the child and its namespace are gone.
+    Done,
+}
+
+/// Everything a method needs to stage one run.
+pub struct StageSpec<'a> {
+    pub method: Method,
+    pub create: CreateSpec,
+    pub fs: crate::sandbox::FsType,
+    pub cpu: usize,
+    pub label: &'a str,
+}
+
+/// Mounts a fresh filesystem and creates the dentries, the way `method`
+/// needs them.
+pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, CreateOutcome)> {
+    let capacity = s.create.capacity();
+    let what = || format!("creating {} {} dentries", human(s.create.count), s.create.kind.name());
+    match s.method {
+        Method::Umount | Method::DropCaches => {
+            let mount = sandbox.mount(s.fs, &capacity)?;
+            let progress = Arc::new(Progress::default());
+            let created =
+                workload::with_progress(s.create.count, s.label, &progress, || workload::create(mount.path(), &s.create, &progress))
+                    .with_context(what)?;
+            mount.sync()?;
+            Ok((Staged::Mounted { method: s.method, mount }, created))
+        }
+        Method::Memcg => {
+            let cg = sandbox.memcg()?;
+            let mount = sandbox.mount(s.fs, &capacity)?;
+            let spec = ChildSpec {
+                own_namespace: false,
+                path: mount.path().to_path_buf(),
+                fs: s.fs,
+                capacity,
+                create: s.create,
+                cpu: s.cpu,
+            };
+            let mut child = Generator::spawn(&spec)?;
+            cg.add(child.pid())?;
+            let created = child.go().with_context(what)?;
+            // The dentries stay charged to the cgroup after the child goes;
+            // its own memory (not reclaimable without swap) goes with it.
+            child.exit()?;
+            Ok((Staged::Cgroup { mount, cg }, created))
+        }
+        Method::NsExit => {
+            let path = sandbox.mount_point()?;
+            let spec =
+                ChildSpec { own_namespace: true, path: path.clone(), fs: s.fs, capacity, create: s.create, cpu: s.cpu };
+            let mut child = Generator::spawn(&spec)?;
+            let created = child.go().with_context(what)?;
+            Ok((Staged::Namespace { child, path }, created))
+        }
+    }
+}
+
+impl Staged {
+    /// Where contending lookups find the filesystem: for `ns-exit`, through
+    /// the child's root (`/proc/<pid>/root`), the only way into its
+    /// namespace.
+    pub fn lookup_root(&self) -> PathBuf {
+        match self {
+            Staged::Mounted { mount, .. } | Staged::Cgroup { mount, .. } => mount.path().to_path_buf(),
+            Staged::Done => PathBuf::new(),
+            Staged::Namespace { child, path } => {
+                Path::new(&format!("/proc/{}/root", child.pid())).join(path.strip_prefix("/").unwrap_or(path))
+            }
+        }
+    }
+
+    /// Runs the reclaim on the calling thread (pinned to the reclaiming CPU
+    /// by the caller) and times it.
+    pub fn reclaim(&mut self, proc: &ProcRoot) -> Result<Reclaimed> {
+        let (_, sys0) = sys::thread_cpu_times();
+        let mut memcg = None;
+        let took = match self {
+            Staged::Mounted { method: Method::DropCaches, .. } => {
+                let p = proc.path("sys/vm/drop_caches");
+                let t = Instant::now();
+                std::fs::write(&p, "2").with_context(|| format!("cannot write 2 to {} (it needs root)", p.display()))?;
+                t.elapsed()
+            }
+            Staged::Mounted { mount, .. } => mount.umount()?,
+            Staged::Cgroup { cg, .. } => {
+                let usage_before_bytes = cg.usage_bytes();
+                let t = Instant::now();
+                let complete = cg.reclaim()?;
+                let took = t.elapsed();
+                memcg = Some(MemcgOutcome {
+                    interface: cgroup::interface(cg.version).into(),
+                    usage_before_bytes,
+                    usage_after_bytes: cg.usage_bytes(),
+                    complete,
+                });
+                took
+            }
+            Staged::Namespace { .. } => {
+                let Staged::Namespace { child, path } = std::mem::replace(self, Staged::Done) else { unreachable!() };
+                let (took, sys) = child.exit()?;
+                let _ = std::fs::remove_dir(&path);
+                return Ok(Reclaimed { took, sys, memcg: None });
+            }
+            Staged::Done => bail!("internal error: reclaimed twice"),
+        };
+        let (_, sys1) = sys::thread_cpu_times();
+        Ok(Reclaimed { took, sys: sys1.saturating_sub(sys0), memcg })
+    }
+
+    /// Untimed clean-up: unmounts what the reclaim left mounted and removes
+    /// the cgroup. Returns whether it unmounted something (so the caller
+    /// counts what was left).
+    pub fn finish(self) -> Result<bool> {
+        match self {
+            Staged::Mounted { method: Method::DropCaches, mut mount } => {
+                mount.umount()?;
+                Ok(true)
+            }
+            Staged::Cgroup { mut mount, cg } => {
+                mount.umount()?;
+                cg.remove()?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_lists_parse() {
+        assert_eq!(parse_list("umount").unwrap(), vec![Method::Umount]);
+        assert_eq!(parse_list("all").unwrap(), Method::ALL.to_vec());
+        assert_eq!(parse_list("memcg,ns-exit").unwrap(), vec![Method::Memcg, Method::NsExit]);
+        assert!(parse_list("umount,umount").unwrap_err().contains("twice"));
+        assert!(parse_list("shrink").unwrap_err().contains("ns-exit"));
+        for m in Method::ALL {
+            assert_eq!(m.name().parse::<Method>().unwrap(), m);
+        }
+    }
+}

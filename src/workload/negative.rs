@@ -1,0 +1,19 @@
+//! Failed lookups of names that do not exist: each leaves one negative
+//! dentry behind on a disk filesystem (seeds 001 and 002). tmpfs deletes
+//! negative dentries as soon as they are unused, so it keeps none.
+
+use std::ffi::CStr;
+use std::os::fd::BorrowedFd;
+
+use anyhow::{Result, bail};
+use nix::errno::Errno;
+use nix::fcntl::AtFlags;
+use nix::sys::stat::fstatat;
+
+pub fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+    match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Err(Errno::ENOENT) => Ok(()),
+        Ok(_) => bail!("{name:?} exists in a fresh filesystem: a failed lookup was expected"),
+        Err(e) => bail!("stat {name:?}: {e}"),
+    }
+}
