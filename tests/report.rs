@@ -139,28 +139,34 @@ fn header(schema: &str, benchmark: &str) -> String {
 fn bad_results_get_one_line_and_exit_2() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("out");
+    // The schema this dentrylab writes, read off a fixture it wrote.
+    let current: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(result("reclaim-hardlink-tmpfs.json")).unwrap()).unwrap();
+    let current = current["schema"].as_u64().unwrap();
+    let future = (current + 1).to_string();
+    let cur = current.to_string();
     let cases = [
         (
             "future.json",
-            header("2", "reclaim"),
-            "future.json: result schema 2 is newer than this dentrylab reads (schema 1)",
+            header(&future, "reclaim"),
+            format!("future.json: result schema {future} is newer than this dentrylab reads (schema {cur})"),
         ),
-        ("old.json", header("0", "reclaim"), "old.json: unknown result schema 0: this dentrylab reads schema 1"),
+        ("old.json", header("0", "reclaim"), format!("old.json: unknown result schema 0: this dentrylab reads schema {cur}")),
         (
             "churn.json",
-            header("1", "churn"),
-            "churn.json: this dentrylab cannot render \"churn\" results yet (it renders: reclaim)",
+            header(&cur, "churn"),
+            "churn.json: this dentrylab cannot render \"churn\" results yet (it renders: reclaim)".to_string(),
         ),
-        ("what.json", header("1", "what"), "what.json: unknown benchmark \"what\""),
-        ("plain.json", "{\"a\": 1}".to_string(), "plain.json: not a dentrylab result: it has no \"schema\" field"),
-        ("broken.json", "{".to_string(), "broken.json: not a dentrylab result (invalid JSON"),
+        ("what.json", header(&cur, "what"), "what.json: unknown benchmark \"what\"".to_string()),
+        ("plain.json", "{\"a\": 1}".to_string(), "plain.json: not a dentrylab result: it has no \"schema\" field".to_string()),
+        ("broken.json", "{".to_string(), "broken.json: not a dentrylab result (invalid JSON".to_string()),
     ];
     for (name, text, want) in cases {
         let p = write_tmp(d.path(), name, &text);
         let a = cargo_bin_cmd!("dentrylab").arg("report").arg(&p).arg("-o").arg(&out).assert().code(2);
         let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
         assert_eq!(err.lines().count(), 1, "{name}: {err}");
-        assert!(err.contains(want), "{name}: {err}");
+        assert!(err.contains(want.as_str()), "{name}: {err}");
     }
     // A good file next to a bad one: nothing is written.
     let bad = write_tmp(d.path(), "future.json", &header("2", "reclaim"));

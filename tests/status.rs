@@ -67,7 +67,7 @@ fn json_output() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("nr_dentry"), "the table goes to stderr when JSON is on stdout");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["schema"], 1);
+    assert!(v["schema"].as_u64().is_some_and(|s| s >= 1));
     assert_eq!(v["benchmark"], "status");
     assert_eq!(v["dentries"]["nr_dentry"], 9_999_922);
     assert_eq!(v["dentries"]["dentry_bytes"], 9_999_922u64 * 192);
