@@ -61,27 +61,10 @@ pub fn die_with_parent() -> Result<()> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).context("prctl(PR_SET_PDEATHSIG)")
 }
 
-/// Spawns `cmd` tied to this process: the child gets SIGKILL when the
-/// spawning thread exits (PR_SET_PDEATHSIG, set between fork and exec, kept
-/// across exec), and exits at once if this process died before that was set.
+/// Spawns `cmd` tied to this process (see [`command_dies_with_parent`]).
 /// Spawn from the thread that outlives the child (the main thread).
 pub fn spawn_tied(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the forked child before exec and calls
-    // only async-signal-safe functions (prctl, getppid, _exit).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-    cmd.spawn()
+    command_dies_with_parent(cmd).spawn()
 }
 
 /// What a finished child wrote on its piped standard error, trimmed.
@@ -104,15 +87,20 @@ pub fn monotonic_ns() -> u64 {
 pub const SELF_EXE: &str = "/proc/self/exe";
 
 /// Makes a child process get SIGKILL when the thread that spawns it exits
-/// (set between fork and exec, so even a child killed before it runs any
-/// of our code cannot outlive dentrylab).
+/// (PR_SET_PDEATHSIG, set between fork and exec and kept across exec), and
+/// exit at once if dentrylab died before that was set: even a child killed
+/// before it runs any of our code cannot outlive dentrylab.
 pub fn command_dies_with_parent(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    // SAFETY: the closure runs between fork and exec and only calls
-    // prctl(2), which is async-signal-safe.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs between fork and exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
             }
             Ok(())
         })
