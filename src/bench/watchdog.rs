@@ -49,6 +49,42 @@ impl Lowered {
     }
 }
 
+/// The watchdog's clock ticks in units of 2^30 ns (`running_clock() >> 30`
+/// in kernel/watchdog.c), and it checks every 2 × thresh / 5 seconds.
+pub const WATCHDOG_UNIT_SECONDS: f64 = 1_073_741_824.0 / 1e9;
+
+/// The stretch lengths between which the watchdog may or may not report:
+/// below the first it cannot (it needs its coarse clock to advance more
+/// than 2 × thresh units), from the second on it must (the clock has
+/// advanced by 2 × thresh + 1 units and a check has run since).
+pub fn detection_band(thresh: u64) -> (f64, f64) {
+    let t = 2.0 * thresh as f64;
+    (t * WATCHDOG_UNIT_SECONDS, (t + 1.0) * WATCHDOG_UNIT_SECONDS + t / 5.0)
+}
+
+/// What a stretch of a given length means to the watchdog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// Shorter than the band: the watchdog cannot fire.
+    Silent,
+    /// Inside the band: it may or may not.
+    Either,
+    /// Longer than the band: it must fire.
+    Fires,
+}
+
+pub fn expect(gap_seconds: f64, thresh: u64) -> Expect {
+    let (lo, hi) = detection_band(thresh);
+    if gap_seconds < lo {
+        Expect::Silent
+    } else if gap_seconds >= hi {
+        Expect::Fires
+    } else {
+        Expect::Either
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Agreement {
@@ -60,6 +96,9 @@ pub enum Agreement {
     FalsePositive,
     /// Predicted none; the watchdog fired.
     FalseNegative,
+    /// The predicted stretch falls in the watchdog's detection band:
+    /// either outcome is consistent with it.
+    Uncertain,
     /// No prediction (no smaller sizes to predict from).
     Unpredicted,
 }
@@ -70,9 +109,11 @@ pub struct CheckRow {
     pub rep: u32,
     /// Longest stretch predicted from the sizes below this one.
     pub predicted_gap_seconds: Option<f64>,
-    pub predicted_lockup: Option<bool>,
+    /// What that stretch means to the watchdog.
+    pub predicted: Option<Expect>,
     pub measured_gap_seconds: f64,
-    pub measured_over_threshold: bool,
+    /// What the stretch the probe measured means to the watchdog.
+    pub measured: Expect,
     pub watchdog_fired: bool,
     /// The largest "stuck for" figure the watchdog gave for the reclaiming task.
     pub watchdog_stuck_seconds: Option<u64>,
@@ -86,11 +127,14 @@ pub struct WatchdogReport {
     pub original_thresh_seconds: u64,
     pub thresh_seconds: u64,
     pub soft_lockup_threshold_seconds: f64,
+    /// Stretches in this range may or may not be reported ([`detection_band`]).
+    pub detection_band_seconds: (f64, f64),
     pub rows: Vec<CheckRow>,
     pub true_positive: usize,
     pub true_negative: usize,
     pub false_positive: usize,
     pub false_negative: usize,
+    pub uncertain: usize,
     pub unpredicted: usize,
     /// The prediction held for every size it could be made for, and the
     /// watchdog fired at least once and stayed silent at least once.
@@ -118,57 +162,66 @@ fn predict_gap(runs: &[Run], n: u64) -> Option<f64> {
 
 pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogReport {
     let limit = 2.0 * thresh as f64;
+    let (lo, hi) = detection_band(thresh);
     let rows: Vec<CheckRow> = result
         .runs
         .iter()
         .map(|r| {
             let predicted_gap = predict_gap(&result.runs, r.target);
-            let predicted = predicted_gap.map(|g| g >= limit);
+            let predicted = predicted_gap.map(|g| expect(g, thresh));
             let lockups: Vec<_> = r
                 .kernel_messages
                 .iter()
                 .filter(|a| a.kind == AlertKind::SoftLockup && a.pid == Some(r.reclaim_task_pid))
                 .collect();
             let fired = !lockups.is_empty();
-            let measured_over = r.probe.max_gap_seconds >= limit;
+            let measured = expect(r.probe.max_gap_seconds, thresh);
             let agreement = match (predicted, fired) {
                 (None, _) => Agreement::Unpredicted,
-                (Some(true), true) => Agreement::TruePositive,
-                (Some(false), false) => Agreement::TrueNegative,
-                (Some(true), false) => Agreement::FalsePositive,
-                (Some(false), true) => Agreement::FalseNegative,
+                (Some(Expect::Either), _) => Agreement::Uncertain,
+                (Some(Expect::Fires), true) => Agreement::TruePositive,
+                (Some(Expect::Silent), false) => Agreement::TrueNegative,
+                (Some(Expect::Fires), false) => Agreement::FalsePositive,
+                (Some(Expect::Silent), true) => Agreement::FalseNegative,
             };
             CheckRow {
                 target: r.target,
                 rep: r.rep,
                 predicted_gap_seconds: predicted_gap,
-                predicted_lockup: predicted,
+                predicted,
                 measured_gap_seconds: r.probe.max_gap_seconds,
-                measured_over_threshold: measured_over,
+                measured,
                 watchdog_fired: fired,
                 watchdog_stuck_seconds: lockups.iter().filter_map(|a| a.stuck_seconds).max(),
                 agreement,
-                probe_agrees_with_watchdog: measured_over == fired,
+                probe_agrees_with_watchdog: match measured {
+                    Expect::Either => true,
+                    Expect::Fires => fired,
+                    Expect::Silent => !fired,
+                },
             }
         })
         .collect();
     let count = |a: Agreement| rows.iter().filter(|r| r.agreement == a).count();
-    let (tp, tn, fp, fneg, un) = (
+    let (tp, tn, fp, fneg, unc, un) = (
         count(Agreement::TruePositive),
         count(Agreement::TrueNegative),
         count(Agreement::FalsePositive),
         count(Agreement::FalseNegative),
+        count(Agreement::Uncertain),
         count(Agreement::Unpredicted),
     );
-    let any_fired = rows.iter().any(|r| r.watchdog_fired);
-    let any_silent = rows.iter().any(|r| !r.watchdog_fired);
-    let validated = fp == 0 && fneg == 0 && tp + tn > 0 && any_fired && any_silent;
+    let validated = fp == 0 && fneg == 0 && tp > 0 && tn > 0;
     let mut summary = vec![format!(
-        "watchdog_thresh lowered from {original} to {thresh} s for the run: soft lockup after {limit:.0} s."
+        "watchdog_thresh lowered from {original} to {thresh} s for the run: soft lockup after {limit:.0} s nominally. \
+         The watchdog's clock counts in 2^30 ns units and it checks every {:.1} s, so a stretch under {lo:.2} s \
+         cannot be reported, one of {hi:.2} s or more must be, and one in between may or may not.",
+        limit / 5.0
     )];
     summary.push(format!(
         "Prediction vs watchdog: {tp} fired as predicted, {tn} silent as predicted, {fp} predicted but silent, \
-         {fneg} fired but not predicted, {un} with nothing smaller to predict from."
+         {fneg} fired but not predicted, {unc} predicted inside the band (either outcome fits), {un} with nothing \
+         smaller to predict from."
     ));
     for r in rows.iter().filter(|r| matches!(r.agreement, Agreement::FalsePositive | Agreement::FalseNegative)) {
         summary.push(format!(
@@ -176,7 +229,7 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
             crate::size::human(r.target),
             r.rep + 1,
             r.predicted_gap_seconds.unwrap_or(f64::NAN),
-            if r.predicted_lockup == Some(true) { "a lockup" } else { "no lockup" },
+            if r.predicted == Some(Expect::Fires) { "a lockup" } else { "no lockup" },
             r.measured_gap_seconds,
             if r.watchdog_fired { "fired" } else { "stayed silent" }
         ));
@@ -184,16 +237,18 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
     let probe_off = rows.iter().filter(|r| !r.probe_agrees_with_watchdog).count();
     if probe_off > 0 {
         summary.push(format!(
-            "In {probe_off} reclaim(s) the probe's measured gap and the watchdog disagree about crossing {limit:.0} s \
-             (the watchdog samples every {:.1} s, so a gap just over the threshold can go unreported).",
-            limit / 5.0
+            "In {probe_off} reclaim(s) the probe's measured stretch and the watchdog disagree outside the band: \
+             the probe saw {} what the watchdog reported.",
+            if rows.iter().any(|r| !r.probe_agrees_with_watchdog && r.watchdog_fired) { "less than" } else { "more than" }
         ));
     }
-    if !any_fired {
-        summary.push("The watchdog never fired: add a larger size to test the prediction's positive side.".into());
+    if tp == 0 {
+        summary.push(format!(
+            "No size was predicted past the band ({hi:.2} s) and seen to fire: add a larger size to test the positive side."
+        ));
     }
     summary.push(if validated {
-        "Validated: the watchdog fired exactly where predicted.".into()
+        "Validated: the watchdog fired where a lockup was predicted and stayed silent where none was.".into()
     } else {
         "Not validated: see the table.".into()
     });
@@ -201,11 +256,13 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
         original_thresh_seconds: original,
         thresh_seconds: thresh,
         soft_lockup_threshold_seconds: limit,
+        detection_band_seconds: (lo, hi),
         rows,
         true_positive: tp,
         true_negative: tn,
         false_positive: fp,
         false_negative: fneg,
+        uncertain: unc,
         unpredicted: un,
         validated,
         summary,
@@ -239,7 +296,7 @@ mod tests {
         let mut r = fixture();
         // Make the gap grow steeply so the largest size is predicted to lock up.
         for run in &mut r.runs {
-            run.probe.max_gap_seconds = 3.0 * (run.target as f64 / 80_000.0).powi(3);
+            run.probe.max_gap_seconds = 4.0 * (run.target as f64 / 80_000.0).powi(3);
             run.kernel_messages.clear();
         }
         for run in r.runs.iter_mut().filter(|x| x.target == 80_000) {
@@ -261,6 +318,9 @@ mod tests {
             run.kernel_messages.clear();
         }
         // The watchdog fires at the largest size though the small gaps predict nothing.
+        for run in &mut r.runs {
+            run.probe.max_gap_seconds = 0.01 * run.target as f64 / 20_000.0;
+        }
         let run = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
         let pid = run.reclaim_task_pid;
         run.kernel_messages.push(lockup(pid, 2));
@@ -271,5 +331,32 @@ mod tests {
         assert!(!w.validated);
         assert!(w.summary.iter().any(|s| s.starts_with("DISAGREEMENT at 80k")), "{:?}", w.summary);
         assert!(!w.rows[0].watchdog_fired);
+        // The probe saw 40 ms where the watchdog reported 2 s: said too.
+        assert!(w.summary.iter().any(|s| s.contains("the probe saw less than")), "{:?}", w.summary);
+    }
+
+    #[test]
+    fn the_detection_band_follows_the_kernel_clock() {
+        let (lo, hi) = detection_band(1);
+        assert!((lo - 2.147).abs() < 0.001 && (hi - 3.621).abs() < 0.001, "{lo} {hi}");
+        assert_eq!(expect(2.0, 1), Expect::Silent);
+        assert_eq!(expect(2.6, 1), Expect::Either);
+        assert_eq!(expect(3.7, 1), Expect::Fires);
+        let (lo, hi) = detection_band(10);
+        assert!(lo > 21.4 && hi < 26.6, "{lo} {hi}");
+    }
+
+    #[test]
+    fn a_prediction_inside_the_band_is_uncertain_not_wrong() {
+        let mut r = fixture();
+        for run in &mut r.runs {
+            run.probe.max_gap_seconds = 2.6 * run.target as f64 / 80_000.0;
+            run.kernel_messages.clear();
+        }
+        let w = compare(&r, 10, 1);
+        let last = w.rows.iter().rfind(|x| x.target == 80_000).unwrap();
+        assert_eq!(last.predicted, Some(Expect::Either));
+        assert_eq!(last.agreement, Agreement::Uncertain);
+        assert_eq!((w.false_positive, w.false_negative), (0, 0));
     }
 }

@@ -394,9 +394,10 @@ pub fn watchdog_grid(w: &crate::bench::watchdog::WatchdogReport) -> Grid {
                 human(r.target),
                 (r.rep + 1).to_string(),
                 r.predicted_gap_seconds.map(secs).unwrap_or_else(|| "–".into()),
-                match r.predicted_lockup {
-                    Some(true) => "yes".into(),
-                    Some(false) => "no".into(),
+                match r.predicted {
+                    Some(crate::bench::watchdog::Expect::Fires) => "yes".into(),
+                    Some(crate::bench::watchdog::Expect::Silent) => "no".into(),
+                    Some(crate::bench::watchdog::Expect::Either) => "in band".into(),
                     None => "–".into(),
                 },
                 secs(r.measured_gap_seconds),
@@ -407,6 +408,7 @@ pub fn watchdog_grid(w: &crate::bench::watchdog::WatchdogReport) -> Grid {
                     Agreement::TrueNegative => "agree (silent)".into(),
                     Agreement::FalsePositive => "DISAGREE: predicted, silent".into(),
                     Agreement::FalseNegative => "DISAGREE: fired, not predicted".into(),
+                    Agreement::Uncertain => "either fits (in band)".into(),
                     Agreement::Unpredicted => "no prediction".into(),
                 },
             ]

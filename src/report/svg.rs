@@ -995,8 +995,10 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
     let mut targets: Vec<u64> = Vec::new();
 
     for (i, r) in results.iter().enumerate() {
-        let ok: Vec<_> = r.runs.iter().filter(|run| run.reclaimed > 0).collect();
-        let n = |run: &crate::bench::reclaim::Run| run.reclaimed as f64;
+        // The count each run is fitted at (what it freed, or its target when
+        // other activity disturbed the machine-wide counter).
+        let ok: Vec<_> = r.runs.iter().collect();
+        let n = |run: &crate::bench::reclaim::Run| run.fit_count();
         let lo = ok.iter().map(|r| n(r)).fold(f64::INFINITY, f64::min);
         let hi = ok.iter().map(|r| n(r)).fold(0.0, f64::max);
         let to = r.options.extrapolate as f64;
@@ -1070,8 +1072,7 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
     let x_lo = results
         .iter()
         .flat_map(|r| &r.runs)
-        .filter(|r| r.reclaimed > 0)
-        .map(|r| r.reclaimed as f64)
+        .map(|r| r.fit_count())
         .fold(f64::INFINITY, f64::min);
     let x_hi = targets.last().map(|&t| t as f64).unwrap_or(x_lo);
     for thr in &thresholds {

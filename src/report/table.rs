@@ -75,7 +75,11 @@ pub fn reclaim(r: &ReclaimResult) -> String {
         }
     }
     if let Some(w) = &r.watchdog {
-        let _ = writeln!(s, "\nWatchdog check (watchdog_thresh {} s, soft lockup after {:.0} s)", w.thresh_seconds, w.soft_lockup_threshold_seconds);
+        let _ = writeln!(
+            s,
+            "\nWatchdog check (watchdog_thresh {} s: soft lockup after {:.0} s nominally, reported for stretches of {:.2}–{:.2} s or more)",
+            w.thresh_seconds, w.soft_lockup_threshold_seconds, w.detection_band_seconds.0, w.detection_band_seconds.1
+        );
         s += &render_grid(&super::watchdog_grid(w));
         for l in &w.summary {
             let _ = writeln!(s, "  {l}");

@@ -191,7 +191,7 @@ impl Sandbox {
             }
             FsType::Ext4 | FsType::Xfs => disk::mount(&self.scratch, &path, fs, need)?,
         }
-        Ok(Mount { path, fs, mounted: true })
+        Ok(Mount { path, mounted: true })
     }
 }
 
@@ -202,7 +202,6 @@ const UMOUNT_BUSY_RETRY: Duration = Duration::from_secs(5);
 /// One mounted filesystem inside the sandbox. Dropping it detaches it.
 pub struct Mount {
     path: PathBuf,
-    pub fs: FsType,
     mounted: bool,
 }
 
