@@ -161,7 +161,7 @@ pub struct WorkloadArgs {
     /// 'flat' (all in one directory, as seed 000) or 'dirs=K' (spread over K directories).
     #[arg(long, default_value = "flat", value_parser = parse_layout)]
     pub layout: Layout,
-    /// Generator threads (default: one per CPU, at most one per directory; flat uses one unless set).
+    /// Generator threads (default: one per CPU; with fewer directories than threads, threads share directories).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
     /// Filesystem that holds the dentries: tmpfs, or ext4 / xfs made on a loop device over a sparse file in

@@ -150,15 +150,16 @@ fn cmd_exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Generator threads: as asked, else one per CPU and at most one per
-/// directory (a flat layout uses one: threads in one directory serialise
-/// on its lock).
-fn generator_threads(asked: Option<u32>, layout: workload::Layout) -> usize {
+/// Generator threads: as asked, else one per CPU. Where the layout has
+/// fewer directories than threads, threads share a directory: they then
+/// serialise on its lock while linking, but the rest of each call (name
+/// formatting, lookup, allocation) still runs in parallel (2M hard links,
+/// one directory, 2 CPUs: 257k/s with one thread, 374k/s with two).
+fn generator_threads(asked: Option<u32>) -> usize {
     if let Some(t) = asked {
         return t as usize;
     }
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    cpus.min(layout.dirs() as usize).max(1)
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
@@ -168,7 +169,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         reps: a.reps,
         kind: a.workload.kind,
         layout: a.workload.layout,
-        threads: generator_threads(a.workload.threads, a.workload.layout),
+        threads: generator_threads(a.workload.threads),
         fs: a.workload.fs,
         methods: a.method.0.clone(),
         contend: a.contend.unwrap_or(0) as usize,
@@ -285,7 +286,7 @@ fn cmd_create(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
         count: a.count,
         kind: a.workload.kind,
         layout: a.workload.layout,
-        threads: generator_threads(a.workload.threads, a.workload.layout),
+        threads: generator_threads(a.workload.threads),
         fs: a.workload.fs,
         hold_seconds: a.hold,
     };
