@@ -360,7 +360,11 @@ pub fn steady(samples: &[Sample]) -> Option<Steady> {
 /// The peaks of the removal's timeline; memory also counts the readings in
 /// `also` (after the build, before the removal).
 pub fn high_water(samples: &[Sample], before_build: &Counts, also: &[&Counts]) -> HighWater {
-    let top = samples.iter().max_by_key(|s| s.nr_dentry);
+    // The first sample at the peak.
+    let top = samples.iter().fold(None::<&Sample>, |m, s| match m {
+        Some(m) if m.nr_dentry >= s.nr_dentry => Some(m),
+        _ => Some(s),
+    });
     let before_remove_dentries = samples.first().map_or(0, |s| s.nr_dentry);
     let min_avail = samples
         .iter()

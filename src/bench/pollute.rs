@@ -569,7 +569,7 @@ mod tests {
         assert!(!shows);
         let lines = summary_lines(&levels, shows, 3);
         assert!(lines[0].starts_with("seed 001's effect does not show"), "{lines:?}");
-        assert!(lines.last().unwrap().contains("nr_negative grew by 1.00M"), "{lines:?}");
+        assert!(lines.last().unwrap().contains("nr_negative grew by 1M"), "{lines:?}");
     }
 
     #[test]
