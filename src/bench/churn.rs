@@ -45,6 +45,9 @@ pub const MAX_WORKERS: usize = 256;
 /// the filesystem image in the scratch tmpfs (a 256-byte on-disk inode, a
 /// directory entry, bitmaps).
 pub const BYTES_PER_FILE: u64 = 2000;
+/// A steady part whose nr_dentry grows by at least this per unlink has no
+/// steady state: the unlinks' dentries pile up.
+pub const GROWING_DENTRIES_PER_UNLINK: f64 = 0.5;
 /// What seed 002 saw on 3.0-rc1 (8-way unlink of 50M files on XFS).
 pub const SEED_002_PERIOD_SECONDS: f64 = 20.0;
 
@@ -94,6 +97,10 @@ pub struct Steady {
     /// The same, minus nr_dentry at the removal's start.
     pub nr_dentry_added_median: f64,
     pub nr_negative_median: f64,
+    /// Slope of nr_dentry against the unlink count over the steady part:
+    /// near 1 when every unlink leaves a dentry behind (no steady state),
+    /// near 0 when the count holds.
+    pub dentries_per_unlink: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -104,6 +111,8 @@ pub struct HighWater {
     pub at_seconds: f64,
     pub nr_negative: u64,
     pub mem_available_min_bytes: u64,
+    /// Highest SReclaimable (reclaimable slab: dentries and inodes) seen.
+    pub slab_reclaimable_max_bytes: u64,
     /// MemAvailable at the start of the build minus its lowest reading.
     pub memory_used_bytes: u64,
 }
@@ -354,6 +363,10 @@ pub fn steady(samples: &[Sample]) -> Option<Steady> {
         nr_dentry_median: col(|s| s.nr_dentry),
         nr_dentry_added_median: col(|s| s.nr_dentry) - samples[0].nr_dentry as f64,
         nr_negative_median: col(|s| s.nr_negative),
+        dentries_per_unlink: crate::analysis::fit::linear(
+            &part.iter().map(|s| (s.unlinks_total as f64, s.nr_dentry as f64)).collect::<Vec<_>>(),
+        )
+        .map(|l| l.slope),
     })
 }
 
@@ -378,6 +391,7 @@ pub fn high_water(samples: &[Sample], before_build: &Counts, also: &[&Counts]) -
         at_seconds: top.map_or(0.0, |s| s.seconds),
         nr_negative: samples.iter().map(|s| s.nr_negative).max().unwrap_or(0),
         mem_available_min_bytes: min_avail,
+        slab_reclaimable_max_bytes: samples.iter().map(|s| s.slab_reclaimable_bytes).max().unwrap_or(0),
         memory_used_bytes: before_build.mem_available_bytes.saturating_sub(min_avail),
     }
 }
@@ -413,13 +427,19 @@ fn summary_lines(r: &ChurnResult) -> Vec<String> {
         human(h.nr_negative),
         r.steady
             .as_ref()
-            .map(|s| format!(
-                "; steady state {} dentries, {}{} over the start ({} negative; medians of the steady part)",
-                human(s.nr_dentry_median as u64),
-                if s.nr_dentry_added_median < 0.0 { "-" } else { "+" },
-                human(s.nr_dentry_added_median.abs() as u64),
-                human(s.nr_negative_median as u64)
-            ))
+            .map(|s| match s.dentries_per_unlink {
+                Some(k) if k >= GROWING_DENTRIES_PER_UNLINK => format!(
+                    "; no steady state: over the steady part nr_dentry grew by {k:.2} per unlink (every unlinked \
+                     file left its dentry behind)"
+                ),
+                _ => format!(
+                    "; steady state {} dentries, {}{} over the start ({} negative; medians of the steady part)",
+                    human(s.nr_dentry_median as u64),
+                    if s.nr_dentry_added_median < 0.0 { "-" } else { "+" },
+                    human(s.nr_dentry_added_median.abs() as u64),
+                    human(s.nr_negative_median as u64)
+                ),
+            })
             .unwrap_or_default()
     ));
     let neg_added = r.after_remove.dentry_state.nr_negative as i64 - r.before_remove.dentry_state.nr_negative as i64;
@@ -471,10 +491,12 @@ fn summary_lines(r: &ChurnResult) -> Vec<String> {
     });
     let share = h.memory_used_bytes as f64 / r.before_build.mem_available_bytes.max(1) as f64;
     out.push(format!(
-        "memory: MemAvailable fell by at most {} ({:.0}% of the {} available at the start; {} files on {})",
+        "memory: MemAvailable fell by at most {} ({:.0}% of the {} available at the start; reclaimable slab, \
+         which MemAvailable counts as available, peaked at {}; {} files on {})",
         bytes(h.memory_used_bytes),
         share * 100.0,
         bytes(r.before_build.mem_available_bytes),
+        bytes(h.slab_reclaimable_max_bytes),
         human(o.files),
         o.fs
     ));

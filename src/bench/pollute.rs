@@ -414,14 +414,26 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
             w.probe,
             ratio_text(&w.slowdown.unwrap())
         )),
-        (_, _, Some(w)) => out.push(format!(
-            "seed 001's effect does not show on this kernel: no hot lookup is measurably slower (more than {:.0}% \
-             with 95% confidence) after up to {} negative dentries; the largest change is {} {}",
-            MIN_EFFECT * 100.0,
-            human(last.negatives),
-            w.probe,
-            ratio_text(&w.slowdown.unwrap())
-        )),
+        (_, _, Some(w)) => {
+            let small: Vec<String> = hot
+                .iter()
+                .filter(|p| p.effect == Some(Effect::Small))
+                .map(|p| format!("{} {}", p.probe, ratio_text(&p.slowdown.unwrap())))
+                .collect();
+            out.push(format!(
+                "seed 001's effect does not show on this kernel: no hot lookup is measurably slower (more than \
+                 {:.0}% with 95% confidence) after up to {} negative dentries; the largest change is {} {}{}",
+                MIN_EFFECT * 100.0,
+                human(last.negatives),
+                w.probe,
+                ratio_text(&w.slowdown.unwrap()),
+                if small.is_empty() {
+                    String::new()
+                } else {
+                    format!(". A smaller slowdown is measurable at {}: {}", human(last.negatives), small.join(", "))
+                }
+            ))
+        }
         _ => {}
     }
     if let Some(l) = levels.iter().find(|l| l.negatives == SEED_001_NEGATIVES) {
