@@ -9,7 +9,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, is_root, kernel_lock, loop_devices, loops_mounted_by, run_json, wait_until};
+use common::{bin, is_root, kernel_lock, usage_error, loop_devices, loops_mounted_by, run_json, wait_until};
 use serde_json::Value;
 
 fn has(tool: &str) -> bool {
@@ -120,25 +120,14 @@ fn killed_mid_removal_leaves_no_loop_device() {
     });
 }
 
-fn usage_error(args: &[&str], needles: &[&str]) {
-    let out = bin().arg("churn").args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: {err} lacks {n:?}");
-    }
-    assert!(out.stdout.is_empty());
-}
-
 #[test]
 fn bad_input_gets_one_line_and_exit_2() {
-    usage_error(&["--fs", "tmpfs"], &["--fs tmpfs", "disk filesystem", "--fs ext4"]);
+    usage_error("churn", &["--fs", "tmpfs"], &["--fs tmpfs", "disk filesystem", "--fs ext4"]);
     // More files than half of MemAvailable.
-    usage_error(&["--files", "100G"], &["--files 100G", "more than half of MemAvailable", "--force"]);
-    usage_error(&["--files", "10", "--dirs", "100"], &["--dirs 100", "--files"]);
-    usage_error(&["--interval", "5ms"], &["--interval", "10ms to 10s"]);
-    usage_error(&["--interval", "soon"], &["--interval", "\"soon\""]);
-    usage_error(&["--workers", "0"], &["--workers"]);
-    usage_error(&["--files", "0"], &["--files", "at least 1"]);
+    usage_error("churn", &["--files", "100G"], &["--files 100G", "more than half of MemAvailable", "--force"]);
+    usage_error("churn", &["--files", "10", "--dirs", "100"], &["--dirs 100", "--files"]);
+    usage_error("churn", &["--interval", "5ms"], &["--interval", "10ms to 10s"]);
+    usage_error("churn", &["--interval", "soon"], &["--interval", "\"soon\""]);
+    usage_error("churn", &["--workers", "0"], &["--workers"]);
+    usage_error("churn", &["--files", "0"], &["--files", "at least 1"]);
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{bin, is_root, kernel_lock, run_json};
+use common::{bin, is_root, kernel_lock, usage_error, run_json};
 use serde_json::Value;
 
 fn has_mkfs() -> bool {
@@ -33,7 +33,7 @@ fn sweep_counts_and_ratios_add_up() {
     assert_eq!(sizes, [0, 10_000, 30_000]);
     for (i, l) in levels.iter().enumerate() {
         let probes = l["probes"].as_array().unwrap();
-        assert_eq!(probes.len(), 6);
+        assert_eq!(probes.len(), 7);
         for p in probes {
             let want = if p["probe"] == "negative-miss" { reps * calls / 4 } else { reps * calls };
             assert_eq!(p["calls"].as_u64().unwrap(), want, "{p}");
@@ -75,33 +75,22 @@ fn table_names_every_probe_and_the_verdict() {
     let out = bin().args(["pollute", "--negatives", "5k", "--reps", "1", "--calls", "500"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8_lossy(&out.stdout);
-    for p in ["stat-same-dir", "open-same-dir", "stat-other-dir", "open-other-dir", "negative-hit", "negative-miss"] {
+    for p in ["stat-same-dir", "open-same-dir", "stat-other-dir", "open-other-dir", "negative-hit", "negative-miss", "control-fstat"] {
         assert!(table.contains(p), "{p} missing from {table}");
     }
     assert!(table.contains("Verdict") && table.contains("seed 001's effect"), "{table}");
     assert!(table.contains("one repetition: no interval"), "{table}");
 }
 
-fn usage_error(args: &[&str], needles: &[&str]) {
-    let out = bin().arg("pollute").args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: {err} lacks {n:?}");
-    }
-    assert!(out.stdout.is_empty());
-}
-
 #[test]
 fn bad_input_gets_one_line_and_exit_2() {
-    usage_error(&["--fs", "tmpfs"], &["--fs tmpfs", "devtmpfs", "never keeps any", "--fs ext4"]);
-    usage_error(&["--negatives", "0"], &["--negatives", "at least 1"]);
-    usage_error(&["--negatives", "1M,1M"], &["--negatives", "repeat"]);
-    usage_error(&["--calls", "5"], &["--calls"]);
-    usage_error(&["--reps", "0"], &["--reps"]);
-    usage_error(&["--fs", "nfs"], &["--fs", "nfs"]);
-    usage_error(&["--cpu", "4096"], &["--cpu 4096"]);
+    usage_error("pollute", &["--fs", "tmpfs"], &["--fs tmpfs", "devtmpfs", "never keeps any", "--fs ext4"]);
+    usage_error("pollute", &["--negatives", "0"], &["--negatives", "at least 1"]);
+    usage_error("pollute", &["--negatives", "1M,1M"], &["--negatives", "repeat"]);
+    usage_error("pollute", &["--calls", "5"], &["--calls"]);
+    usage_error("pollute", &["--reps", "0"], &["--reps"]);
+    usage_error("pollute", &["--fs", "nfs"], &["--fs", "nfs"]);
+    usage_error("pollute", &["--cpu", "4096"], &["--cpu 4096"]);
     // More negative dentries than half of MemAvailable: refused before anything runs.
-    usage_error(&["--negatives", "500G"], &["--negatives 500G", "more than half of MemAvailable", "--force"]);
+    usage_error("pollute", &["--negatives", "500G"], &["--negatives 500G", "more than half of MemAvailable", "--force"]);
 }

@@ -238,7 +238,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
         options: opts.clone(),
         sandbox: sandbox.privilege,
         probes: Probe::ALL.iter().map(|p| (*p, p.describe().to_string())).collect(),
-        interval_method: slowdown::METHOD.into(),
+        interval_method: format!("{}; each median is first divided by the control's (fstat of an open file, no lookup) at the same size and repetition, so a change of the machine's own speed cancels out", slowdown::METHOD),
         reps,
         levels,
         seed_001_effect,
@@ -265,13 +265,13 @@ fn one_rep(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, rep: u32, ann
         let probes = measure(&mut prober, opts.calls)?;
         let misses = prober.misses() - misses_at_start;
         announce(&format!(
-            "rep {}/{} at {:>5} negative dentries: {}",
+            "rep {}/{} at {:>5} negative dentries, p50 ns: {}",
             rep + 1,
             opts.reps,
             human(target),
             probes
                 .iter()
-                .map(|p| format!("{} {:.0} ns", p.probe, p.median_ns))
+                .map(|p| format!("{} {:.0}", p.probe, p.median_ns))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
@@ -323,11 +323,14 @@ fn measure(prober: &mut Prober, calls: usize) -> Result<Vec<ProbeRun>> {
 pub fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
     let Some(first) = reps.first() else { return Vec::new() };
     let nlevels = first.levels.len();
-    let baseline = |probe: Probe| -> Vec<f64> {
-        reps.iter()
-            .map(|r| r.levels[0].probes.iter().find(|p| p.probe == probe).map_or(f64::NAN, |p| p.median_ns))
-            .collect()
+    // A probe's median relative to the control's at the same size and
+    // repetition: a change of the whole machine's speed cancels out (the
+    // control itself is taken raw, and shows that change).
+    let relative = |l: &LevelRun, probe: Probe| -> f64 {
+        let m = |q: Probe| l.probes.iter().find(|p| p.probe == q).map_or(f64::NAN, |p| p.median_ns);
+        if probe == Probe::Control { m(probe) } else { m(probe) / m(Probe::Control) }
     };
+    let baseline = |probe: Probe| -> Vec<f64> { reps.iter().map(|r| relative(&r.levels[0], probe)).collect() };
     (0..nlevels)
         .map(|li| {
             let at: Vec<&LevelRun> = reps.iter().filter_map(|r| r.levels.get(li)).collect();
@@ -339,7 +342,8 @@ pub fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
                         at.iter().filter_map(|l| l.probes.iter().find(|p| p.probe == probe)).collect();
                     let calls: u64 = runs.iter().map(|p| p.calls).sum();
                     let medians: Vec<f64> = runs.iter().map(|p| p.median_ns).collect();
-                    let slowdown = (li > 0).then(|| slowdown::ratio(&baseline(probe), &medians));
+                    let rel: Vec<f64> = at.iter().map(|l| relative(l, probe)).collect();
+                    let slowdown = (li > 0).then(|| slowdown::ratio(&baseline(probe), &rel));
                     // Over the repetitions: the median of their medians,
                     // the largest p99 and max, the mean of all calls.
                     ProbeSummary {
@@ -537,7 +541,13 @@ mod tests {
                 .map(|&probe| ProbeRun {
                     probe,
                     calls: 100,
-                    median_ns: if probe.is_hot() { 1000.0 * scale } else { 500.0 },
+                    median_ns: if probe.is_hot() {
+                        1000.0 * scale
+                    } else if probe == Probe::Control {
+                        100.0
+                    } else {
+                        500.0
+                    },
                     mean_ns: 1000.0,
                     p99_ns: 2000.0,
                     max_ns: 9000,
@@ -572,6 +582,20 @@ mod tests {
         assert!(lines[0].starts_with("seed 001's effect shows"), "{lines:?}");
         assert!(lines.iter().any(|l| l.contains("seed 001 saw about 1.5×")), "{lines:?}");
         assert!(lines.iter().any(|l| l.contains("intervals overlap")), "{lines:?}");
+    }
+
+    #[test]
+    fn a_slow_machine_phase_cancels_against_the_control() {
+        let mut r = rep(0, 1.0);
+        // Everything, the control too, 40% slower at 1M: not the dcache.
+        for p in &mut r.levels[2].probes {
+            p.median_ns *= 1.4;
+        }
+        let levels = summarise(&[r.clone(), r.clone(), r]);
+        let s = find(&levels[2], Probe::StatSame).unwrap().slowdown.unwrap();
+        assert!((s.estimate - 1.0).abs() < 1e-9, "{s:?}");
+        let c = find(&levels[2], Probe::Control).unwrap().slowdown.unwrap();
+        assert!((c.estimate - 1.4).abs() < 1e-9, "the control shows the machine's change: {c:?}");
     }
 
     #[test]

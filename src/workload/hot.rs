@@ -51,11 +51,20 @@ pub enum Probe {
     NegativeHit,
     /// fstatat of a name never looked up (ENOENT from the filesystem; leaves a new negative dentry).
     NegativeMiss,
+    /// fstat of an open file: a system call with no path lookup, timed alongside as the control.
+    Control,
 }
 
 impl Probe {
-    pub const ALL: [Probe; 6] =
-        [Probe::StatSame, Probe::OpenSame, Probe::StatOther, Probe::OpenOther, Probe::NegativeHit, Probe::NegativeMiss];
+    pub const ALL: [Probe; 7] = [
+        Probe::StatSame,
+        Probe::OpenSame,
+        Probe::StatOther,
+        Probe::OpenOther,
+        Probe::NegativeHit,
+        Probe::NegativeMiss,
+        Probe::Control,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -65,6 +74,7 @@ impl Probe {
             Probe::OpenOther => "open-other-dir",
             Probe::NegativeHit => "negative-hit",
             Probe::NegativeMiss => "negative-miss",
+            Probe::Control => "control-fstat",
         }
     }
 
@@ -76,6 +86,7 @@ impl Probe {
             Probe::OpenOther => "openat O_RDONLY + close of other/hN",
             Probe::NegativeHit => "fstatat of polluted/nN, a cached negative dentry (ENOENT)",
             Probe::NegativeMiss => "fstatat of a name never looked up in polluted/ (ENOENT from ext4/xfs; leaves one more negative dentry)",
+            Probe::Control => "fstat of an open file descriptor: a system call without a path lookup (the control)",
         }
     }
 
@@ -145,6 +156,8 @@ impl Timings {
 /// makes only its own system calls.
 pub struct Prober {
     root: OwnedFd,
+    /// An open hot file, for the control.
+    file: OwnedFd,
     same: Vec<CString>,
     other: Vec<CString>,
     hits: Vec<CString>,
@@ -163,8 +176,11 @@ impl Prober {
         let names = |dir: &str, prefix: &str| -> Vec<CString> {
             (0..HOT_FILES).map(|i| CString::new(format!("{dir}/{prefix}{i}")).expect("no NUL")).collect()
         };
+        let file = openat(rootfd.as_fd(), format!("{OTHER}/{HOT_PREFIX}0").as_str(), OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty())
+            .with_context(|| format!("cannot open {}/{OTHER}/{HOT_PREFIX}0", root.display()))?;
         let mut p = Prober {
             root: rootfd,
+            file,
             same: names(POLLUTED, HOT_PREFIX),
             other: names(OTHER, HOT_PREFIX),
             hits: names(POLLUTED, HIT_PREFIX),
@@ -200,6 +216,7 @@ impl Prober {
             Probe::OpenSame => open_close(&self.root, &self.same[i]),
             Probe::OpenOther => open_close(&self.root, &self.other[i]),
             Probe::NegativeHit => expect_missing(fstatat(self.root.as_fd(), self.hits[i].as_c_str(), AtFlags::empty())),
+            Probe::Control => nix::sys::stat::fstat(self.file.as_fd()).map(drop),
             Probe::NegativeMiss => unreachable!("misses are made by run(), which builds their names"),
         }
     }
@@ -241,7 +258,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_hot_set() {
         let names: Vec<&str> = Probe::ALL.iter().map(|p| p.name()).collect();
-        assert_eq!(names.len(), 6);
+        assert_eq!(names.len(), 7);
         assert_eq!(Probe::ALL.iter().filter(|p| p.is_hot()).count(), 4);
     }
 

@@ -103,3 +103,16 @@ pub fn wait_until(what: &str, limit: std::time::Duration, mut ok: impl FnMut() -
     }
 }
 
+
+/// Runs `dentrylab COMMAND ARGS…`, expecting exit 2 and one line on
+/// standard error holding every one of `needles`, and nothing on stdout.
+pub fn usage_error(command: &str, args: &[&str], needles: &[&str]) {
+    let out = bin().arg(command).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{command} {args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{command} {args:?}: one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{command} {args:?}: {err} lacks {n:?}");
+    }
+    assert!(out.stdout.is_empty());
+}
