@@ -167,7 +167,7 @@ unmounted and mounted again so the removal starts with a cold cache, as seed 002
 --workers threads unlink the files, each its share of the directories, while the unlink counter, dentry-state \
 (nr_dentry, nr_negative) and meminfo are sampled every --interval.\n\n\
 Reported: the throughput timeline, the steady-state rate and dentry count (the middle 80% of the timeline), the \
-dentry high-water mark, how many unlinked files stayed cached as negative dentries, what the final umount freed, \
+dentry high-water mark, how many unlinked files stayed cached as negative dentries, what the rmdirs and the final umount freed, \
 and whether the throughput oscillates: the autocorrelation of the detrended rate gives the period, and the \
 peak/trough ratio its depth (seed 002: about 20 s, 80k against 20k unlinks/s).\n\n\
 Sizes that would take more than half of MemAvailable (about 2000 bytes per file) are refused unless --force.";
