@@ -32,6 +32,12 @@ pub enum Command {
     Reclaim(ReclaimArgs),
     /// Only create dentries in a sandbox and hold them for manual experiments.
     Create(CreateArgs),
+    /// Lookup latency of hot paths before and after N negative dentries, same and other directory (seed 001).
+    #[command(long_about = POLLUTE_ABOUT)]
+    Pollute(PolluteArgs),
+    /// Parallel unlink of a large tree: throughput timeline, dentry high-water mark, oscillation (seed 002).
+    #[command(long_about = CHURN_ABOUT)]
+    Churn(ChurnArgs),
     /// Path-lookup scalability: stat, negative stat, open+close, create+unlink from 1..N threads.
     #[command(long_about = SCALE_ABOUT)]
     Scale(ScaleArgs),
@@ -141,6 +147,30 @@ steps at the largest count run under perf (one with cpu-clock samples, one with 
 tracepoints) to name the kernel functions and locks the time goes to; what this machine cannot do is said, not guessed.\n\n\
 tmpfs keeps no negative dentries, so stat-missing on tmpfs measures dentry allocation under the directory \
 lock; use a disk filesystem (--fs) for cached negative lookups.";
+
+const POLLUTE_ABOUT: &str = "Seed 001's question, measured call by call: do negative dentries slow down lookups of \
+hot, existing paths?\n\n\
+Each repetition mounts a fresh ext4 (or xfs) in the sandbox with two directories of hot files: polluted/ (where \
+the negative dentries go, as seed 001's /dev/null$i went into /dev) and other/. Every call of six probes is timed \
+with CLOCK_MONOTONIC: stat and open+close of a hot file in each directory, a stat that hits a cached negative \
+dentry, and a stat of a name never looked up (a miss, answered by the filesystem). Then negative dentries are \
+added to polluted/ up to each size of --negatives in turn, and the probes are timed again, in the same run.\n\n\
+Reported per size and probe: p50, p99, max and mean latency, and the slowdown against the unpolluted \
+measurement: per repetition the ratio of medians, over repetitions their geometric mean with a 95% Student-t \
+interval. dentry-state before and after each size (nr_negative is the witness). The output says plainly whether \
+seed 001's effect (hot lookups slowing as negative dentries pile up) shows on this kernel.\n\n\
+tmpfs (and devtmpfs, where seed 001 polluted /dev) keeps no negative dentries: --fs tmpfs is refused.";
+
+const CHURN_ABOUT: &str = "Seed 002's experiment: an N-way parallel unlink of a large tree.\n\n\
+A fresh ext4 (or xfs) in the sandbox gets --files empty files spread over --dirs directories; it is then \
+unmounted and mounted again so the removal starts with a cold cache, as seed 002's did (--warm skips this). \
+--workers threads unlink the files, each its share of the directories, while the unlink counter, dentry-state \
+(nr_dentry, nr_negative) and meminfo are sampled every --interval.\n\n\
+Reported: the throughput timeline, the steady-state rate and dentry count (the middle 80% of the timeline), the \
+dentry high-water mark, how many unlinked files stayed cached as negative dentries, what the rmdirs and the final umount freed, \
+and whether the throughput oscillates: the autocorrelation of the detrended rate gives the period, and the \
+peak/trough ratio its depth (seed 002: about 20 s, 80k against 20k unlinks/s).\n\n\
+Sizes that would take more than half of MemAvailable (about 2000 bytes per file) are refused unless --force.";
 
 /// Output options every command shares.
 #[derive(Debug, Args)]
@@ -280,6 +310,81 @@ pub struct ScaleArgs {
     pub profile: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PolluteArgs {
+    /// Negative dentries to add, a sweep: comma-separated totals with suffixes, ascending (each size adds to the last).
+    #[arg(long, default_value = crate::bench::pollute::DEFAULT_NEGATIVES, value_parser = parse_sizes, allow_hyphen_values = true)]
+    pub negatives: Sizes,
+    /// Repetitions, each on a fresh filesystem (the slowdown's interval needs at least 2).
+    #[arg(long, default_value_t = crate::bench::pollute::DEFAULT_REPS, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub reps: u32,
+    /// Timed calls of each probe at each size in each repetition (the miss probe makes a quarter of them).
+    #[arg(long, default_value_t = crate::bench::pollute::DEFAULT_CALLS as u64,
+          value_parser = clap::value_parser!(u64).range(crate::bench::pollute::MIN_CALLS as u64..=crate::bench::pollute::MAX_CALLS as u64))]
+    pub calls: u64,
+    /// Filesystem to pollute: ext4 or xfs (tmpfs keeps no negative dentries).
+    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
+    pub fs: FsType,
+    /// CPU the measuring thread is pinned to (default: the last allowed CPU).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Run even if the negative dentries would take more than half of MemAvailable.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ChurnArgs {
+    /// Files in the tree (suffixes k, M, G).
+    #[arg(long, default_value = crate::bench::churn::DEFAULT_FILES, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
+    pub files: u64,
+    /// Directories the files are spread over (default: one per worker, as seed 002's one rm -rf per directory).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::workload::MAX_DIRS as i64))]
+    pub dirs: Option<u32>,
+    /// Unlinking threads (default: the CPU count).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::bench::churn::MAX_WORKERS as i64))]
+    pub workers: Option<u32>,
+    /// Sampling interval: 100ms, 0.5s, 1s (10ms to 10s).
+    #[arg(long, default_value = crate::bench::churn::DEFAULT_INTERVAL, value_parser = parse_interval)]
+    pub interval: std::time::Duration,
+    /// Filesystem: ext4 or xfs (tmpfs keeps nothing of an unlinked file).
+    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
+    pub fs: FsType,
+    /// Do not remount before removing: unlink with every dentry and inode still cached.
+    #[arg(long)]
+    pub warm: bool,
+    /// Run even if the tree would take more than half of MemAvailable.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// A duration such as `100ms`, `0.5s` or `2s`, within the churn interval bounds.
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    use crate::bench::churn::{MAX_INTERVAL, MIN_INTERVAL};
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (t, 1.0)
+    };
+    let bad = || format!("{s:?} is not a duration from 10ms to 10s (write for example 100ms or 0.5s)");
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(bad());
+    }
+    let d = std::time::Duration::from_secs_f64(v * scale);
+    if !(MIN_INTERVAL..=MAX_INTERVAL).contains(&d) {
+        return Err(bad());
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Args)]

@@ -82,6 +82,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Status(a) => cmd_status(a),
         Command::Exporter(a) => cmd_exporter(a),
         Command::Scale(a) => cmd_scale(a, &proc),
+        Command::Pollute(a) => cmd_pollute(a, &proc),
+        Command::Churn(a) => cmd_churn(a, &proc),
         Command::ScaleWorker(a) => {
             sys::die_with_parent()?;
             bench::scale::worker_main(&a.root, a.op, a.index, a.seconds, a.sample_every)?;
@@ -351,5 +353,46 @@ fn cmd_scale(a: cli::ScaleArgs, proc: &ProcRoot) -> Result<ExitCode> {
     if let Some(j) = json.as_mut() {
         report::json::write(j, &result)?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_pollute(a: cli::PolluteArgs, proc: &ProcRoot) -> Result<ExitCode> {
+    let opts = bench::pollute::Options {
+        negatives: a.negatives.0.clone(),
+        reps: a.reps,
+        calls: a.calls as usize,
+        fs: a.fs,
+        cpu: bench::pollute::choose_cpu(a.cpu)?,
+        force: a.force,
+    };
+    bench::pollute::validate(&opts)?;
+    bench::pollute::preflight(&opts, proc)?;
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let mut sandbox = sandbox::Sandbox::enter()?;
+    let announce = |m: &str| eprintln!("{m}");
+    let result = bench::pollute::run(&opts, &mut sandbox, proc, &announce)?;
+    print_table_and_json(&report::table::pollute(&result), json.as_mut(), &result)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_churn(a: cli::ChurnArgs, proc: &ProcRoot) -> Result<ExitCode> {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let workers = a.workers.map_or(cpus, |w| w as usize);
+    let opts = bench::churn::Options {
+        files: a.files,
+        dirs: a.dirs.unwrap_or(workers as u32),
+        workers,
+        interval_seconds: a.interval.as_secs_f64(),
+        fs: a.fs,
+        warm: a.warm,
+        force: a.force,
+    };
+    bench::churn::validate(&opts)?;
+    bench::churn::preflight(&opts, proc)?;
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let mut sandbox = sandbox::Sandbox::enter()?;
+    let announce = |m: &str| eprintln!("{m}");
+    let result = bench::churn::run(&opts, &mut sandbox, proc, &announce)?;
+    print_table_and_json(&report::table::churn(&result), json.as_mut(), &result)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,8 @@
 //! --contend, the errors for impossible combinations, and a kill -9 that
 //! must leave no loop device, mount or cgroup behind.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Stdio;
@@ -13,6 +15,8 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
+
+use common::{loop_devices, loops_mounted_by, wait_until};
 
 /// Tests that read the kernel's counters must not overlap.
 static KERNEL: Mutex<()> = Mutex::new(());
@@ -200,21 +204,6 @@ fn create_holds_negative_dentries_on_ext4() {
 
 // ---- kill -9 leaves nothing ----
 
-/// Loop devices as (name, backing device, backing inode).
-fn loop_devices() -> BTreeSet<(String, String, String)> {
-    let out = std::process::Command::new("losetup")
-        .args(["-l", "-n", "-O", "NAME,BACK-MAJ:MIN,BACK-INO"])
-        .output()
-        .expect("losetup");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            Some((it.next()?.to_string(), it.next()?.to_string(), it.next()?.to_string()))
-        })
-        .collect()
-}
-
 /// Every process of the tree rooted at `pid`.
 fn tree(pid: u32) -> Vec<u32> {
     let mut out = vec![pid];
@@ -230,19 +219,6 @@ fn tree(pid: u32) -> Vec<u32> {
         i += 1;
     }
     out
-}
-
-/// Loop devices mounted in the mount namespaces of `pids`.
-fn loops_mounted_by(pids: &[u32]) -> BTreeSet<String> {
-    pids.iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/mountinfo")).ok())
-        .flat_map(|m| {
-            m.lines()
-                .filter_map(|l| l.split(" - ").nth(1)?.split_whitespace().nth(1).map(str::to_string))
-                .filter(|s| s.starts_with("/dev/loop"))
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 fn cgroups_of(pid: u32) -> Vec<String> {
@@ -261,14 +237,6 @@ fn cgroups_of(pid: u32) -> Vec<String> {
         }
     }
     found
-}
-
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(t.elapsed() < limit, "{what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn kill9_mid_create(method: &str) {

@@ -105,6 +105,30 @@ fn two_results_share_the_axes() {
     std::fs::remove_dir_all(out).unwrap();
 }
 
+/// Issue 4: a pollute result (seed 001) renders the latency bars and the
+/// slowdown plot, a churn result (seed 002) the timeline; together in one
+/// report, each benchmark its own part, in the order given.
+#[test]
+fn pollute_and_churn_results() {
+    let out = golden("pollute-churn", &["pollute-ext4.json", "churn-ext4-2M.json"]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let p = md.find("## Lookup latency under negative-dentry pollution").expect("pollute part");
+    let c = md.find("## Parallel unlink").expect("churn part");
+    assert!(p < c, "parts in the order given");
+    for f in ["pollute-latency.svg", "pollute-slowdown.svg", "churn-timeline.svg"] {
+        assert!(md.contains(&format!("]({f})")), "report.md links {f}");
+    }
+    assert!(md.contains("seed 001's effect"), "the verdict is in the report");
+    assert!(md.contains("dentry high-water mark"), "the churn summary is in the report");
+    let slow = std::fs::read_to_string(out.join("pollute-slowdown.svg")).unwrap();
+    assert!(slow.contains("no change (1×)") && slow.contains("seed 001") && slow.contains("open-same-dir"));
+    let bars = std::fs::read_to_string(out.join("pollute-latency.svg")).unwrap();
+    assert!(bars.contains("unpolluted") && bars.contains("3M negative dentries"));
+    let tl = std::fs::read_to_string(out.join("churn-timeline.svg")).unwrap();
+    assert!(tl.contains("unlinks per second") && tl.contains("nr_negative"));
+    std::fs::remove_dir_all(out).unwrap();
+}
+
 /// The SVGs are valid documents a renderer draws (rsvg-convert, which CI
 /// installs; skipped with a note where it is missing).
 #[test]
@@ -113,9 +137,14 @@ fn svgs_render() {
         eprintln!("rsvg-convert not installed (apt-get install librsvg2-bin): skipping");
         return;
     }
-    let dir = fixtures().join("golden/reclaim-hardlink-vs-file");
     let png = tempfile::tempdir().unwrap();
-    for f in files_in(&dir).iter().filter(|f| f.ends_with(".svg")) {
+    for (case, f) in ["reclaim-hardlink-vs-file", "pollute-churn"]
+        .iter()
+        .flat_map(|c| files_in(&fixtures().join("golden").join(c)).into_iter().map(move |f| (*c, f)))
+        .filter(|(_, f)| f.ends_with(".svg"))
+    {
+        let dir = fixtures().join("golden").join(case);
+        let f = &f;
         let to = png.path().join(format!("{f}.png"));
         let st = Command::new("rsvg-convert").arg(dir.join(f)).arg("-o").arg(&to).status().unwrap();
         assert!(st.success(), "rsvg-convert failed on {f}");
@@ -153,10 +182,13 @@ fn bad_results_get_one_line_and_exit_2() {
         ),
         ("old.json", header("0", "reclaim"), format!("old.json: unknown result schema 0: this dentrylab reads schema {cur}")),
         (
-            "churn.json",
-            header(&cur, "churn"),
-            "churn.json: this dentrylab cannot render \"churn\" results yet (it renders: reclaim)".to_string(),
+            "scale.json",
+            header(&cur, "scale"),
+            "scale.json: this dentrylab cannot render \"scale\" results yet (it renders: reclaim, pollute, churn)"
+                .to_string(),
         ),
+        // A churn header whose body is not a churn result.
+        ("churn.json", header(&cur, "churn"), format!("churn.json: not a valid schema {cur} churn result")),
         ("what.json", header(&cur, "what"), "what.json: unknown benchmark \"what\"".to_string()),
         ("plain.json", "{\"a\": 1}".to_string(), "plain.json: not a dentrylab result: it has no \"schema\" field".to_string()),
         ("broken.json", "{".to_string(), "broken.json: not a dentrylab result (invalid JSON".to_string()),

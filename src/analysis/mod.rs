@@ -4,7 +4,9 @@
 pub mod edge;
 pub mod fit;
 pub mod histogram;
+pub mod oscillation;
 pub mod scaling;
+pub mod slowdown;
 pub mod stats;
 pub mod verdict;
 

@@ -215,24 +215,16 @@ pub struct ReclaimResult {
 /// Checks the sizes against memory before anything is created, with the
 /// kind's conservative bytes-per-dentry. Bad input: exit 2.
 pub fn preflight(sizes: &[u64], kind: Kind, force: bool, proc: &ProcRoot) -> Result<()> {
-    if force {
-        return Ok(());
-    }
-    let avail = proc.meminfo()?.mem_available_bytes;
     let bpd = kind.default_bytes_per_dentry();
     for &n in sizes {
-        let need = n.saturating_mul(bpd);
-        if need as f64 > avail as f64 * MAX_MEMORY_SHARE {
-            return Err(UsageError(format!(
-                "size {} of {} dentries needs about {} (≈{bpd} bytes each), more than half of MemAvailable ({}): \
-                 choose a smaller size, or pass --force",
-                human(n),
-                kind.name(),
-                crate::size::bytes(need),
-                crate::size::bytes(avail)
-            ))
-            .into());
-        }
+        crate::bench::check_memory(
+            &format!("size {} of {} dentries", human(n), kind.name()),
+            n.saturating_mul(bpd),
+            &format!(" (≈{bpd} bytes each)"),
+            "choose a smaller size, or pass --force",
+            force,
+            proc,
+        )?;
     }
     Ok(())
 }

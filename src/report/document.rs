@@ -8,18 +8,32 @@ use serde::Deserialize;
 
 use super::{markdown, svg};
 use crate::bench::SCHEMA;
+use crate::bench::churn::ChurnResult;
+use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::error::UsageError;
 
 /// Benchmarks whose results `report` can render.
-pub const RENDERS: &[&str] = &["reclaim"];
+pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn"];
 /// Benchmarks dentrylab knows whose results it cannot render yet.
-const NOT_YET: &[&str] = &["pollute", "churn", "scale", "create"];
+const NOT_YET: &[&str] = &["scale", "create"];
 
 /// One result file, parsed into its benchmark's result struct.
 #[derive(Debug, Clone)]
 pub enum Loaded {
     Reclaim(Box<ReclaimResult>),
+    Pollute(Box<PolluteResult>),
+    Churn(Box<ChurnResult>),
+}
+
+impl Loaded {
+    fn benchmark(&self) -> &'static str {
+        match self {
+            Loaded::Reclaim(_) => "reclaim",
+            Loaded::Pollute(_) => "pollute",
+            Loaded::Churn(_) => "churn",
+        }
+    }
 }
 
 /// Parses one result file (`source` names it in errors). Anything wrong
@@ -53,6 +67,12 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
         "reclaim" => serde_json::from_str::<ReclaimResult>(text)
             .map(|r| Loaded::Reclaim(Box::new(r)))
             .map_err(|e| bad(format!("not a valid schema {SCHEMA} reclaim result: {e}"))),
+        "pollute" => serde_json::from_str::<PolluteResult>(text)
+            .map(|r| Loaded::Pollute(Box::new(r)))
+            .map_err(|e| bad(format!("not a valid schema {SCHEMA} pollute result: {e}"))),
+        "churn" => serde_json::from_str::<ChurnResult>(text)
+            .map(|r| Loaded::Churn(Box::new(r)))
+            .map_err(|e| bad(format!("not a valid schema {SCHEMA} churn result: {e}"))),
         b if NOT_YET.contains(&b) => {
             Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
         }
@@ -82,26 +102,64 @@ pub struct OutputFile {
 /// Renders `report.md` and the plots for the results, in the order given
 /// (results of one benchmark are grouped, in order of first appearance).
 pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
-    let reclaim: Vec<&ReclaimResult> = results
-        .iter()
-        .map(|l| match l {
-            Loaded::Reclaim(r) => r.as_ref(),
-        })
-        .collect();
+    let mut order: Vec<&str> = Vec::new();
+    for l in results {
+        if !order.contains(&l.benchmark()) {
+            order.push(l.benchmark());
+        }
+    }
     let mut files = Vec::new();
     let mut parts = Vec::new();
     let mut sources = Vec::new();
-    if !reclaim.is_empty() {
-        let (labels, subtitle) = reclaim_labels(&reclaim);
-        let figures = svg::reclaim(&reclaim, &labels, &subtitle)?;
-        parts.push(markdown::reclaim_part(&reclaim, &labels, &subtitle, &figures));
-        for (r, l) in reclaim.iter().zip(&labels) {
-            sources.push((if reclaim.len() > 1 { Some(l.clone()) } else { None }, &r.header));
-        }
+    for benchmark in order {
+        let (part, figures, headers) = match benchmark {
+            "reclaim" => {
+                let rs: Vec<&ReclaimResult> =
+                    results.iter().filter_map(|l| if let Loaded::Reclaim(r) = l { Some(r.as_ref()) } else { None }).collect();
+                let (labels, subtitle) = reclaim_labels(&rs);
+                let figures = svg::reclaim(&rs, &labels, &subtitle)?;
+                let part = markdown::reclaim_part(&rs, &labels, &subtitle, &figures);
+                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect::<Vec<_>>())
+            }
+            "pollute" => {
+                let rs: Vec<&PolluteResult> =
+                    results.iter().filter_map(|l| if let Loaded::Pollute(r) = l { Some(r.as_ref()) } else { None }).collect();
+                let (labels, subtitle) = labels_of(
+                    &rs.iter().map(|r| (common_facets(&r.environment, r.options.fs), &r.header)).collect::<Vec<_>>(),
+                );
+                let figures = svg::pollute(&rs, &labels, &subtitle)?;
+                let part = markdown::pollute_part(&rs, &labels, &subtitle, &figures);
+                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+            }
+            _ => {
+                let rs: Vec<&ChurnResult> =
+                    results.iter().filter_map(|l| if let Loaded::Churn(r) = l { Some(r.as_ref()) } else { None }).collect();
+                let (labels, subtitle) = labels_of(
+                    &rs.iter()
+                        .map(|r| {
+                            let mut f = common_facets(&r.environment, r.options.fs);
+                            f.insert(0, format!("{} files, {} workers", crate::size::human(r.options.files), r.workers.len()));
+                            (f, &r.header)
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                let figures = svg::churn(&rs, &labels, &subtitle)?;
+                let part = markdown::churn_part(&rs, &labels, &subtitle, &figures);
+                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+            }
+        };
+        let many = headers.len() > 1;
+        sources.extend(headers.into_iter().map(|(l, h)| (if many { Some(l) } else { None }, h)));
+        parts.push(part);
         files.extend(figures.into_iter().map(|f| OutputFile { name: f.file, contents: f.svg }));
     }
     files.insert(0, OutputFile { name: "report.md".into(), contents: markdown::report(&sources, &parts) });
     Ok(files)
+}
+
+/// What tells results of pollute and churn apart.
+fn common_facets(e: &crate::env::Environment, fs: crate::sandbox::FsType) -> Vec<String> {
+    vec![format!("on {fs}"), format!("kernel {}", e.kernel), format!("{} CPUs", e.cpus)]
 }
 
 /// Names for results drawn together: what they share becomes the subtitle,
@@ -122,11 +180,15 @@ pub fn reclaim_labels(results: &[&ReclaimResult]) -> (Vec<String>, String) {
             ),
         ]
     };
-    let all: Vec<Vec<String>> = results.iter().map(|r| facets(r)).collect();
-    let Some(first) = all.first() else { return (Vec::new(), String::new()) };
-    let differs: Vec<bool> = (0..first.len()).map(|i| all.iter().any(|f| f[i] != first[i])).collect();
-    // The subtitle keeps the first five facets that all share (the
-    // preemption model and watchdog_thresh only when they differ).
+    labels_of(&results.iter().map(|r| (facets(r), &r.header)).collect::<Vec<_>>())
+}
+
+/// Labels from facets: what all results share becomes the subtitle (the
+/// first five facets at most), what tells them apart each one's label (the
+/// start time when nothing does).
+fn labels_of(results: &[(Vec<String>, &crate::bench::Header)]) -> (Vec<String>, String) {
+    let Some((first, _)) = results.first() else { return (Vec::new(), String::new()) };
+    let differs: Vec<bool> = (0..first.len()).map(|i| results.iter().any(|(f, _)| f[i] != first[i])).collect();
     let subtitle = first
         .iter()
         .zip(&differs)
@@ -137,10 +199,9 @@ pub fn reclaim_labels(results: &[&ReclaimResult]) -> (Vec<String>, String) {
         .join(", ");
     let labels = results
         .iter()
-        .zip(&all)
-        .map(|(r, f)| {
+        .map(|(f, h)| {
             let parts: Vec<&str> = f.iter().zip(&differs).filter(|(_, d)| **d).map(|(f, _)| f.as_str()).collect();
-            if parts.is_empty() { format!("run of {}", r.header.started_at) } else { parts.join(", ") }
+            if parts.is_empty() { format!("run of {}", h.started_at) } else { parts.join(", ") }
         })
         .collect();
     (labels, subtitle)

@@ -4,7 +4,12 @@
 use std::fmt::Write;
 
 use super::svg::Figure;
-use super::{Grid, comparison_grid, environment_line, fit_lines, methods_grid, methods_label, reclaim_grid, threshold_grid};
+use super::{
+    Grid, churn_timeline_grid, comparison_grid, environment_line, fit_lines, methods_grid, methods_label,
+    pollute_counts_grid, pollute_latency_grid, pollute_slowdown_grid, reclaim_grid, threshold_grid,
+};
+use crate::bench::churn::ChurnResult;
+use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 
 pub fn render_grid(g: &Grid) -> String {
@@ -146,4 +151,126 @@ pub fn reclaim_part(results: &[&ReclaimResult], labels: &[String], subtitle: &st
         s += &reclaim_body(r, 4);
     }
     s
+}
+
+/// The plots of a part, then each result under its own heading when there
+/// are several (`body` renders one result with headings at a level).
+fn part<R>(
+    title: String,
+    figures: &[Figure],
+    legend: &str,
+    results: &[&R],
+    labels: &[String],
+    body: &dyn Fn(&R, usize) -> String,
+) -> String {
+    let mut s = format!("## {title}\n\n### Plots\n\n");
+    for f in figures {
+        let _ = writeln!(s, "![{}]({})\n", f.caption, f.file);
+    }
+    let _ = writeln!(s, "{legend}\n");
+    if results.len() == 1 {
+        return s + &body(results[0], 3);
+    }
+    for (r, label) in results.iter().zip(labels) {
+        let _ = writeln!(s, "### {label}\n");
+        s += &body(r, 4);
+    }
+    s
+}
+
+/// Notes and the command, closing every result's section.
+fn closing(h: &str, notes: &[String], command: &str, e: &crate::env::Environment) -> String {
+    let mut s = String::new();
+    if !notes.is_empty() {
+        let _ = writeln!(s, "\n{h} Notes\n");
+        for n in notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
+    let _ = writeln!(s, "\n{h} Reproduce\n\n```\n{command}\n```\n");
+    let _ = writeln!(s, "{}", environment_line(e));
+    s
+}
+
+pub fn pollute_part(results: &[&PolluteResult], labels: &[String], subtitle: &str, figures: &[Figure]) -> String {
+    part(
+        format!("Lookup latency under negative-dentry pollution: {subtitle}"),
+        figures,
+        "Bars are the median latency of each probe (the median of the repetitions' medians); on the slowdown plot, \
+         points are the geometric mean over repetitions of median after / median before, bars their 95% Student-t \
+         interval; filled points are lookups of existing files, hollow ones lookups of negative names.",
+        results,
+        labels,
+        &|r, level| pollute_body(r, level),
+    )
+}
+
+fn pollute_body(r: &PolluteResult, level: usize) -> String {
+    let h = "#".repeat(level);
+    let o = &r.options;
+    let mut s = String::new();
+    let _ = writeln!(s, "{h} Method\n");
+    let _ = writeln!(
+        s,
+        "{} repetition(s), each on a fresh {} in a private mount namespace. Every call of six probes is timed with \
+         CLOCK_MONOTONIC ({} calls per probe and size, the miss probe a quarter of them, in interleaved rounds) on \
+         CPU {}; then negative dentries are added to the polluted directory up to each size and the probes are \
+         timed again. Slowdown: {}.\n",
+        o.reps, o.fs, o.calls, o.cpu, r.interval_method
+    );
+    let _ = writeln!(s, "| Probe | What one call is |\n|---|---|");
+    for (p, d) in &r.probes {
+        let _ = writeln!(s, "| {p} | {} |", d.replace('|', "\\|"));
+    }
+    let _ = writeln!(s, "\n{h} Results\n");
+    s += &render_grid(&pollute_slowdown_grid(r));
+    let _ = writeln!(s, "\n{h} Verdict\n");
+    for l in &r.summary {
+        let _ = writeln!(s, "- {l}");
+    }
+    let _ = writeln!(s, "\n{h} dentry-state\n");
+    s += &render_grid(&pollute_counts_grid(r));
+    let _ = writeln!(s, "\n{h} Distributions\n");
+    s += &render_grid(&pollute_latency_grid(r));
+    s + &closing(&h, &r.notes, &r.header.command, &r.environment)
+}
+
+pub fn churn_part(results: &[&ChurnResult], labels: &[String], subtitle: &str, figures: &[Figure]) -> String {
+    part(
+        format!("Parallel unlink: {subtitle}"),
+        figures,
+        "The rate is unlinks per sampling interval; the dashed line is the median over the steady part (the middle \
+         80% of the timeline). nr_dentry and nr_negative are machine-wide (dentry-state).",
+        results,
+        labels,
+        &|r, level| churn_body(r, level),
+    )
+}
+
+fn churn_body(r: &ChurnResult, level: usize) -> String {
+    let h = "#".repeat(level);
+    let o = &r.options;
+    let mut s = String::new();
+    let _ = writeln!(s, "{h} Method\n");
+    let _ = writeln!(
+        s,
+        "{} empty files in {} directories on a fresh {} in a private mount namespace, built with {} threads in \
+         {:.1} s; {}; then removed by {} worker threads (each its share of the directories, unlinkat by name) while \
+         the unlink counter, dentry-state and meminfo were sampled every {}.\n",
+        crate::size::grouped(o.files),
+        o.dirs,
+        o.fs,
+        r.build.threads,
+        r.build.seconds,
+        if o.warm { "removed with the cache warm (--warm)".to_string() } else { "unmounted and mounted again so the removal started with a cold cache".to_string() },
+        r.workers.len(),
+        super::secs(o.interval_seconds)
+    );
+    let _ = writeln!(s, "{h} Summary\n");
+    for l in &r.summary {
+        let _ = writeln!(s, "- {l}");
+    }
+    let _ = writeln!(s, "\n{h} Timeline\n");
+    s += &render_grid(&churn_timeline_grid(r, 20));
+    s + &closing(&h, &r.notes, &r.header.command, &r.environment)
 }

@@ -8,6 +8,8 @@ pub mod svg;
 pub mod table;
 
 use crate::analysis::stats::Spread;
+use crate::bench::churn::ChurnResult;
+use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::OpSeries;
 use crate::size::{grouped, human};
@@ -333,6 +335,104 @@ pub fn scale_grid(s: &OpSeries) -> Grid {
                 format!("{:.2}", st.cpus_busy),
                 opt(st.latency_p50_ns, nanos),
                 opt(st.latency_p99_ns, nanos),
+            ]
+        })
+        .collect();
+    Grid { header, rows }
+}
+
+/// Pollute: one row per probe, one column per size: the p50 and, after
+/// pollution, the slowdown with its interval.
+pub fn pollute_slowdown_grid(r: &PolluteResult) -> Grid {
+    let mut header = vec!["Probe".to_string()];
+    header.extend(r.levels.iter().map(|l| {
+        if l.negatives == 0 { "unpolluted p50".to_string() } else { format!("{} negative: p50, slowdown", human(l.negatives)) }
+    }));
+    let rows = crate::workload::hot::Probe::ALL
+        .iter()
+        .map(|&probe| {
+            let mut row = vec![probe.name().to_string()];
+            for l in &r.levels {
+                let cell = l.probes.iter().find(|p| p.probe == probe).map(|p| match &p.slowdown {
+                    Some(s) => format!("{} {}", nanos(p.p50_ns), crate::bench::pollute::ratio_text(s)),
+                    None => nanos(p.p50_ns),
+                });
+                row.push(cell.unwrap_or_else(|| "–".into()));
+            }
+            row
+        })
+        .collect();
+    Grid { header, rows }
+}
+
+/// Pollute: every size and probe with its whole distribution.
+pub fn pollute_latency_grid(r: &PolluteResult) -> Grid {
+    let header = ["Negatives", "Probe", "Calls", "p50", "p99", "max", "mean", "Medians of reps"].map(String::from).to_vec();
+    let rows = r
+        .levels
+        .iter()
+        .flat_map(|l| {
+            l.probes.iter().map(move |p| {
+                vec![
+                    human(l.negatives),
+                    p.probe.name().to_string(),
+                    grouped(p.calls),
+                    nanos(p.p50_ns),
+                    nanos(p.p99_ns),
+                    nanos(p.max_ns as f64),
+                    nanos(p.mean_ns),
+                    spread_ns(&p.median_ns),
+                ]
+            })
+        })
+        .collect();
+    Grid { header, rows }
+}
+
+/// Pollute: dentry-state at each size (medians over repetitions).
+pub fn pollute_counts_grid(r: &PolluteResult) -> Grid {
+    let header = ["Negatives", "Made (with misses)", "nr_dentry", "nr_negative", "nr_negative added", "Pollution rate"]
+        .map(String::from)
+        .to_vec();
+    let rows = r
+        .levels
+        .iter()
+        .map(|l| {
+            vec![
+                human(l.negatives),
+                grouped(l.negatives_made),
+                grouped(l.nr_dentry.median as u64),
+                grouped(l.nr_negative.median as u64),
+                format!("{:+}", l.nr_negative_added.median as i64),
+                l.pollute_rate_per_second.map(|r| format!("{}/s", per_second(r))).unwrap_or_else(|| "–".into()),
+            ]
+        })
+        .collect();
+    Grid { header, rows }
+}
+
+/// Churn: the timeline in at most `max_rows` rows (rates averaged over
+/// each row's samples, counters as at its end).
+pub fn churn_timeline_grid(r: &ChurnResult, max_rows: usize) -> Grid {
+    let header = ["t (s)", "unlinks/s", "unlinked", "nr_dentry", "nr_negative", "MemAvailable"].map(String::from).to_vec();
+    let body = r.samples.get(1..).unwrap_or(&[]);
+    let per = body.len().div_ceil(max_rows.max(1)).max(1);
+    let rows = body
+        .chunks(per)
+        .map(|c| {
+            let last = c[c.len() - 1];
+            let first_t = r.samples[0].seconds.max(0.0);
+            let prev = r.samples.iter().rev().find(|s| s.seconds < c[0].seconds);
+            let t0 = prev.map_or(first_t, |p| p.seconds);
+            let u0 = prev.map_or(0, |p| p.unlinks_total);
+            let rate = if last.seconds > t0 { (last.unlinks_total - u0) as f64 / (last.seconds - t0) } else { 0.0 };
+            vec![
+                format!("{:.1}", last.seconds),
+                per_second(rate),
+                human(last.unlinks_total),
+                human(last.nr_dentry),
+                human(last.nr_negative),
+                crate::size::bytes(last.mem_available_bytes),
             ]
         })
         .collect();

@@ -23,7 +23,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::analysis::fit::PowerFit;
+use crate::bench::churn::ChurnResult;
+use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
+use crate::workload::hot::Probe;
 use crate::size::human;
 
 pub const WIDTH: u32 = 880;
@@ -72,10 +75,8 @@ pub enum Unit {
     /// `400 ns`, `2000 ns`.
     Nanoseconds,
     /// Per second: `250k/s`.
-    #[allow(dead_code)] // for the pollute, churn and scale reports
     Rate,
     /// A bare number.
-    #[allow(dead_code)] // for the pollute, churn and scale reports
     Plain,
 }
 
@@ -219,7 +220,6 @@ fn titled<'a>(area: &Area<'a>, title: &str, subtitle: &str) -> Result<Area<'a>> 
 }
 
 /// One panel of a [`timeline`]: a unit of its own over the shared time axis.
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 #[derive(Debug, Clone)]
 pub struct Panel {
     pub y: Axis,
@@ -227,7 +227,6 @@ pub struct Panel {
 }
 
 /// Values over time: one panel per unit, stacked, sharing the time axis.
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 #[derive(Debug, Clone)]
 pub struct TimelinePlot {
     pub title: String,
@@ -238,7 +237,6 @@ pub struct TimelinePlot {
 
 /// Renders a [`TimelinePlot`]: series are drawn as lines through their
 /// points (give them [`Marker::None`] and no lines for a plain trace).
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 pub fn timeline(plot: &TimelinePlot) -> Result<String> {
     let xs = plot.panels.iter().flat_map(|p| &p.series).flat_map(|s| &s.points).map(|p| p.0);
     let range = data_range(xs.filter_map(|x| tr(plot.x.scale, x)));
@@ -313,7 +311,6 @@ pub fn scaling(plot: &ScalingPlot) -> Result<String> {
 
 /// Grouped bars: for each category, one bar per group (for example
 /// "before" and "after", or one per result file).
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 #[derive(Debug, Clone)]
 pub struct BarPlot {
     pub title: String,
@@ -323,7 +320,6 @@ pub struct BarPlot {
     pub groups: Vec<BarGroup>,
 }
 
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 #[derive(Debug, Clone)]
 pub struct BarGroup {
     pub label: String,
@@ -332,7 +328,6 @@ pub struct BarGroup {
     pub colour: usize,
 }
 
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 pub fn before_after(plot: &BarPlot) -> Result<String> {
     let ys = plot.groups.iter().flat_map(|g| g.values.iter().flatten()).filter_map(|&v| tr(plot.y.scale, v));
     let (y0, y1) = padded(plot.y.scale, data_range(ys), true);
@@ -360,6 +355,10 @@ pub fn before_after(plot: &BarPlot) -> Result<String> {
         mesh(&mut chart, "", &plot.y.label, false)?;
         let ng = plot.groups.len().max(1) as f64;
         let width = 0.8 / ng;
+        // A bar's width in pixels: value labels wider than their bar are
+        // left out (they would run into the next bar; the tables have them).
+        let (px, _) = chart.plotting_area().get_pixel_range();
+        let bar_px = f64::from(px.end - px.start) / (x1 - x0) * width;
         for (gi, g) in plot.groups.iter().enumerate() {
             let c = colour(g.colour);
             let mut bars = Vec::new();
@@ -368,8 +367,12 @@ pub fn before_after(plot: &BarPlot) -> Result<String> {
                 let Some((v, y)) = v.and_then(|v| Some((v, tr(plot.y.scale, v)?))) else { continue };
                 let left = ci as f64 - 0.4 + gi as f64 * width;
                 bars.push(Rectangle::new([(left + width * 0.08, y0), (left + width * 0.92, y)], c.filled()));
+                let text = format_value(plot.y.unit, v);
+                if f64::from(text_size(&text, 12).0) > bar_px {
+                    continue;
+                }
                 let style = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
-                values.push(Text::new(format_value(plot.y.unit, v), (left + width / 2.0, y), style));
+                values.push(Text::new(text, (left + width / 2.0, y), style));
             }
             chart.draw_series(bars).map_err(draw_err)?;
             chart.draw_series(values).map_err(draw_err)?;
@@ -703,7 +706,6 @@ fn tr(scale: Scale, v: f64) -> Option<f64> {
     }
 }
 
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 fn inv(scale: Scale, t: f64) -> f64 {
     match scale {
         Scale::Linear => t,
@@ -1120,6 +1122,175 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
             svg: xy(&gap)?,
         },
     ])
+}
+
+// ---------------------------------------------------------------------------
+// pollute
+
+/// The pollute figures: per result, the p50 latency of every probe at every
+/// pollution size (grouped bars); for all results together, the slowdown of
+/// each probe against the pollution size, with its 95 % interval, the
+/// no-change line and seed 001's figure.
+pub fn pollute(results: &[&PolluteResult], labels: &[String], subtitle: &str) -> Result<Vec<Figure>> {
+    let many = results.len() > 1;
+    let mut figures = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        let groups = r
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(k, l)| BarGroup {
+                label: if l.negatives == 0 {
+                    "unpolluted".into()
+                } else {
+                    format!("{} negative dentries", human(l.negatives))
+                },
+                values: Probe::ALL
+                    .iter()
+                    .map(|&p| l.probes.iter().find(|s| s.probe == p).map(|s| s.p50_ns).filter(|v| v.is_finite()))
+                    .collect(),
+                colour: k,
+            })
+            .collect();
+        let plot = BarPlot {
+            title: "Lookup latency (p50) before and after negative-dentry pollution".into(),
+            subtitle: if many { format!("{subtitle}; {}", labels[i]) } else { subtitle.to_string() },
+            y: Axis::new("latency per call (p50 of the repetitions' medians)", Scale::Linear, Unit::Nanoseconds),
+            categories: Probe::ALL.iter().map(|p| p.name().to_string()).collect(),
+            groups,
+        };
+        figures.push(Figure {
+            file: if many { format!("pollute-latency-{}.svg", i + 1) } else { "pollute-latency.svg".into() },
+            caption: format!(
+                "Median latency of each probe, unpolluted and after each pollution size{}",
+                if many { format!(" ({})", labels[i]) } else { String::new() }
+            ),
+            svg: before_after(&plot)?,
+        });
+    }
+    let mut plot = XyPlot::new(
+        "Slowdown against the unpolluted measurement",
+        Axis::new("negative dentries added (log scale)", Scale::Log, Unit::Count),
+        Axis::new("median after / median before (95% interval)", Scale::Linear, Unit::Plain),
+    );
+    plot.subtitle = subtitle.to_string();
+    for (i, r) in results.iter().enumerate() {
+        for (k, &probe) in Probe::ALL.iter().enumerate() {
+            // Each probe a little to the side (±7 % on the log axis), so
+            // the intervals of probes at one size do not hide each other.
+            let n = (results.len() * Probe::ALL.len()) as f64;
+            let j = (i * Probe::ALL.len() + k) as f64;
+            let dodge = 1.0 + 0.14 * (j - (n - 1.0) / 2.0) / n;
+            let pts: Vec<(f64, f64, f64, f64)> = r
+                .levels
+                .iter()
+                .filter(|l| l.negatives > 0)
+                .filter_map(|l| {
+                    let s = l.probes.iter().find(|s| s.probe == probe)?.slowdown?;
+                    Some((l.negatives as f64 * dodge, s.estimate, s.ci_low, s.ci_high))
+                })
+                .collect();
+            let mut lines = vec![Line { label: None, points: pts.iter().map(|p| (p.0, p.1)).collect(), dashed: false }];
+            lines.extend(pts.iter().filter(|p| p.2.is_finite() && p.3.is_finite()).map(|p| Line {
+                label: None,
+                points: vec![(p.0, p.2), (p.0, p.3)],
+                dashed: false,
+            }));
+            plot.series.push(Series {
+                label: if many { format!("{}: {}", labels[i], probe) } else { probe.to_string() },
+                points: pts.iter().map(|p| (p.0, p.1)).collect(),
+                marker: if probe.is_hot() { Marker::Filled } else { Marker::Hollow },
+                lines,
+                colour: i * Probe::ALL.len() + k,
+            });
+        }
+    }
+    plot.guides.push(Guide { label: "no change (1×)".into(), shape: Shape::Horizontal(1.0), kind: GuideKind::Reference });
+    plot.guides.push(Guide {
+        label: format!(
+            "seed 001: {:.1}× kernel time after {} (shell loop)",
+            crate::bench::pollute::SEED_001_SLOWDOWN,
+            human(crate::bench::pollute::SEED_001_NEGATIVES)
+        ),
+        shape: Shape::Curve(vec![
+            (crate::bench::pollute::SEED_001_NEGATIVES as f64 * 0.8, crate::bench::pollute::SEED_001_SLOWDOWN),
+            (crate::bench::pollute::SEED_001_NEGATIVES as f64 * 1.25, crate::bench::pollute::SEED_001_SLOWDOWN),
+        ]),
+        kind: GuideKind::Threshold,
+    });
+    plot.marks.push(Mark {
+        x: crate::bench::pollute::SEED_001_NEGATIVES as f64,
+        y: crate::bench::pollute::SEED_001_SLOWDOWN,
+        text: "seed 001".into(),
+        colour: 5,
+    });
+    figures.push(Figure {
+        file: "pollute-slowdown.svg".into(),
+        caption: "Slowdown of each probe against the number of negative dentries added, with 95% intervals over \
+                  the repetitions, the no-change line and seed 001's figure"
+            .into(),
+        svg: xy(&plot)?,
+    });
+    Ok(figures)
+}
+
+// ---------------------------------------------------------------------------
+// churn
+
+/// The churn figure: unlinks per second and the dentry counters over the
+/// removal, one panel each, every result on the same time axis.
+pub fn churn(results: &[&ChurnResult], labels: &[String], subtitle: &str) -> Result<Vec<Figure>> {
+    let many = results.len() > 1;
+    let name = |i: usize, what: &str| if many { format!("{}: {what}", labels[i]) } else { what.to_string() };
+    let mut rate = Vec::new();
+    let mut dentries = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        let body = r.samples.get(1..).unwrap_or(&[]);
+        let mut s = Series {
+            label: name(i, "unlinks per second"),
+            points: body.iter().map(|s| (s.seconds, s.unlinks_per_second)).collect(),
+            marker: Marker::None,
+            lines: Vec::new(),
+            colour: i * 3,
+        };
+        if let Some(st) = &r.steady {
+            s.lines.push(Line { label: None, points: s.points.clone(), dashed: false });
+            s.lines.push(Line {
+                label: Some(name(i, &format!("steady-part median {}", format_value(Unit::Rate, st.unlinks_per_second_median)))),
+                points: vec![(st.from_seconds, st.unlinks_per_second_median), (st.to_seconds, st.unlinks_per_second_median)],
+                dashed: true,
+            });
+        }
+        rate.push(s);
+        dentries.push(Series {
+            label: name(i, "nr_dentry (machine-wide)"),
+            points: r.samples.iter().map(|s| (s.seconds, s.nr_dentry as f64)).collect(),
+            marker: Marker::None,
+            lines: Vec::new(),
+            colour: i * 3 + 1,
+        });
+        dentries.push(Series {
+            label: name(i, "nr_negative"),
+            points: r.samples.iter().map(|s| (s.seconds, s.nr_negative as f64)).collect(),
+            marker: Marker::None,
+            lines: Vec::new(),
+            colour: i * 3 + 2,
+        });
+    }
+    let plot = TimelinePlot {
+        title: "Parallel unlink: throughput and dentry counts".into(),
+        subtitle: subtitle.to_string(),
+        x: Axis::new("time since the removal started", Scale::Linear, Unit::Seconds),
+        panels: vec![
+            Panel { y: Axis::new("unlinks per second", Scale::Linear, Unit::Rate), series: rate },
+            Panel { y: Axis::new("dentries", Scale::Linear, Unit::Count), series: dentries },
+        ],
+    };
+    Ok(vec![Figure {
+        file: "churn-timeline.svg".into(),
+        caption: "Unlinks per second and the dentry counters (dentry-state) over the removal".into(),
+        svg: timeline(&plot)?,
+    }])
 }
 
 #[cfg(test)]

@@ -2,7 +2,12 @@
 
 use std::fmt::Write;
 
-use super::{Grid, environment_line, fit_lines, methods_grid, methods_label, reclaim_grid, scale_grid, threshold_grid};
+use super::{
+    Grid, churn_timeline_grid, environment_line, fit_lines, methods_grid, methods_label, pollute_counts_grid,
+    pollute_latency_grid, pollute_slowdown_grid, reclaim_grid, scale_grid, threshold_grid,
+};
+use crate::bench::churn::ChurnResult;
+use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::{Mode, ScaleResult};
 
@@ -239,6 +244,57 @@ pub fn scale(r: &ScaleResult) -> String {
         }
     } else {
         let _ = writeln!(s, "\nAttribution: not attempted (add --profile to name kernel functions and locks with perf)");
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+pub fn pollute(r: &PolluteResult) -> String {
+    let o = &r.options;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\ndentrylab pollute: negative dentries in polluted/ on {}, {} repetition(s), {} timed calls per probe and size",
+        o.fs, o.reps, o.calls
+    );
+    let _ = writeln!(s, "{}\n", environment_line(&r.environment));
+    let _ = writeln!(s, "Latency p50 and slowdown against unpolluted ({})", r.interval_method);
+    s += &render_grid(&pollute_slowdown_grid(r));
+    let _ = writeln!(s, "\nDistribution (all calls of all repetitions)");
+    s += &render_grid(&pollute_latency_grid(r));
+    let _ = writeln!(s, "\ndentry-state (median over repetitions, read before each size's probes)");
+    s += &render_grid(&pollute_counts_grid(r));
+    let _ = writeln!(s, "\nVerdict");
+    for l in &r.summary {
+        let _ = writeln!(s, "  {l}");
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+pub fn churn(r: &ChurnResult) -> String {
+    let o = &r.options;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\ndentrylab churn: {} files in {} directories on {}, removed by {} workers ({}), sampled every {}",
+        crate::size::human(o.files),
+        o.dirs,
+        o.fs,
+        r.workers.len(),
+        if o.warm { "warm cache" } else { "cold cache: remounted first" },
+        super::secs(o.interval_seconds)
+    );
+    let _ = writeln!(s, "{}\n", environment_line(&r.environment));
+    let _ = writeln!(s, "Timeline of the removal");
+    s += &render_grid(&churn_timeline_grid(r, 20));
+    let _ = writeln!(s, "\nSummary");
+    for l in &r.summary {
+        let _ = writeln!(s, "  {l}");
     }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");

@@ -73,6 +73,17 @@ fn package(fs: FsType) -> &'static str {
 
 /// Makes and mounts a disk filesystem of `fs` on `target`.
 pub fn mount(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Result<()> {
+    let dev = make(scratch, target, fs, need)?;
+    mount_device(&dev, target, fs)?;
+    // The mount holds the device now; closing ours arms the autoclear.
+    drop(dev);
+    Ok(())
+}
+
+/// Makes a disk filesystem of `fs` on a fresh loop device (named after
+/// `target`) and returns the device, held open: it detaches itself once it
+/// is closed and no mount holds it.
+pub fn make(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Result<loopdev::LoopDevice> {
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "fs".into());
     let backing_path = scratch.join(format!("{name}.img"));
     let backing = File::options()
@@ -109,6 +120,12 @@ pub fn mount(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Resu
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
+    Ok(dev)
+}
+
+/// Mounts the filesystem on `dev` on `target`.
+pub fn mount_device(dev: &loopdev::LoopDevice, target: &Path, fs: FsType) -> Result<()> {
+    let dev_path = dev.path();
     // ext4: do not zero the inode tables in the background (it would
     // write them all into the backing file's memory).
     let data = match fs {
@@ -116,10 +133,7 @@ pub fn mount(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Resu
         _ => None,
     };
     mount2(Some(&dev_path), target, Some(fs.to_string().as_str()), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, data)
-        .with_context(|| format!("cannot mount {fs} from {} on {}", dev_path.display(), target.display()))?;
-    // The mount holds the device now; closing ours arms the autoclear.
-    drop(dev);
-    Ok(())
+        .with_context(|| format!("cannot mount {fs} from {} on {}", dev_path.display(), target.display()))
 }
 
 #[cfg(test)]

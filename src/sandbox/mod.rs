@@ -191,7 +191,21 @@ impl Sandbox {
             }
             FsType::Ext4 | FsType::Xfs => disk::mount(&self.scratch, &path, fs, need)?,
         }
-        Ok(Mount { path, mounted: true })
+        Ok(Mount { path, fs, mounted: true, device: None })
+    }
+
+    /// Like [`Sandbox::mount`] for a disk filesystem, keeping its loop
+    /// device open so that [`Mount::remount`] can mount it again (with a
+    /// cold dentry and inode cache). The device still detaches itself when
+    /// the mount is dropped or dentrylab dies.
+    pub fn mount_remountable(&mut self, fs: FsType, need: &Capacity) -> Result<Mount> {
+        if !fs.is_disk() {
+            bail!("internal error: only a disk filesystem can be mounted again ({fs} keeps its files in memory)");
+        }
+        let path = self.mount_point()?;
+        let dev = disk::make(&self.scratch, &path, fs, need)?;
+        disk::mount_device(&dev, &path, fs)?;
+        Ok(Mount { path, fs, mounted: true, device: Some(dev) })
     }
 }
 
@@ -202,7 +216,10 @@ const UMOUNT_BUSY_RETRY: Duration = Duration::from_secs(5);
 /// One mounted filesystem inside the sandbox. Dropping it detaches it.
 pub struct Mount {
     path: PathBuf,
+    fs: FsType,
     mounted: bool,
+    /// Held open by [`Sandbox::mount_remountable`]; dropped after the mount.
+    device: Option<sys::loopdev::LoopDevice>,
 }
 
 impl Mount {
@@ -232,8 +249,25 @@ impl Mount {
             }
         };
         self.mounted = false;
-        let _ = std::fs::remove_dir(&self.path);
+        if self.device.is_none() {
+            let _ = std::fs::remove_dir(&self.path);
+        }
         Ok(took)
+    }
+
+    /// Unmounts and mounts the same filesystem again: every dentry and
+    /// inode of it leaves the caches, as after a reboot, while its files
+    /// stay. Returns how long the umount and the mount took.
+    pub fn remount(&mut self) -> Result<(Duration, Duration)> {
+        if self.device.is_none() {
+            bail!("internal error: remount needs a mount made by mount_remountable");
+        }
+        let down = self.umount()?;
+        let t = Instant::now();
+        let dev = self.device.as_ref().expect("checked above");
+        disk::mount_device(dev, &self.path, self.fs)?;
+        self.mounted = true;
+        Ok((down, t.elapsed()))
     }
 }
 
@@ -241,8 +275,9 @@ impl Drop for Mount {
     fn drop(&mut self) {
         if self.mounted {
             let _ = umount2(&self.path, MntFlags::MNT_DETACH);
-            let _ = std::fs::remove_dir(&self.path);
         }
+        let _ = std::fs::remove_dir(&self.path);
+        // A held loop device is closed after this (a field): it detaches.
     }
 }
 

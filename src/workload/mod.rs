@@ -5,8 +5,10 @@
 pub mod contend;
 pub mod file;
 pub mod hardlink;
+pub mod hot;
 pub mod lookup;
 pub mod negative;
+pub mod unlink;
 pub mod unlinked;
 
 use std::fs::File;
@@ -173,6 +175,39 @@ pub struct Progress {
     pub abort: AtomicBool,
 }
 
+/// One worker's share of a directory: (directory index, first name, count).
+pub type WorkItem = (u32, u64, u64);
+
+/// Spreads `count` entries named 0, 1, 2, … evenly over `ndirs` directories
+/// and at most `threads` workers: whole directories round-robin when there
+/// are at least as many directories as workers, else each directory split
+/// into index ranges. Workers without work are left out.
+pub fn plan(count: u64, ndirs: u32, threads: usize) -> Vec<Vec<WorkItem>> {
+    let threads = threads.max(1);
+    let ndirs = ndirs.max(1);
+    let quota = |d: u32| count / ndirs as u64 + u64::from((d as u64) < count % ndirs as u64);
+    let mut items: Vec<Vec<WorkItem>> = vec![Vec::new(); threads];
+    if ndirs as usize >= threads {
+        for d in 0..ndirs {
+            items[d as usize % threads].push((d, 0, quota(d)));
+        }
+    } else {
+        let mut t = 0;
+        for d in 0..ndirs {
+            let q = quota(d);
+            let share = threads / ndirs as usize + usize::from((d as usize) < threads % ndirs as usize);
+            let mut start = 0;
+            for s in 0..share {
+                let n = q / share as u64 + u64::from((s as u64) < q % share as u64);
+                items[t].push((d, start, n));
+                start += n;
+                t += 1;
+            }
+        }
+    }
+    items.into_iter().filter(|v| !v.is_empty()).collect()
+}
+
 /// How many entries a worker makes between progress updates.
 const BATCH: u64 = 4096;
 
@@ -192,30 +227,7 @@ pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Resul
     if spec.kind == Kind::Hardlink {
         hardlink::prepare(root, threads)?;
     }
-    // Per-directory quotas, as even as possible.
-    let quota = |d: u32| spec.count / ndirs as u64 + u64::from((d as u64) < spec.count % ndirs as u64);
-    // Work items: (directory, first index, count). With fewer directories
-    // than threads, a directory is split into index ranges.
-    let mut items: Vec<Vec<(u32, u64, u64)>> = vec![Vec::new(); threads];
-    if ndirs as usize >= threads {
-        for d in 0..ndirs {
-            items[d as usize % threads].push((d, 0, quota(d)));
-        }
-    } else {
-        let mut t = 0;
-        for d in 0..ndirs {
-            let q = quota(d);
-            let share = threads / ndirs as usize + usize::from((d as usize) < threads % ndirs as usize);
-            let mut start = 0;
-            for s in 0..share {
-                let n = q / share as u64 + u64::from((s as u64) < q % share as u64);
-                items[t].push((d, start, n));
-                start += n;
-                t += 1;
-            }
-        }
-    }
-    let items: Vec<_> = items.into_iter().filter(|v| !v.is_empty()).collect();
+    let items = plan(spec.count, ndirs, threads);
     let used_threads = items.len();
     let t0 = Instant::now();
     let results: Vec<Result<u64>> = std::thread::scope(|s| {
@@ -361,6 +373,20 @@ mod tests {
         assert!("dirs=x".parse::<Layout>().is_err());
         assert!("tree".parse::<Layout>().unwrap_err().contains("flat"));
         assert_eq!(Layout::Dirs(3).to_string(), "dirs=3");
+    }
+
+    #[test]
+    fn plans_cover_every_name_once() {
+        for (count, dirs, threads) in [(10, 3, 2), (10, 1, 4), (7, 2, 5), (1000, 16, 3), (5, 8, 1)] {
+            let p = plan(count, dirs, threads);
+            assert!(p.len() <= threads && !p.is_empty());
+            let mut seen: Vec<(u32, u64)> =
+                p.iter().flatten().flat_map(|&(d, first, n)| (first..first + n).map(move |i| (d, i))).collect();
+            seen.sort_unstable();
+            let total = seen.len();
+            seen.dedup();
+            assert_eq!((total, seen.len()), (count as usize, count as usize), "{count} {dirs} {threads}");
+        }
     }
 
     #[test]

@@ -17,3 +17,13 @@ pub fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
         Err(e) => bail!("stat {name:?}: {e}"),
     }
 }
+
+/// Failed lookups of the decimal names `first..first + n` in `dir`: `n`
+/// negative dentries on a disk filesystem.
+pub fn make_range(dir: BorrowedFd<'_>, first: u64, n: u64) -> Result<()> {
+    let mut name = super::NameBuf::default();
+    for i in first..first + n {
+        make(dir, name.set(i))?;
+    }
+    Ok(())
+}

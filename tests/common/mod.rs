@@ -66,3 +66,53 @@ pub fn live_mount_namespaces() -> Vec<String> {
     }
     v
 }
+
+/// Loop devices as (name, backing device, backing inode).
+pub fn loop_devices() -> std::collections::BTreeSet<(String, String, String)> {
+    let out = std::process::Command::new("losetup")
+        .args(["-l", "-n", "-O", "NAME,BACK-MAJ:MIN,BACK-INO"])
+        .output()
+        .expect("losetup");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.to_string(), it.next()?.to_string(), it.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// Loop devices mounted in the mount namespaces of `pids`.
+pub fn loops_mounted_by(pids: &[u32]) -> std::collections::BTreeSet<String> {
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/mountinfo")).ok())
+        .flat_map(|m| {
+            m.lines()
+                .filter_map(|l| l.split(" - ").nth(1)?.split_whitespace().nth(1).map(str::to_string))
+                .filter(|s| s.starts_with("/dev/loop"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+pub fn wait_until(what: &str, limit: std::time::Duration, mut ok: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !ok() {
+        assert!(t.elapsed() < limit, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+
+/// Runs `dentrylab COMMAND ARGS…`, expecting exit 2 and one line on
+/// standard error holding every one of `needles`, and nothing on stdout.
+pub fn usage_error(command: &str, args: &[&str], needles: &[&str]) {
+    let out = bin().arg(command).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{command} {args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{command} {args:?}: one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{command} {args:?}: {err} lacks {n:?}");
+    }
+    assert!(out.stdout.is_empty());
+}
