@@ -183,8 +183,8 @@ fn bad_results_get_one_line_and_exit_2() {
         ("old.json", header("0", "reclaim"), format!("old.json: unknown result schema 0: this dentrylab reads schema {cur}")),
         (
             "scale.json",
-            header(&cur, "scale"),
-            "scale.json: this dentrylab cannot render \"scale\" results yet (it renders: reclaim, pollute, churn)"
+            header(&cur, "create"),
+            "scale.json: this dentrylab cannot render \"create\" results yet (it renders: reclaim, pollute, churn, scale)"
                 .to_string(),
         ),
         // A churn header whose body is not a churn result.

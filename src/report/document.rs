@@ -11,12 +11,13 @@ use crate::bench::SCHEMA;
 use crate::bench::churn::ChurnResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
+use crate::bench::scale::ScaleResult;
 use crate::error::UsageError;
 
 /// Benchmarks whose results `report` can render.
-pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn"];
+pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale"];
 /// Benchmarks dentrylab knows whose results it cannot render yet.
-const NOT_YET: &[&str] = &["scale", "create"];
+const NOT_YET: &[&str] = &["create"];
 
 /// One result file, parsed into its benchmark's result struct.
 #[derive(Debug, Clone)]
@@ -24,6 +25,7 @@ pub enum Loaded {
     Reclaim(Box<ReclaimResult>),
     Pollute(Box<PolluteResult>),
     Churn(Box<ChurnResult>),
+    Scale(Box<ScaleResult>),
 }
 
 impl Loaded {
@@ -32,6 +34,7 @@ impl Loaded {
             Loaded::Reclaim(_) => "reclaim",
             Loaded::Pollute(_) => "pollute",
             Loaded::Churn(_) => "churn",
+            Loaded::Scale(_) => "scale",
         }
     }
 }
@@ -73,6 +76,9 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
         "churn" => serde_json::from_str::<ChurnResult>(text)
             .map(|r| Loaded::Churn(Box::new(r)))
             .map_err(|e| bad(format!("not a valid schema {SCHEMA} churn result: {e}"))),
+        "scale" => serde_json::from_str::<ScaleResult>(text)
+            .map(|r| Loaded::Scale(Box::new(r)))
+            .map_err(|e| bad(format!("not a valid schema {SCHEMA} scale result: {e}"))),
         b if NOT_YET.contains(&b) => {
             Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
         }
@@ -129,6 +135,29 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 );
                 let figures = svg::pollute(&rs, &labels, &subtitle)?;
                 let part = markdown::pollute_part(&rs, &labels, &subtitle, &figures);
+                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+            }
+            "scale" => {
+                let rs: Vec<&ScaleResult> =
+                    results.iter().filter_map(|l| if let Loaded::Scale(r) = l { Some(r.as_ref()) } else { None }).collect();
+                let (labels, subtitle) = labels_of(
+                    &rs.iter()
+                        .map(|r| {
+                            let fs = r.operations.first().map(|o| o.fs).unwrap_or(r.options.fs);
+                            let mut f = common_facets(&r.environment, fs);
+                            f.insert(
+                                0,
+                                match r.options.mode {
+                                    crate::bench::scale::Mode::Threads => "threads".to_string(),
+                                    crate::bench::scale::Mode::Processes => "processes".to_string(),
+                                },
+                            );
+                            (f, &r.header)
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                let figures = svg::scale(&rs, &labels, &subtitle)?;
+                let part = markdown::scale_part(&rs, &labels, &subtitle, &figures);
                 (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
             }
             _ => {
@@ -254,9 +283,27 @@ mod tests {
     #[test]
     fn benchmarks_are_dispatched() {
         let cur = SCHEMA.to_string();
-        assert!(err(&header(&cur, "scale")).contains("cannot render \"scale\" results yet"));
+        assert!(err(&header(&cur, "create")).contains("cannot render \"create\" results yet"));
+        // A scale header with a body that is not a scale result.
+        assert!(err(&header(&cur, "scale")).contains(&format!("not a valid schema {cur} scale result")));
         assert!(err(&header(&cur, "frobnicate")).contains("unknown benchmark \"frobnicate\""));
         // A reclaim header with a body that is not a reclaim result.
         assert!(err(&header(&cur, "reclaim")).contains(&format!("not a valid schema {cur} reclaim result")));
+    }
+
+    /// A real scale result renders its throughput plot and one table per operation.
+    #[test]
+    fn scale_results_render() {
+        let text = include_str!("../../tests/fixtures/results/scale-tmpfs.json");
+        let files = render(&[parse(text, "scale.json").unwrap()]).unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["report.md", "scale-throughput.svg"]);
+        let md = &files[0].contents;
+        for op in ["### stat\n", "### stat-missing", "### open-close", "### create-unlink-shared", "### create-unlink-private"] {
+            assert!(md.contains(op), "{op} missing");
+        }
+        assert!(md.contains("| Threads | ops/s |"));
+        let svg = &files[1].contents;
+        assert!(svg.starts_with("<svg") && svg.contains("perfect scaling"));
     }
 }

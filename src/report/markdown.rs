@@ -11,6 +11,7 @@ use super::{
 use crate::bench::churn::ChurnResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
+use crate::bench::scale::ScaleResult;
 
 pub fn render_grid(g: &Grid) -> String {
     let esc = |c: &String| c.replace('|', "\\|");
@@ -272,5 +273,43 @@ fn churn_body(r: &ChurnResult, level: usize) -> String {
     }
     let _ = writeln!(s, "\n{h} Timeline\n");
     s += &render_grid(&churn_timeline_grid(r, 20));
+    s + &closing(&h, &r.notes, &r.header.command, &r.environment)
+}
+
+pub fn scale_part(results: &[&ScaleResult], labels: &[String], subtitle: &str, figures: &[Figure]) -> String {
+    part(
+        format!("Path-lookup scalability: {subtitle}"),
+        figures,
+        "Efficiency is ops(n) / (n · ops(base)) against the smallest worker count of the sweep: 1 is perfect \
+         scaling. CPUs busy is the workers' CPU time over the step's wall time.",
+        results,
+        labels,
+        &|r, level| scale_body(r, level),
+    )
+}
+
+fn scale_body(r: &ScaleResult, level: usize) -> String {
+    let h = "#".repeat(level);
+    let o = &r.options;
+    let mut s = String::new();
+    let _ = writeln!(s, "{h} Method
+");
+    let _ = writeln!(
+        s,
+        "Workers ({}) repeat one operation for {} s per step on a fresh filesystem in a private mount \
+         namespace; worker counts {:?}; one call in {} timed for the latency percentiles.\n",
+        match o.mode {
+            crate::bench::scale::Mode::Threads => "threads of one process",
+            crate::bench::scale::Mode::Processes => "processes",
+        },
+        o.seconds,
+        o.threads,
+        o.sample_every
+    );
+    for op in &r.operations {
+        let _ = writeln!(s, "{h} {}\n\n{} (on {})\n", op.op.name(), op.description, op.fs);
+        s += &render_grid(&super::scale_grid(op));
+        s.push('\n');
+    }
     s + &closing(&h, &r.notes, &r.header.command, &r.environment)
 }

@@ -26,6 +26,7 @@ use crate::analysis::fit::PowerFit;
 use crate::bench::churn::ChurnResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
+use crate::bench::scale::ScaleResult;
 use crate::workload::hot::Probe;
 use crate::size::human;
 
@@ -279,7 +280,6 @@ pub fn timeline(plot: &TimelinePlot) -> Result<String> {
 
 /// Measured throughput against thread count; each series gets a dashed
 /// "perfect scaling" line from its first point (y₁ · x / x₁).
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 #[derive(Debug, Clone)]
 pub struct ScalingPlot {
     pub title: String,
@@ -289,7 +289,6 @@ pub struct ScalingPlot {
     pub series: Vec<Series>,
 }
 
-#[allow(dead_code)] // for the pollute, churn and scale reports (issue 7)
 pub fn scaling(plot: &ScalingPlot) -> Result<String> {
     let mut p = XyPlot::new(plot.title.clone(), plot.x.clone(), plot.y.clone());
     p.subtitle = plot.subtitle.clone();
@@ -1290,6 +1289,37 @@ pub fn churn(results: &[&ChurnResult], labels: &[String], subtitle: &str) -> Res
         file: "churn-timeline.svg".into(),
         caption: "Unlinks per second and the dentry counters (dentry-state) over the removal".into(),
         svg: timeline(&plot)?,
+    }])
+}
+
+/// `scale`: throughput against worker count for every operation, each
+/// with its perfect-scaling line from the smallest count.
+pub fn scale(results: &[&ScaleResult], labels: &[String], subtitle: &str) -> Result<Vec<Figure>> {
+    let many = results.len() > 1;
+    let mut series = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        for (j, op) in r.operations.iter().enumerate() {
+            let name = if many { format!("{}: {}", labels[i], op.op.name()) } else { op.op.name().to_string() };
+            series.push(Series {
+                label: format!("{name} on {}", op.fs),
+                points: op.steps.iter().map(|s| (s.threads as f64, s.ops_per_second)).collect(),
+                marker: Marker::Filled,
+                lines: Vec::new(),
+                colour: i * r.operations.len() + j,
+            });
+        }
+    }
+    let plot = ScalingPlot {
+        title: "Path-lookup throughput against workers".into(),
+        subtitle: subtitle.to_string(),
+        x: Axis::new("workers", Scale::Linear, Unit::Plain),
+        y: Axis::new("operations per second (all workers)", Scale::Linear, Unit::Rate),
+        series,
+    };
+    Ok(vec![Figure {
+        file: "scale-throughput.svg".into(),
+        caption: "Operations per second against the number of workers; dashed: perfect scaling from the smallest count".into(),
+        svg: scaling(&plot)?,
     }])
 }
 
