@@ -67,6 +67,14 @@ pub enum Command {
         /// The child's spec, as JSON.
         spec: String,
     },
+    /// Internal: puts a sysctl (watchdog_thresh) back when dentrylab ends, however it ends.
+    #[command(name = "__sysctl-guard", hide = true)]
+    SysctlGuard {
+        /// The sysctl file to restore.
+        path: PathBuf,
+        /// The value to write back.
+        value: String,
+    },
     /// Internal: removes dentrylab's memory cgroups when dentrylab ends, however it ends.
     #[command(name = "__cgroup-guard", hide = true)]
     CgroupGuard {

@@ -94,6 +94,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench::reclaim::child::child_main(&spec)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::SysctlGuard { path, value } => {
+            bench::watchdog::guard_main(&path, &value)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::CgroupGuard { parent, pid } => {
             sandbox::cgroup::guard_main(&parent, pid)?;
             Ok(ExitCode::SUCCESS)
@@ -207,8 +211,8 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         )
         .into());
     }
-    // Both guardians are forked processes: start them before any thread
-    // exists, and outside the sandbox.
+    // Both guardians are copies of dentrylab started outside the sandbox
+    // (sys::guardian): they clean up when it ends, however it ends.
     let lowered = a.watchdog_check.then(|| bench::watchdog::lower(a.watchdog_thresh)).transpose()?;
     let guardian = if opts.methods.contains(&bench::reclaim::Method::Memcg) {
         Some(sandbox::cgroup::Guardian::start(proc)?)

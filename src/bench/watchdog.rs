@@ -8,8 +8,6 @@
 //! compares that prediction (and the probe's measured gap) with what the
 //! watchdog said in /dev/kmsg about the reclaiming task.
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
@@ -31,22 +29,34 @@ pub struct Lowered {
     pub lowered: u64,
 }
 
-/// Lowers watchdog_thresh to `to`. Call while single-threaded.
+/// Hidden subcommand of the guardian that puts a sysctl back.
+pub const GUARD_COMMAND: &str = "__sysctl-guard";
+
+/// Lowers watchdog_thresh to `to`. Call outside the sandbox.
 pub fn lower(to: u64) -> Result<Lowered> {
-    let path = PathBuf::from(SYSCTL);
-    let original_text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {SYSCTL}"))?;
+    let original_text = std::fs::read_to_string(SYSCTL).with_context(|| format!("cannot read {SYSCTL}"))?;
     let original: u64 = original_text.trim().parse().with_context(|| format!("{SYSCTL}: not a number"))?;
-    let guardian = Guardian::start(path.clone(), format!("{original}\n"))?;
-    std::fs::write(&path, format!("{to}\n")).with_context(|| {
+    let guardian = Guardian::spawn([GUARD_COMMAND, SYSCTL, &original.to_string()], "watchdog_thresh")?;
+    std::fs::write(SYSCTL, format!("{to}\n")).with_context(|| {
         format!("cannot set {SYSCTL} to {to} (lowering the watchdog threshold needs root in the initial namespace)")
     })?;
     Ok(Lowered { guardian, original, lowered: to })
 }
 
 impl Lowered {
+    /// Puts the original value back now, then lets the guardian go.
     pub fn restore(self) -> Result<()> {
-        self.guardian.finish()
+        let r = std::fs::write(SYSCTL, format!("{}\n", self.original))
+            .with_context(|| format!("cannot restore {SYSCTL} to {}", self.original));
+        self.guardian.finish();
+        r
     }
+}
+
+/// In the guardian: once dentrylab has ended, write `value` to `path`.
+pub fn guard_main(path: &std::path::Path, value: &str) -> Result<()> {
+    crate::sys::guardian::wait_for_parent_end()?;
+    std::fs::write(path, format!("{value}\n")).with_context(|| format!("guardian: cannot restore {}", path.display()))
 }
 
 /// The watchdog's clock ticks in units of 2^30 ns (`running_clock() >> 30`

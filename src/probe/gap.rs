@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use nix::sys::time::TimeSpec;
-use nix::time::{ClockId, ClockNanosleepFlags, clock_gettime, clock_nanosleep};
+use nix::time::{ClockId, ClockNanosleepFlags, clock_nanosleep};
 
 use crate::analysis::stats::GapStats;
 use crate::sys;
@@ -24,11 +24,6 @@ pub struct GapProbe {
     ready: std::sync::mpsc::Receiver<Result<(), String>>,
     pub cpu: usize,
     interval: Duration,
-}
-
-fn now_ns() -> u64 {
-    let t = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
-    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }
 
 impl GapProbe {
@@ -45,10 +40,10 @@ impl GapProbe {
             let _ = tx.send(Ok(()));
             let mut gaps = Vec::with_capacity(1 << 16);
             let ts = TimeSpec::from_duration(interval);
-            let mut prev = now_ns();
+            let mut prev = sys::monotonic_ns();
             while !stop2.load(Ordering::Relaxed) {
                 let _ = clock_nanosleep(ClockId::CLOCK_MONOTONIC, ClockNanosleepFlags::empty(), &ts);
-                let now = now_ns();
+                let now = sys::monotonic_ns();
                 gaps.push(now - prev);
                 prev = now;
             }

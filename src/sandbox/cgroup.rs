@@ -15,9 +15,8 @@
 //! Cgroups left by a dentrylab whose process is gone (a guardian killed
 //! too) are removed the next time one is made.
 
-use std::io::Read;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -91,7 +90,8 @@ pub fn remove_stale(parent: &Path) {
 pub struct Guardian {
     parent: PathBuf,
     version: u8,
-    child: Option<Child>,
+    /// Removes the cgroups when dropped (or when dentrylab dies).
+    _guard: sys::guardian::Guardian,
 }
 
 impl Guardian {
@@ -102,19 +102,12 @@ impl Guardian {
         let mc = locate(proc)?;
         let parent = parent_dir(&mc)?;
         remove_stale(&parent);
-        // Through /proc: inside the sandbox the executable's own path may be
-        // hidden (a binary under /tmp is under the scratch tmpfs).
-        let mut cmd = Command::new(sys::SELF_EXE);
-        cmd.arg(GUARD_COMMAND)
-            .arg(&parent)
-            .arg(std::process::id().to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        // Its own process group: a Ctrl-C on the terminal does not reach it.
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let child = cmd.spawn().context("cannot start the cgroup guardian")?;
-        Ok(Guardian { parent, version: mc.version, child: Some(child) })
+        let pid = std::process::id().to_string();
+        let guard = sys::guardian::Guardian::spawn(
+            [OsStr::new(GUARD_COMMAND), parent.as_os_str(), OsStr::new(&pid)],
+            "cgroup",
+        )?;
+        Ok(Guardian { parent, version: mc.version, _guard: guard })
     }
 
     /// Makes the memory cgroup `dentrylab-<pid>-<n>`.
@@ -126,15 +119,6 @@ impl Guardian {
             let _ = std::fs::write(dir.join("memory.swappiness"), "0");
         }
         Ok(MemCgroup { dir, version: self.version })
-    }
-}
-
-impl Drop for Guardian {
-    fn drop(&mut self) {
-        if let Some(mut g) = self.child.take() {
-            drop(g.stdin.take());
-            let _ = g.wait();
-        }
     }
 }
 
@@ -207,10 +191,7 @@ fn remove_dir_patiently(dir: &Path, patience: Duration) -> std::io::Result<()> {
 /// The guardian: wait for end-of-file on standard input, then remove
 /// every cgroup of process `pid` under `parent`.
 pub fn guard_main(parent: &Path, pid: u32) -> Result<()> {
-    sys::ignore_termination_signals()?;
-    let mut sink = [0u8; 64];
-    let mut stdin = std::io::stdin();
-    while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+    sys::guardian::wait_for_parent_end()?;
     let mine = format!("{PREFIX}{pid}-");
     let rd = std::fs::read_dir(parent).with_context(|| format!("guardian: cannot list {}", parent.display()))?;
     for e in rd.flatten() {

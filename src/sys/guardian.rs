@@ -1,86 +1,66 @@
-//! A guardian process that puts a sysctl back however dentrylab ends.
+//! A guardian process that cleans up after dentrylab however it ends.
 //!
-//! [`Guardian::start`] forks a small child in a session of its own (so the
-//! terminal's Ctrl-C does not reach it). The child blocks reading a pipe
-//! whose only write end stays in dentrylab; when dentrylab exits, however
-//! it exits (SIGKILL included), the kernel closes that end, the read
-//! returns, and the child writes the original value back and exits.
+//! [`Guardian::spawn`] re-executes this binary (through `/proc/self/exe`)
+//! with a hidden subcommand, in a process group of its own so that the
+//! terminal's Ctrl-C does not reach it, with a pipe on its standard input
+//! whose only write end stays in dentrylab. The guardian calls
+//! [`wait_for_parent_end`]: when dentrylab exits, however it exits (SIGKILL
+//! included), the kernel closes that end, the read returns end-of-file, and
+//! the guardian does its clean-up (put a sysctl back, remove cgroups).
 
+use std::ffi::OsStr;
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result};
-use nix::unistd::{ForkResult, fork, pipe2};
 
 pub struct Guardian {
-    write_end: Option<OwnedFd>,
-    child: nix::unistd::Pid,
-    path: PathBuf,
-    original: String,
+    child: Option<Child>,
 }
 
 impl Guardian {
-    /// Starts guarding `path` so that it holds `original` when dentrylab is gone.
-    /// Must be called while the process is single-threaded.
-    pub fn start(path: PathBuf, original: String) -> Result<Guardian> {
-        if super::thread_count() > 1 {
-            anyhow::bail!("internal error: the guardian must be started before any thread");
-        }
-        let (read_end, write_end) = pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("pipe2")?;
-        // SAFETY: the process is single-threaded (checked above), so the
-        // child may run ordinary code after fork.
-        match unsafe { fork() }.context("fork the guardian")? {
-            ForkResult::Child => {
-                drop(write_end);
-                let _ = nix::unistd::setsid();
-                for sig in [nix::sys::signal::Signal::SIGINT, nix::sys::signal::Signal::SIGTERM, nix::sys::signal::Signal::SIGHUP] {
-                    // SAFETY: SIG_IGN installs no handler code.
-                    let _ = unsafe { nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigIgn) };
-                }
-                close_other_fds(read_end.as_raw_fd());
-                let mut f = std::fs::File::from(read_end);
-                let mut buf = [0u8; 64];
-                // Returns 0 (EOF) when the last write end closes.
-                while matches!(f.read(&mut buf), Ok(n) if n > 0) {}
-                let _ = std::fs::write(&path, &original);
-                std::process::exit(0);
-            }
-            ForkResult::Parent { child } => {
-                drop(read_end);
-                Ok(Guardian { write_end: Some(write_end), child, path, original })
-            }
-        }
+    /// Starts `dentrylab <args>` as a guardian. Start it outside the
+    /// sandbox: a process inside would keep the sandbox's mounts alive.
+    pub fn spawn<I, S>(args: I, what: &str) -> Result<Guardian>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        // Through /proc: the executable's own path may be hidden later
+        // (a binary under /tmp is under the sandbox's scratch tmpfs).
+        let mut cmd = Command::new(super::SELF_EXE);
+        cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::inherit());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let child = cmd.spawn().with_context(|| format!("cannot start the {what} guardian"))?;
+        Ok(Guardian { child: Some(child) })
     }
 
-    /// Restores the value now and lets the guardian go.
-    pub fn finish(mut self) -> Result<()> {
-        let r = std::fs::write(&self.path, &self.original)
-            .with_context(|| format!("cannot restore {} to {}", self.path.display(), self.original.trim()));
-        self.write_end.take();
-        let _ = nix::sys::wait::waitpid(self.child, None);
-        r
+    /// Lets the guardian go: closes its pipe and waits until it has done
+    /// its clean-up.
+    pub fn finish(mut self) {
+        self.release();
+    }
+
+    fn release(&mut self) {
+        if let Some(mut g) = self.child.take() {
+            drop(g.stdin.take());
+            let _ = g.wait();
+        }
     }
 }
 
 impl Drop for Guardian {
     fn drop(&mut self) {
-        if self.write_end.take().is_some() {
-            let _ = std::fs::write(&self.path, &self.original);
-            let _ = nix::sys::wait::waitpid(self.child, None);
-        }
+        self.release();
     }
 }
 
-/// Closes every descriptor but stdio and `keep`, so the guardian holds no
-/// copy of anything dentrylab opened (outputs, the pipe's write end).
-fn close_other_fds(keep: i32) {
-    if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
-        let fds: Vec<i32> = dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
-        for fd in fds {
-            if fd > 2 && fd != keep {
-                let _ = nix::unistd::close(fd);
-            }
-        }
-    }
+/// In the guardian: ignore the signals that end a session, then block
+/// until dentrylab has ended (end-of-file on standard input).
+pub fn wait_for_parent_end() -> Result<()> {
+    super::ignore_termination_signals()?;
+    let mut sink = [0u8; 64];
+    let mut stdin = std::io::stdin();
+    while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+    Ok(())
 }
