@@ -3,6 +3,7 @@
 //! sysctls through the proc root (never `/proc/slabinfo`, which is costly
 //! on a huge slab) and re-reads the calibration only when its file changed.
 
+mod cgroups;
 pub mod metrics;
 pub mod server;
 
