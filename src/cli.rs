@@ -134,7 +134,7 @@ pub struct NodeExtraArgs {
     #[arg(long, value_name = "DIR", requires = "by_cgroup", default_value = "/sys/kernel/debug")]
     pub debugfs: PathBuf,
     /// Find soft lockups, RCU stalls and hung tasks in the kernel log (/dev/kmsg, needs root) or in FILE (journalctl -k, dmesg, /dev/kmsg records), and whether each was in the dcache.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::status::kernel_log::KMSG)]
     pub kernel_log: Option<PathBuf>,
 }
 

@@ -123,7 +123,7 @@ fn node_options(a: cli::NodeArgs, x: cli::NodeExtraArgs) -> status::Options {
             Some(status::cgroups::Options { root: x.cgroup_root, top: x.top as usize, debugfs: x.debugfs });
     }
     o.kernel_log = x.kernel_log.map(|p| {
-        if p.as_os_str().is_empty() { status::kernel_log::Source::Kmsg } else { status::kernel_log::Source::File(p) }
+        if p == std::path::Path::new(status::kernel_log::KMSG) { status::kernel_log::Source::Kmsg } else { status::kernel_log::Source::File(p) }
     });
     o
 }
