@@ -217,6 +217,12 @@ pub fn collect(opts: &Options, proc: &ProcRoot, nr_dentry: u64, s_reclaimable: u
     if !root.is_dir() {
         bail!("--cgroup-root {}: no such directory", root.display());
     }
+    // /sys/fs/cgroup itself on a v1 host: the memory hierarchy is below it.
+    let root = if !root.join("memory.use_hierarchy").exists() && root.join("memory/memory.use_hierarchy").exists() {
+        root.join("memory")
+    } else {
+        root
+    };
     let version = version_of(&root)?;
     let mut w = Walk { version, own: Vec::new(), unreadable: Vec::new() };
     w.visit(&root, &root);

@@ -47,6 +47,10 @@ impl Window {
         Window { span: span_seconds, samples: VecDeque::new() }
     }
 
+    pub fn span(&self) -> f64 {
+        self.span
+    }
+
     /// Adds a sample and forgets those older than the window.
     pub fn push(&mut self, s: Sample) {
         if self.samples.back().is_some_and(|b| s.t < b.t) {

@@ -120,6 +120,15 @@ impl Collector {
         }
     }
 
+    /// Forgets the growth samples taken so far (the exporter's check at
+    /// start is not a scrape: growth then comes from scrapes alone).
+    pub fn forget_growth(&self) {
+        if let Some(w) = &self.window {
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            *w = growth::Window::new(w.span());
+        }
+    }
+
     pub fn collect(&self) -> Result<StatusResult> {
         let t0 = Instant::now();
         let proc = &self.proc;
