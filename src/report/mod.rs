@@ -423,12 +423,6 @@ pub fn environment_line(e: &crate::env::Environment) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-}
-
 /// The `--watchdog-check` table: prediction, probe and watchdog per reclaim.
 pub fn watchdog_grid(w: &crate::bench::watchdog::WatchdogReport) -> Grid {
     use crate::bench::watchdog::Agreement;
