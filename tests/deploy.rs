@@ -114,7 +114,8 @@ fn metric_names(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn dashboard_and_alerts_use_only_exported_metrics() {
-    let golden = std::fs::read_to_string(metrics::golden_path("6.18-builtin")).unwrap();
+    let golden = std::fs::read_to_string(metrics::golden_path("6.18-builtin")).unwrap()
+        + &std::fs::read_to_string(metrics::golden_path("6.18-extras")).unwrap();
     let exported: BTreeSet<String> = golden
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
@@ -138,6 +139,52 @@ fn dashboard_and_alerts_use_only_exported_metrics() {
     }
     let used = metric_names(&exprs);
     assert!(used.contains("dentrylab_lockup_ratio") && used.contains("dentrylab_dentries"));
+    for m in ["dentrylab_seconds_to_lockup", "dentrylab_dentries_growth_per_second", "dentrylab_kernel_lockups_total"] {
+        assert!(used.contains(m), "{m} is used by the dashboard or the alerts");
+    }
     let unknown: Vec<_> = used.difference(&exported).collect();
     assert!(unknown.is_empty(), "not exported: {unknown:?}");
+}
+
+/// The calibration Job (issue 14): pinned to one node, privileged, runs
+/// once, writes the calibration into the host directory the DaemonSet reads,
+/// with flags `reclaim` accepts, and says its risk.
+#[test]
+fn calibration_job_writes_where_the_daemonset_reads() {
+    let text = deploy("calibration-job.yaml");
+    assert!(text.contains("RISK:") && text.contains("dentries"), "the risk is documented");
+    let docs = YamlLoader::load_from_str(&text).unwrap();
+    assert_eq!(docs.len(), 1);
+    let job = &docs[0];
+    assert_eq!(s(&job["apiVersion"], "apiVersion"), "batch/v1");
+    assert_eq!(s(&job["kind"], "kind"), "Job");
+    assert_eq!(s(&job["metadata"]["namespace"], "namespace"), "dentrylab");
+    assert_eq!(job["spec"]["backoffLimit"].as_i64(), Some(0), "never retried on its own");
+    let pod = &job["spec"]["template"]["spec"];
+    assert!(!s(&pod["nodeName"], "nodeName").is_empty(), "pinned to a node");
+    assert_eq!(s(&pod["restartPolicy"], "restartPolicy"), "Never");
+    let c = &list(&pod["containers"], "containers")[0];
+    assert_eq!(c["securityContext"]["privileged"].as_bool(), Some(true));
+    let args: Vec<&str> = list(&c["args"], "args").iter().map(|a| s(a, "arg")).collect();
+    assert_eq!(args[0], "reclaim");
+    let flag = |f: &str| args.iter().position(|a| *a == f).map(|i| args[i + 1]).unwrap_or_else(|| panic!("no {f}"));
+    let m = list(&c["volumeMounts"], "volumeMounts")
+        .iter()
+        .find(|m| m["mountPath"].as_str() == Some(flag("--state-dir")))
+        .expect("a mount for --state-dir");
+    assert!(m["readOnly"].as_bool() != Some(true), "it writes the calibration");
+    let v = list(&pod["volumes"], "volumes").iter().find(|v| v["name"] == m["name"]).expect("its volume");
+    let host = s(&v["hostPath"]["path"], "hostPath");
+    // The DaemonSet reads the same host directory.
+    let ds = YamlLoader::load_from_str(&deploy("daemonset.yaml")).unwrap();
+    let ds_volumes = list(&ds[1]["spec"]["template"]["spec"]["volumes"], "volumes");
+    assert!(ds_volumes.iter().any(|v| v["hostPath"]["path"].as_str() == Some(host)), "the DaemonSet mounts {host}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dentrylab")).args(["reclaim", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for f in args.iter().filter(|a| a.starts_with("--")) {
+        assert!(help.contains(f), "{f} is not a reclaim flag");
+    }
+    // The sizes it asks for parse.
+    let sizes = flag("--sizes");
+    assert!(sizes == "quick" || sizes == "auto" || sizes.chars().next().unwrap().is_ascii_digit());
 }

@@ -34,10 +34,40 @@ fn golden_metrics_from_fixtures() {
     assert_golden("5.10-calibrated", &e.metrics());
 }
 
+/// `--by-cgroup` and `--kernel-log` on fixtures, and the growth from the
+/// second scrape on (the dentry count grows by 10,000 between the scrapes).
+#[test]
+fn golden_metrics_with_cgroups_kernel_log_and_growth() {
+    let state = empty_state();
+    let proc = metrics::proc_root_with("37475\t15765\t45\t0\t6072\t0\n", "10\n");
+    let cg = metrics::repo().join("tests/fixtures/cgroup/v1-cgroupfs");
+    let log = fixture("6.18").join("kmsg-soft-lockup");
+    let e = start(
+        proc.path(),
+        state.path(),
+        &["--by-cgroup", "--top", "3", "--cgroup-root", cg.to_str().unwrap(), "--kernel-log", log.to_str().unwrap()],
+    );
+    let first = e.metrics();
+    assert!(!first.contains("dentrylab_dentries_growth_per_second"), "no growth from one scrape: {first}");
+    std::fs::write(proc.path().join("sys/fs/dentry-state"), "47475\t15765\t45\t0\t6072\t0\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let m = e.metrics();
+    let growth: f64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("dentrylab_dentries_growth_per_second "))
+        .expect("growth from the second scrape")
+        .parse()
+        .unwrap();
+    assert!(growth > 0.0, "{m}");
+    assert!(m.contains("\ndentrylab_seconds_to_lockup "), "{m}");
+    assert_golden("6.18-extras", &m);
+    assert_promtool_ok(&["check", "metrics"], Some(&m), &metrics::repo());
+}
+
 #[test]
 fn metrics_pass_promtool() {
     let dir = metrics::repo();
-    for g in ["6.18-builtin", "5.10-calibrated"] {
+    for g in ["6.18-builtin", "5.10-calibrated", "6.18-extras"] {
         let text = std::fs::read_to_string(metrics::golden_path(g)).unwrap();
         assert_promtool_ok(&["check", "metrics"], Some(&text), &dir);
     }

@@ -11,15 +11,19 @@ use crate::status::StatusResult;
 /// The media type of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-struct Out(String);
+pub(super) struct Out(String);
 
 impl Out {
-    fn family(&mut self, name: &str, help: &str, samples: &[(&[(&str, &str)], f64)]) {
+    pub(super) fn family(&mut self, name: &str, help: &str, samples: &[(&[(&str, &str)], f64)]) {
+        self.typed(name, "gauge", help, samples);
+    }
+
+    fn typed(&mut self, name: &str, kind: &str, help: &str, samples: &[(&[(&str, &str)], f64)]) {
         if samples.is_empty() {
             return;
         }
         let _ = writeln!(self.0, "# HELP {name} {}", escape_help(help));
-        let _ = writeln!(self.0, "# TYPE {name} gauge");
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
         for (labels, v) in samples {
             self.0.push_str(name);
             if !labels.is_empty() {
@@ -36,7 +40,7 @@ impl Out {
         }
     }
 
-    fn gauge(&mut self, name: &str, help: &str, v: Option<f64>) {
+    pub(super) fn gauge(&mut self, name: &str, help: &str, v: Option<f64>) {
         if let Some(v) = v {
             self.family(name, help, &[(&[], v)]);
         }
@@ -57,7 +61,7 @@ fn number(v: f64) -> String {
 
 /// Predictions to six significant digits: the fits are not more precise,
 /// and the output stays the same across libm implementations.
-fn sig6(v: f64) -> f64 {
+pub(super) fn sig6(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() { v } else { format!("{v:.5e}").parse().unwrap_or(v) }
 }
 
@@ -195,6 +199,40 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
         "0 ok, 1 warn (lockup ratio at least 0.5), 2 danger (at least 1).",
         Some(p.level as u8 as f64),
     );
+    if let Some(g) = &s.growth {
+        o.gauge(
+            "dentrylab_dentries_growth_per_second",
+            "Growth of nr_dentry over the exporter's own samples (least-squares slope over a 10-minute window of scrapes).",
+            Some(sig6(g.rate.dentries_per_second)),
+        );
+        o.gauge(
+            "dentrylab_dentries_negative_growth_per_second",
+            "Growth of nr_negative over the same window.",
+            Some(sig6(g.rate.negative_per_second)),
+        );
+        o.gauge(
+            "dentrylab_growth_window_seconds",
+            "Time between the first and last sample the growth is measured over.",
+            Some(sig6(g.rate.window_seconds)),
+        );
+        o.gauge(
+            "dentrylab_seconds_to_lockup",
+            "Time until nr_dentry reaches the lockup count at the current growth (0 past it; absent when not growing).",
+            g.seconds_to_lockup.map(sig6),
+        );
+    }
+    if let Some(b) = &s.by_cgroup {
+        super::cgroups::encode(&mut o, b);
+    }
+    if let Some(k) = &s.kernel_log {
+        let n = |dc: bool| k.reports.iter().filter(|r| r.dcache == dc).count() as f64;
+        o.typed(
+            "dentrylab_kernel_lockups_total",
+            "counter",
+            "Soft lockups, RCU stalls and hung tasks in the kernel log, by whether the stack was in the dcache (the ring buffer is re-read: it can forget old reports).",
+            &[(&[("dcache", "true")], n(true)), (&[("dcache", "false")], n(false))],
+        );
+    }
     o.gauge(
         "dentrylab_scrape_duration_seconds",
         "Time taken to read the node and compute these figures.",

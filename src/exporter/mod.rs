@@ -3,6 +3,7 @@
 //! sysctls through the proc root (never `/proc/slabinfo`, which is costly
 //! on a huge slab) and re-reads the calibration only when its file changed.
 
+mod cgroups;
 pub mod metrics;
 pub mod server;
 
@@ -35,6 +36,7 @@ pub struct Options {
 pub fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
     let collector = Arc::new(Collector::new(&opts.status));
     let first = collector.collect().context("reading the node before serving")?;
+    collector.forget_growth();
     let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
     let addr = listener.local_addr().context("listening socket address")?;
     announce(addr, &first.calibration.name);

@@ -7,8 +7,10 @@
 
 pub mod cgroup;
 pub mod dentry_state;
+pub mod kernel_log;
 pub mod kmsg;
 pub mod meminfo;
+pub mod shrinker;
 pub mod slabinfo;
 
 use std::fs::File;

@@ -171,6 +171,12 @@ pub fn status(st: &crate::status::StatusResult) -> String {
     for n in &st.notes {
         let _ = writeln!(s, "note: {n}");
     }
+    if let Some(b) = &st.by_cgroup {
+        s += &super::node::by_cgroup(b, d.nr_dentry);
+    }
+    if let Some(k) = &st.kernel_log {
+        s += &super::node::kernel_log(k);
+    }
     s
 }
 

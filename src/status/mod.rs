@@ -5,9 +5,13 @@
 //! calibration how far the node is from a soft lockup. Works as any user.
 
 pub mod calibration;
+pub mod cgroups;
+pub mod growth;
+pub mod kernel_log;
+pub mod kube;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -28,6 +32,30 @@ const EXTRAPOLATION_NOTE_FACTOR: f64 = 10.0;
 pub struct Options {
     pub proc: ProcRoot,
     pub state_dir: PathBuf,
+    /// `--by-cgroup`: which memory cgroups hold the dentries.
+    pub by_cgroup: Option<cgroups::Options>,
+    /// `--kernel-log`: past lockups in the kernel log.
+    pub kernel_log: Option<kernel_log::Source>,
+    /// Track growth over a sliding window of this many seconds of samples.
+    pub growth_window_seconds: Option<f64>,
+}
+
+impl Options {
+    /// The node's figures only.
+    pub fn basic(proc: ProcRoot, state_dir: PathBuf) -> Options {
+        Options { proc, state_dir, by_cgroup: None, kernel_log: None, growth_window_seconds: None }
+    }
+}
+
+/// Growth over the window, and the time to the lockup edge at that rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Growth {
+    #[serde(flatten)]
+    pub rate: growth::Rate,
+    /// The edge the time is measured to (the calibration's lockup count).
+    pub edge_dentries: Option<f64>,
+    /// `None` when the count is not growing or no edge is known; 0 past it.
+    pub seconds_to_lockup: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -54,6 +82,14 @@ pub struct StatusResult {
     /// Time spent reading the files and predicting.
     pub collection_seconds: f64,
     pub notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_cgroup: Option<cgroups::ByCgroup>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<kernel_log::KernelLog>,
+    /// Growth since the first sample (`--watch`, the exporter); `None`
+    /// until two samples are apart in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<Growth>,
 }
 
 /// Reads the node; the kernel and preemption model are captured once (they
@@ -63,6 +99,10 @@ pub struct Collector {
     proc: ProcRoot,
     store: Store,
     environment: Environment,
+    by_cgroup: Option<cgroups::Options>,
+    kernel_log: Option<kernel_log::Source>,
+    window: Option<Mutex<growth::Window>>,
+    t0: Instant,
 }
 
 impl Collector {
@@ -71,6 +111,19 @@ impl Collector {
             proc: opts.proc.clone(),
             store: Store::new(&opts.state_dir),
             environment: Environment::capture(&opts.proc),
+            by_cgroup: opts.by_cgroup.clone(),
+            kernel_log: opts.kernel_log.clone(),
+            window: opts.growth_window_seconds.map(|w| Mutex::new(growth::Window::new(w))),
+            t0: Instant::now(),
+        }
+    }
+
+    /// Forgets the growth samples taken so far (the exporter's check at
+    /// start is not a scrape: growth then comes from scrapes alone).
+    pub fn forget_growth(&self) {
+        if let Some(w) = &self.window {
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            *w = growth::Window::new(w.span());
         }
     }
 
@@ -89,6 +142,30 @@ impl Collector {
         let prediction = edge::predict(&cal.model(), ds.nr_dentry, thresh);
         let notes = notes(&environment, &cal, &prediction);
         let b = DENTRY_OBJECT_BYTES;
+        let by_cgroup = self
+            .by_cgroup
+            .as_ref()
+            .map(|o| cgroups::collect(o, proc, ds.nr_dentry, memory.s_reclaimable_bytes))
+            .transpose()?;
+        let kernel_log = self.kernel_log.as_ref().map(kernel_log::read).transpose()?;
+        let growth = self.window.as_ref().and_then(|w| {
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            w.push(growth::Sample {
+                t: self.t0.elapsed().as_secs_f64(),
+                nr_dentry: ds.nr_dentry,
+                nr_negative: ds.nr_negative,
+            });
+            let rate = w.rate()?;
+            Some(Growth {
+                edge_dentries: prediction.lockup_dentries,
+                seconds_to_lockup: growth::seconds_to_edge(
+                    prediction.lockup_dentries,
+                    ds.nr_dentry,
+                    rate.dentries_per_second,
+                ),
+                rate,
+            })
+        });
         Ok(StatusResult {
             header: crate::result::Header::new("status"),
             proc_root: proc.root().display().to_string(),
@@ -107,6 +184,9 @@ impl Collector {
             prediction,
             collection_seconds: t0.elapsed().as_secs_f64(),
             notes,
+            by_cgroup,
+            kernel_log,
+            growth,
         })
     }
 }
@@ -205,7 +285,7 @@ mod tests {
     fn reads_fixtures_of_both_kernel_shapes() {
         let dir = tempfile::tempdir().unwrap();
         for k in ["6.18", "5.10"] {
-            let opts = Options { proc: ProcRoot::new(crate::procfs::fixture_dir(k)), state_dir: dir.path().into() };
+            let opts = Options::basic(ProcRoot::new(crate::procfs::fixture_dir(k)), dir.path().into());
             let s = run(&opts).unwrap();
             assert!(s.dentries.nr_dentry > 0, "{k}");
             assert_eq!(s.dentries.dentry_bytes, s.dentries.nr_dentry * 192);
@@ -215,7 +295,7 @@ mod tests {
             assert!(s.notes[0].contains("built-in conservative default"), "{:?}", s.notes);
             assert_eq!(s.prediction.level, Level::Ok);
         }
-        let s = run(&Options { proc: ProcRoot::new(crate::procfs::fixture_dir("6.18")), state_dir: dir.path().into() })
+        let s = run(&Options::basic(ProcRoot::new(crate::procfs::fixture_dir("6.18")), dir.path().into()))
             .unwrap();
         assert_eq!(s.environment.kernel, "6.18.44-fc-v657");
         assert_eq!(s.environment.preemption, "none", "from the fixture's config.gz");
@@ -241,7 +321,7 @@ mod tests {
         let proc = tempfile::tempdir().unwrap();
         copy_tree(&crate::procfs::fixture_dir("6.18"), proc.path());
         std::fs::write(proc.path().join("sys/kernel/watchdog_thresh"), "1\n").unwrap();
-        let s = run(&Options { proc: ProcRoot::new(proc.path()), state_dir: state.path().into() }).unwrap();
+        let s = run(&Options::basic(ProcRoot::new(proc.path()), state.path().into())).unwrap();
         assert_eq!(s.prediction.soft_lockup_threshold_seconds, Some(2.0));
         let note = s.notes.iter().find(|n| n.contains("not the boot-time default")).expect("a warning");
         assert!(note.contains("sysctl -w kernel.watchdog_thresh=10"), "{note}");

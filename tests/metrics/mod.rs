@@ -40,14 +40,23 @@ pub fn proc_root_with(dentry_state: &str, watchdog_thresh: &str) -> tempfile::Te
     d
 }
 
-/// The scrape duration is the one figure that differs between runs.
+/// Figures that depend on when the scrapes happened.
+const TIMED: [&str; 5] = [
+    "dentrylab_scrape_duration_seconds",
+    "dentrylab_dentries_growth_per_second",
+    "dentrylab_dentries_negative_growth_per_second",
+    "dentrylab_growth_window_seconds",
+    "dentrylab_seconds_to_lockup",
+];
+
+/// The scrape duration and the growth (timed) are the figures that differ between runs.
 pub fn normalise(metrics: &str) -> String {
     metrics
         .lines()
-        .map(|l| {
-            if l.starts_with("dentrylab_scrape_duration_seconds ") { "dentrylab_scrape_duration_seconds 0" } else { l }
+        .map(|l| match TIMED.iter().find(|t| l.starts_with(&format!("{t} "))) {
+            Some(t) => format!("{t} 0\n"),
+            None => format!("{l}\n"),
         })
-        .map(|l| format!("{l}\n"))
         .collect()
 }
 

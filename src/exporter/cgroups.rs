@@ -1,0 +1,57 @@
+//! The `--by-cgroup` series: the `--top` cgroups and one `other` series,
+//! so the cardinality is bounded whatever the node runs.
+
+use super::metrics::{Out, sig6};
+use crate::status::cgroups::ByCgroup;
+
+pub(super) fn encode(o: &mut Out, b: &ByCgroup) {
+    let rows: Vec<_> = b.top.iter().chain(b.other.iter()).collect();
+    let labels: Vec<[(&str, &str); 4]> = rows
+        .iter()
+        .map(|r| {
+            let k = r.kubernetes.as_ref();
+            [
+                ("cgroup", r.cgroup.as_str()),
+                ("pod_uid", k.and_then(|k| k.pod_uid.as_deref()).unwrap_or("")),
+                ("qos", k.and_then(|k| k.qos.as_deref()).unwrap_or("")),
+                ("container_id", k.and_then(|k| k.container_id.as_deref()).unwrap_or("")),
+            ]
+        })
+        .collect();
+    let series = |f: &dyn Fn(usize) -> Option<f64>| -> Vec<(&[(&str, &str)], f64)> {
+        (0..rows.len()).filter_map(|i| f(i).map(|v| (&labels[i][..], v))).collect()
+    };
+    let what = if b.cgroup_version == 1 { "memory.kmem.usage_in_bytes" } else { "slab_reclaimable of memory.stat" };
+    o.family(
+        "dentrylab_cgroup_slab_bytes",
+        &format!(
+            "Kernel memory charged to the cgroup itself ({what}, its children's taken out); the top cgroups and one series cgroup=\"other\" for the rest."
+        ),
+        &series(&|i| Some(rows[i].bytes as f64)),
+    );
+    o.family(
+        "dentrylab_cgroup_dentries_estimated",
+        "Estimated dentries charged to the cgroup: its bytes / 200 (what one dentry charges); exact if it made only dentries, an upper bound otherwise.",
+        &series(&|i| Some(rows[i].estimated_dentries as f64)),
+    );
+    o.family(
+        "dentrylab_cgroup_dentries_node_mix_estimated",
+        "The estimate scaled by the node's share of dentries in the reclaimable slab.",
+        &series(&|i| rows[i].estimated_dentries_node_mix.map(|v| v as f64)),
+    );
+    o.family(
+        "dentrylab_cgroup_lru_objects",
+        "Dentries and inodes on the superblocks' LRUs charged to the cgroup, exact (shrinker debugfs).",
+        &series(&|i| rows[i].lru_objects_exact.map(|v| v as f64)),
+    );
+    o.gauge(
+        "dentrylab_cgroups_read",
+        "Memory cgroups read for the by-cgroup figures.",
+        Some(sig6(b.cgroups_read as f64)),
+    );
+    o.gauge(
+        "dentrylab_cgroups_unreadable",
+        "Cgroup files that exist but could not be read (left out).",
+        Some(b.unreadable.len() as f64),
+    );
+}
