@@ -236,7 +236,9 @@ pub fn run(
     let mut notes = vec![
         "dentries held = what the run's filesystem still had in the cache at the end (the drop of dentry-state \
          across its umount, a few ms); per 1,000 ops and growth/min are from that. The machine-wide columns \
-         (dentry-state over the run) include other processes' dentries; the cgroup's kernel memory is the run's own"
+         (dentry-state over the run) include other processes' dentries; the cgroup's kernel memory is the run's own. For mariadb the held counts include what the install and the \
+         load left on the filesystem; the machine-wide negative count over the measured window does not (exact on \
+         an idle machine)"
             .to_string(),
     ];
     if rows.iter().flat_map(|r| &r.runs).any(|r| !r.limit_reached) {

@@ -32,6 +32,10 @@ pub struct RunSummary {
     pub dentries_added_end: i64,
     pub dentries_added_peak: i64,
     pub negative_added_end: i64,
+    /// Machine-wide nr_negative added over the measured window per 1,000
+    /// operations: the workload's alone on an idle machine, and unlike the
+    /// held counts free of what the set-up (mariadb's install and load) left.
+    pub machine_negative_per_1000_ops: f64,
     /// Machine-wide: slope of nr_dentry over the second half of the run
     /// (after the cgroup's limit has had time to bite), per minute, and its
     /// standard error.
@@ -63,6 +67,7 @@ pub struct RowSummary {
     pub growth_per_minute: Spread,
     pub dentries_per_1000_ops: f64,
     pub negative_per_1000_ops: f64,
+    pub machine_negative_per_1000_ops: f64,
     pub negative_share: f64,
     pub longest_stretch_seconds: f64,
     pub longest_drop_stretch_seconds: Option<f64>,
@@ -118,6 +123,7 @@ pub fn run_summary(r: &RunResult) -> Option<RunSummary> {
         dentries_added_end: added(last.nr_dentry, first.nr_dentry),
         dentries_added_peak: r.samples.iter().map(|s| added(s.nr_dentry, first.nr_dentry)).max().unwrap_or(0),
         negative_added_end: added(last.nr_negative, first.nr_negative),
+        machine_negative_per_1000_ops: per_k(added(last.nr_negative, first.nr_negative)),
         machine_growth_per_minute: g,
         machine_growth_per_minute_stderr: g_se,
         nr_dentry_start: first.nr_dentry,
@@ -146,6 +152,7 @@ fn row_summary(runs: Vec<RunSummary>, baseline: Option<&[RunSummary]>, limit_rea
         growth_per_minute: Spread::of(&runs.iter().map(|r| r.growth_per_minute).collect::<Vec<_>>()),
         dentries_per_1000_ops: m(&|r| r.dentries_per_1000_ops),
         negative_per_1000_ops: m(&|r| r.negative_per_1000_ops),
+        machine_negative_per_1000_ops: m(&|r| r.machine_negative_per_1000_ops),
         negative_share: m(&|r| r.negative_share),
         longest_stretch_seconds: runs.iter().map(|r| r.longest_stretch_seconds).fold(0.0, f64::max),
         longest_drop_stretch_seconds: (!drop.is_empty()).then(|| drop.iter().copied().fold(0.0, f64::max)),
