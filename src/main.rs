@@ -423,7 +423,7 @@ fn cmd_mitigate(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let state_dir = a.state_dir.clone().unwrap_or_else(state::default_dir);
     let edge = status::calibration::Store::new(&state_dir).current().ok().and_then(|cal| {
         let thresh =
-            proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(bench::watchdog::DEFAULT_THRESH_SECONDS);
+            proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
         analysis::edge::predict(&cal.model(), 0, thresh)
             .lockup_dentries
             .map(|d| bench::mitigate::Edge { dentries: d, calibration: cal.name.clone() })

@@ -4,7 +4,8 @@
 
 use std::fmt::Write;
 
-use super::{Grid, environment_line, secs};
+use super::{Grid, environment_line};
+use crate::duration::secs;
 use crate::bench::mitigate::MitigateResult;
 use crate::size::{bytes, grouped};
 

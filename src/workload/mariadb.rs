@@ -38,6 +38,13 @@ const STOP_PATIENCE: Duration = Duration::from_secs(20);
 /// as an Aria table in the tmpdir, as seed 000's queries did; with
 /// `tmp_table_size=256M` it stays in memory.
 pub const GROUP_ROWS: u64 = 70_000;
+/// Rows of `b`, grouped by a TEXT column: MariaDB 10.11 cannot keep a
+/// TEXT/BLOB group key in a MEMORY table, so this GROUP BY always gets an
+/// on-disk (Aria) temporary table, whatever tmp_table_size says.
+pub const TEXT_ROWS: u64 = 2_000;
+/// The large GROUP BY runs once every this many rounds (it takes about a
+/// second; the rest of a round a few milliseconds).
+pub const LARGE_GROUP_BY_EVERY: u64 = 10;
 /// Small tables for the INFORMATION_SCHEMA scans.
 pub const SCHEMA_TABLES: u32 = 200;
 /// Options every server gets before the user's: a small footprint, so the
@@ -245,6 +252,9 @@ pub fn load(server: &Server) -> Result<()> {
             .collect();
         c.query_drop(format!("INSERT INTO g VALUES {}", values.join(","))).context("loading table g")?;
     }
+    c.query_drop("CREATE TABLE b (id INT PRIMARY KEY, t TEXT, v INT) ENGINE=InnoDB").context("CREATE TABLE b")?;
+    let values: Vec<String> = (0..TEXT_ROWS).map(|i| format!("({i},'text-{}',{i})", i % 500)).collect();
+    c.query_drop(format!("INSERT INTO b VALUES {}", values.join(","))).context("loading table b")?;
     for i in 0..SCHEMA_TABLES {
         c.query_drop(format!("CREATE TABLE s{i} (id INT PRIMARY KEY, v INT) ENGINE=InnoDB"))
             .with_context(|| format!("CREATE TABLE s{i}"))?;
@@ -252,9 +262,13 @@ pub fn load(server: &Server) -> Result<()> {
     Ok(())
 }
 
-/// The query mix, one of each per round.
+/// The large GROUP BY: on disk at the default tmp_table_size, in memory
+/// with 256M (run once every [`LARGE_GROUP_BY_EVERY`] rounds).
+pub const LARGE_GROUP_BY: &str = "SELECT k, COUNT(*), SUM(v) FROM g GROUP BY k ORDER BY NULL LIMIT 1";
+
+/// The query mix, one of each per round (plus, every tenth, the large GROUP BY).
 pub const MIX: &[(&str, &str)] = &[
-    ("group_by_on_disk_temp", "SELECT k, COUNT(*), SUM(v) FROM g GROUP BY k ORDER BY NULL LIMIT 1"),
+    ("group_by_text_on_disk_temp", "SELECT t, COUNT(*), SUM(v) FROM b GROUP BY t ORDER BY NULL LIMIT 1"),
     ("aria_temp_table", "CREATE TEMPORARY TABLE t_aria (a INT, b VARCHAR(32)) ENGINE=Aria"),
     ("aria_temp_table_drop", "DROP TEMPORARY TABLE t_aria"),
     ("innodb_temp_table", "CREATE TEMPORARY TABLE t_innodb (a INT, b VARCHAR(32)) ENGINE=InnoDB"),
@@ -278,8 +292,12 @@ pub fn drive(server: &Server, stop: &AtomicBool, queries: &AtomicU64) -> Result<
     let mut c = server.connect()?;
     c.query_drop("USE dl")?;
     let mut out = ClientCounts::default();
-    while !stop.load(Ordering::Relaxed) {
-        for (_, q) in MIX {
+    for round in 0u64.. {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let large = (round % LARGE_GROUP_BY_EVERY == 0).then_some(LARGE_GROUP_BY);
+        for q in MIX.iter().map(|(_, q)| q).chain(large.iter()) {
             match c.query_drop(*q) {
                 Ok(()) => {
                     out.queries += 1;

@@ -134,7 +134,7 @@ pub struct Row {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MitigateResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -215,7 +215,7 @@ pub fn run(
     proc: &ProcRoot,
     announce: &dyn Fn(&str),
 ) -> Result<MitigateResult> {
-    let header = crate::bench::Header::new("mitigate");
+    let header = crate::result::Header::new("mitigate");
     let environment = Environment::capture(proc);
     let mut sysctls = sysctls;
     let mut rows = rows(opts);

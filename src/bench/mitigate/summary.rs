@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::knobs::{Knob, Value};
 use super::one::RunResult;
 use super::{Options, Row};
-use crate::analysis::stats::{Spread, median};
+use crate::stats::{Spread, median};
 
 /// Minutes in the 30 days the growth is projected over.
 pub const PROJECTION_MINUTES: f64 = 30.0 * 24.0 * 60.0;
