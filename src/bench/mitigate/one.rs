@@ -319,10 +319,10 @@ fn measure(
             for c in clients {
                 let counts = c.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
                 query_errors += counts.errors;
-                if let Some(e) = counts.first_error {
-                    if !notes.iter().any(|n: &String| n.contains(&e)) {
-                        notes.push(format!("a query failed: {e}"));
-                    }
+                if let Some(e) = counts.first_error
+                    && !notes.iter().any(|n: &String| n.contains(&e))
+                {
+                    notes.push(format!("a query failed: {e}"));
                 }
             }
             let server = Arc::try_unwrap(server)
