@@ -88,6 +88,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scale(a) => cmd_scale(a, &proc),
         Command::Pollute(a) => cmd_pollute(a, &proc),
         Command::Churn(a) => cmd_churn(a, &proc),
+        Command::Mitigate(a) => cmd_mitigate(a, &proc),
+        Command::MitigateWorker { workload, root } => {
+            bench::mitigate::worker_main(&workload, &root)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::ScaleWorker(a) => {
             sys::die_with_parent()?;
             bench::scale::worker_main(&a.root, a.op, a.index, a.seconds, a.sample_every)?;
@@ -444,5 +449,50 @@ fn cmd_churn(a: cli::ChurnArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let announce = |m: &str| eprintln!("{m}");
     let result = bench::churn::run(&opts, &mut sandbox, proc, &announce)?;
     print_table_and_json(&report::table::churn(&result), json.as_mut(), &result)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_mitigate(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
+    let cpus = sys::allowed_cpus()?;
+    let cpu = match a.cpu {
+        Some(c) if !cpus.contains(&c) => {
+            return Err(UsageError(format!("--cpu {c}: this process may only run on CPUs {cpus:?}; choose one of them")).into());
+        }
+        Some(c) => c,
+        None => *cpus.last().context("no CPU is available to this process")?,
+    };
+    // This node's lockup edge, from its calibration (as `status` finds it).
+    let state_dir = a.state_dir.clone().unwrap_or_else(state::default_dir);
+    let edge = status::calibration::Store::new(&state_dir).current().ok().and_then(|cal| {
+        let thresh =
+            proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
+        analysis::edge::predict(&cal.model(), 0, thresh)
+            .lockup_dentries
+            .map(|d| bench::mitigate::Edge { dentries: d, calibration: cal.name.clone() })
+    });
+    let opts = bench::mitigate::Options {
+        workload: a.workload,
+        settings: a.settings,
+        memory_limit: a.memory_limit,
+        duration_seconds: a.duration,
+        reps: a.reps,
+        clients: a.clients as usize,
+        mariadb_options: a.mariadb_options,
+        fs: a.fs,
+        cpu,
+        allow_global: a.allow_global,
+        edge,
+    };
+    bench::mitigate::validate(&opts)?;
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    // Guardians first, outside the sandbox: the sysctls' originals and the
+    // cgroups (with the server in them) are put right however this ends.
+    let sysctls = bench::mitigate::knobs::Sysctls::guard(&opts.settings)?;
+    let guardian = sandbox::cgroup::Guardian::start(proc)?;
+    let mut sandbox = sandbox::Sandbox::enter()?;
+    sandbox.adopt(guardian);
+    let announce = |m: &str| eprintln!("{m}");
+    let result = bench::mitigate::run(&opts, sysctls, &mut sandbox, proc, &announce)?;
+    print_table_and_json(&report::mitigate::table(&result), json.as_mut(), &result)?;
     Ok(ExitCode::SUCCESS)
 }

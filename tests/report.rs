@@ -184,7 +184,7 @@ fn bad_results_get_one_line_and_exit_2() {
         (
             "scale.json",
             header(&cur, "create"),
-            "scale.json: this dentrylab cannot render \"create\" results yet (it renders: reclaim, pollute, churn, scale)"
+            "scale.json: this dentrylab cannot render \"create\" results yet (it renders: reclaim, pollute, churn, scale, mitigate)"
                 .to_string(),
         ),
         // A churn header whose body is not a churn result.
@@ -274,4 +274,22 @@ fn nix_is_root() -> bool {
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
         .unwrap_or(false)
+}
+
+/// Issue 13: a saved `mitigate` result (captured from a real run) renders
+/// as a section with its table, its verdict and what was restored.
+#[test]
+fn renders_a_mitigate_result() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    cargo_bin_cmd!("dentrylab").arg("report").arg(result("mitigate-temp-tables-pressure.json")).arg("-o").arg(&out).assert().success();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for needle in [
+        "## Mitigations: temp-tables",
+        "| vm.vfs_cache_pressure=500 |",
+        "- vm.vfs_cache_pressure 100 → 500:",
+        "vm.vfs_cache_pressure: set to 100, 500 during the run; restored to 100 (read back: 100)",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle:?}:\n{md}");
+    }
 }

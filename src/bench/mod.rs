@@ -3,6 +3,7 @@
 //! the renderers consume.
 
 pub mod churn;
+pub mod mitigate;
 pub mod create;
 pub mod pollute;
 pub mod reclaim;

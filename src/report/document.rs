@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::{markdown, svg};
 use crate::bench::churn::ChurnResult;
+use crate::bench::mitigate::MitigateResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::ScaleResult;
@@ -15,7 +16,7 @@ use crate::error::UsageError;
 use crate::result::SCHEMA;
 
 /// Benchmarks whose results `report` can render.
-pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale"];
+pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale", "mitigate"];
 /// Benchmarks dentrylab knows whose results it cannot render yet.
 const NOT_YET: &[&str] = &["create"];
 
@@ -26,6 +27,7 @@ pub enum Loaded {
     Pollute(Box<PolluteResult>),
     Churn(Box<ChurnResult>),
     Scale(Box<ScaleResult>),
+    Mitigate(Box<MitigateResult>),
 }
 
 impl Loaded {
@@ -35,6 +37,7 @@ impl Loaded {
             Loaded::Pollute(_) => "pollute",
             Loaded::Churn(_) => "churn",
             Loaded::Scale(_) => "scale",
+            Loaded::Mitigate(_) => "mitigate",
         }
     }
 }
@@ -79,6 +82,9 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
         "scale" => serde_json::from_str::<ScaleResult>(text)
             .map(|r| Loaded::Scale(Box::new(r)))
             .map_err(|e| bad(format!("not a valid schema {SCHEMA} scale result: {e}"))),
+        "mitigate" => serde_json::from_str::<MitigateResult>(text)
+            .map(|r| Loaded::Mitigate(Box::new(r)))
+            .map_err(|e| bad(format!("not a valid schema {SCHEMA} mitigate result: {e}"))),
         b if NOT_YET.contains(&b) => {
             Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
         }
@@ -159,6 +165,14 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 let figures = svg::scale(&rs, &labels, &subtitle)?;
                 let part = markdown::scale_part(&rs, &labels, &subtitle, &figures);
                 (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+            }
+            "mitigate" => {
+                let rs: Vec<&MitigateResult> = results
+                    .iter()
+                    .filter_map(|l| if let Loaded::Mitigate(r) = l { Some(r.as_ref()) } else { None })
+                    .collect();
+                let labels: Vec<String> = rs.iter().map(|r| r.options.workload.name().to_string()).collect();
+                (super::mitigate::part(&rs), Vec::new(), rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
             }
             _ => {
                 let rs: Vec<&ChurnResult> =

@@ -4,6 +4,7 @@
 pub mod document;
 pub mod json;
 pub mod markdown;
+pub mod mitigate;
 pub mod node;
 pub mod svg;
 pub mod table;

@@ -12,6 +12,7 @@
 //! its standard input to reach end-of-file — which happens when dentrylab
 //! closes it or dies, however it dies — and then removes every cgroup that
 //! dentrylab made.
+//! Processes still in them (a workload's server) are killed first.
 //! Cgroups left by a dentrylab whose process is gone (a guardian killed
 //! too) are removed the next time one is made.
 
@@ -135,6 +136,35 @@ impl MemCgroup {
             .with_context(|| format!("cannot move process {pid} into {}", self.dir.display()))
     }
 
+    /// The cgroup's `cgroup.procs` (a process writing `0` there moves in).
+    pub fn procs_path(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
+    /// Limits the memory charged to the cgroup (kernel memory included:
+    /// dentries and inodes are charged where they are allocated), bytes.
+    pub fn set_limit(&self, bytes: u64) -> Result<()> {
+        let f = if self.version == 2 { "memory.max" } else { "memory.limit_in_bytes" };
+        std::fs::write(self.dir.join(f), bytes.to_string())
+            .with_context(|| format!("cannot set {f} of {} to {bytes}", self.dir.display()))
+    }
+
+    /// Kernel memory charged to the cgroup (slab: dentries, inodes), bytes:
+    /// `memory.kmem.usage_in_bytes` on v1, `kernel` of memory.stat on v2.
+    pub fn kernel_bytes(&self) -> Option<u64> {
+        if self.version == 2 {
+            let stat = std::fs::read_to_string(self.dir.join("memory.stat")).ok()?;
+            stat.lines().find_map(|l| l.strip_prefix("kernel ")).and_then(|v| v.trim().parse().ok())
+        } else {
+            std::fs::read_to_string(self.dir.join("memory.kmem.usage_in_bytes")).ok()?.trim().parse().ok()
+        }
+    }
+
+    /// SIGKILLs every process in the cgroup.
+    pub fn kill_all(&self) {
+        kill_procs(&self.dir);
+    }
+
     /// Memory charged to the cgroup, bytes.
     pub fn usage_bytes(&self) -> Option<u64> {
         let f = if self.version == 2 { "memory.current" } else { "memory.usage_in_bytes" };
@@ -173,6 +203,14 @@ impl Drop for MemCgroup {
     }
 }
 
+/// SIGKILLs every process listed in the cgroup directory `dir`.
+fn kill_procs(dir: &Path) {
+    let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) else { return };
+    for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
 /// rmdir, retrying while the cgroup is busy (its last process is exiting).
 fn remove_dir_patiently(dir: &Path, patience: Duration) -> std::io::Result<()> {
     let t = Instant::now();
@@ -196,6 +234,8 @@ pub fn guard_main(parent: &Path, pid: u32) -> Result<()> {
     let rd = std::fs::read_dir(parent).with_context(|| format!("guardian: cannot list {}", parent.display()))?;
     for e in rd.flatten() {
         if e.file_name().to_string_lossy().starts_with(&mine) {
+            // A workload server (mitigate's mariadbd) may still run in it.
+            kill_procs(&e.path());
             remove_dir_patiently(&e.path(), GUARD_PATIENCE)
                 .with_context(|| format!("guardian: cannot remove {}", e.path().display()))?;
         }

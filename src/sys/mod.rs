@@ -180,3 +180,44 @@ pub fn tcp_listener(addr: std::net::SocketAddr, backlog: i32) -> Result<std::net
     listen(&fd, Backlog::new(backlog).context("listen backlog")?).with_context(|| format!("cannot listen on {addr}"))?;
     Ok(std::net::TcpListener::from(fd))
 }
+
+/// Makes a child process move itself into a cgroup (writes `0` to the
+/// cgroup's `cgroup.procs`) and, with `cpu`, pin itself to that CPU, both
+/// between fork and exec: everything it allocates after exec is charged to
+/// the cgroup, and no window exists in which it runs outside it.
+pub fn command_in_cgroup<'a>(
+    cmd: &'a mut std::process::Command,
+    procs: &std::path::Path,
+    cpu: Option<usize>,
+) -> Result<&'a mut std::process::Command> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(procs.as_os_str().as_bytes()).context("cgroup path contains a NUL byte")?;
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if let Some(c) = cpu {
+        // SAFETY: `set` is a valid cpu_set_t.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: the closure runs between fork and exec and calls only
+    // async-signal-safe functions (open, write, close, sched_setaffinity)
+    // on data prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            if !ok {
+                return Err(err);
+            }
+            if cpu.is_some() && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    Ok(cmd)
+}

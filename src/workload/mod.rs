@@ -7,7 +7,9 @@ pub mod file;
 pub mod hardlink;
 pub mod hot;
 pub mod lookup;
+pub mod mariadb;
 pub mod negative;
+pub mod steady;
 pub mod unlink;
 pub mod unlinked;
 

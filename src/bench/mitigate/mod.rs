@@ -1,0 +1,310 @@
+//! `dentrylab mitigate`: the mitigations an SRE is offered for a growing
+//! dentry cache, tested A/B on a workload that grows it.
+//!
+//! Every combination of the `--setting` values (the first values are the
+//! baseline) runs `--reps` times, interleaved, each time on a fresh disk
+//! filesystem in the sandbox with the workload's processes in a fresh
+//! memory cgroup limited to `--memory-limit`, so the pressure that reclaims
+//! dentries is the run's own, not the host's. Every second: dentry-state,
+//! the cgroup's kernel memory, the workload's operations, and the longest
+//! stretch the latency probe saw on the workload's CPU. Sysctls are global
+//! and guarded ([`knobs::Sysctls`]): their originals come back however the
+//! run ends. [`summary`] turns the samples into a row per combination and a
+//! verdict per knob.
+
+pub mod knobs;
+pub mod one;
+pub mod summary;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::env::Environment;
+use crate::error::UsageError;
+use crate::procfs::ProcRoot;
+use crate::sandbox::{FsType, Privilege, Sandbox};
+use crate::workload::mariadb;
+use crate::workload::steady::Steady;
+use knobs::{Combination, Knob, Setting, SysctlChange, Sysctls, Value};
+
+/// Default and bounds of `--duration`.
+pub const DEFAULT_DURATION: &str = "60s";
+pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+/// Default and most `--reps`.
+pub const DEFAULT_REPS: u32 = 1;
+pub const MAX_REPS: u32 = 20;
+/// Default and most `--clients` (mariadb).
+pub const DEFAULT_CLIENTS: usize = 4;
+pub const MAX_CLIENTS: usize = 32;
+
+/// What grows the dentry cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    Steady(Steady),
+    Mariadb,
+}
+
+impl Workload {
+    pub const NAMES: &'static [&'static str] = &["temp-tables", "lookups", "files", "mariadb"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Steady(s) => s.name(),
+            Workload::Mariadb => "mariadb",
+        }
+    }
+}
+
+impl std::str::FromStr for Workload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "temp-tables" => Ok(Workload::Steady(Steady::TempTables)),
+            "lookups" => Ok(Workload::Steady(Steady::Lookups)),
+            "files" => Ok(Workload::Steady(Steady::Files)),
+            "mariadb" => Ok(Workload::Mariadb),
+            "containers" => Err("containers: not available in this dentrylab yet (it comes with `dentrylab \
+                                 containers`); use one of temp-tables, lookups, files, mariadb"
+                .into()),
+            _ => Err(format!("unknown workload {s:?}: use one of {}", Workload::NAMES.join(", "))),
+        }
+    }
+}
+
+/// This node's soft-lockup edge, from its calibration (computed by the caller).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Edge {
+    /// The dentry count at which one reclaim's longest stretch reaches the
+    /// soft-lockup threshold.
+    pub dentries: f64,
+    /// Which calibration said so.
+    pub calibration: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    pub workload: Workload,
+    pub settings: Vec<Setting>,
+    /// `None`: the cgroup's usage once set up + [`one::DEFAULT_HEADROOM_BYTES`].
+    pub memory_limit: Option<u64>,
+    pub duration_seconds: f64,
+    pub reps: u32,
+    pub clients: usize,
+    pub mariadb_options: Vec<(String, String)>,
+    pub fs: FsType,
+    /// The CPU the workload is pinned to, probed, and drops caches on.
+    pub cpu: usize,
+    pub allow_global: bool,
+    pub edge: Option<Edge>,
+}
+
+/// One reading, every second of a run.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Sample {
+    pub seconds: f64,
+    /// Operations (queries for mariadb) since the run's start.
+    pub ops: u64,
+    pub nr_dentry: u64,
+    pub nr_unused: u64,
+    pub nr_negative: u64,
+    pub cgroup_kernel_bytes: u64,
+    pub cgroup_usage_bytes: u64,
+    /// Longest gap of the probe on the workload's CPU over the second that ends here.
+    pub max_gap_seconds: f64,
+    /// drop_caches writes so far.
+    pub drops: u32,
+}
+
+/// One row of the comparison: a combination of settings (and for the
+/// `--mariadb-option` row, server options), with its runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub label: String,
+    pub settings: Combination,
+    pub server_options: Vec<(String, String)>,
+    pub runs: Vec<one::RunResult>,
+    pub summary: Option<summary::RowSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MitigateResult {
+    #[serde(flatten)]
+    pub header: crate::result::Header,
+    pub environment: Environment,
+    pub options: Options,
+    pub sandbox: Privilege,
+    /// Sysctls written during the run, their originals and what they read after the restore.
+    pub sysctls: Vec<SysctlChange>,
+    pub rows: Vec<Row>,
+    pub verdicts: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// Checks the options (bad input: exit 2).
+pub fn validate(opts: &Options) -> Result<()> {
+    let usage = |m: String| -> Result<()> { Err(UsageError(m).into()) };
+    let d = Duration::from_secs_f64(opts.duration_seconds);
+    if opts.duration_seconds < 1.0 || d > MAX_DURATION {
+        return usage(format!("--duration {}s: use 1s to 1h", opts.duration_seconds));
+    }
+    if !opts.fs.is_disk() {
+        return usage(format!(
+            "--fs {}: mitigate needs a disk filesystem (ext4 or xfs): tmpfs keeps no negative dentries and cannot \
+             reclaim its files' dentries, so no knob could change anything",
+            opts.fs
+        ));
+    }
+    for (i, s) in opts.settings.iter().enumerate() {
+        if opts.settings[..i].iter().any(|o| o.knob == s.knob) {
+            return usage(format!("--setting {}: given twice; put every value in one --setting", s.knob.name()));
+        }
+    }
+    if let Some(s) = opts.settings.first()
+        && !opts.allow_global
+    {
+        return usage(format!(
+            "--setting {}: {} for the whole machine during the run: add --allow-global (the originals are restored \
+             when the run ends, however it ends)",
+            s.knob.name(),
+            if s.knob == Knob::DropCachesEvery { "drops caches" } else { "changes a sysctl" }
+        ));
+    }
+    let n = knobs::combinations(&opts.settings).len();
+    if n > knobs::MAX_COMBINATIONS {
+        return usage(format!("--setting: {n} combinations, more than {}; compare fewer values", knobs::MAX_COMBINATIONS));
+    }
+    if opts.workload != Workload::Mariadb && !opts.mariadb_options.is_empty() {
+        return usage(format!("--mariadb-option: only for --workload mariadb (not {})", opts.workload.name()));
+    }
+    if opts.workload == Workload::Mariadb {
+        mariadb::locate()?;
+    }
+    Ok(())
+}
+
+/// The rows to run: every combination, then (with `--mariadb-option`) the
+/// baseline with the server options.
+pub fn rows(opts: &Options) -> Vec<Row> {
+    let row = |settings: Combination, server_options: Vec<(String, String)>| {
+        let mut label = knobs::label(&settings);
+        if !server_options.is_empty() {
+            let o: Vec<String> = server_options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            label = format!("{label} + server {}", o.join(" "));
+        }
+        Row { label, settings, server_options, runs: Vec::new(), summary: None }
+    };
+    let combos = knobs::combinations(&opts.settings);
+    let mut out: Vec<Row> = combos.iter().map(|c| row(c.clone(), Vec::new())).collect();
+    if !opts.mariadb_options.is_empty() {
+        out.push(row(combos[0].clone(), opts.mariadb_options.clone()));
+    }
+    out
+}
+
+/// Runs every row `--reps` times. The sysctls were guarded before the
+/// sandbox was entered; they are restored here, whatever happens.
+pub fn run(
+    opts: &Options,
+    sysctls: Sysctls,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    announce: &dyn Fn(&str),
+) -> Result<MitigateResult> {
+    let header = crate::result::Header::new("mitigate");
+    let environment = Environment::capture(proc);
+    let mut sysctls = sysctls;
+    let mut rows = rows(opts);
+    let outcome = run_rows(opts, &mut sysctls, &mut rows, sandbox, proc, announce);
+    let restored = sysctls.restore();
+    outcome?;
+    let changes = restored?;
+    for c in &changes {
+        announce(&format!(
+            "{}: changed to {} during the run, restored to {} (reads {})",
+            c.name,
+            c.written.join(", "),
+            c.original,
+            c.restored.as_deref().unwrap_or("?")
+        ));
+    }
+    let verdicts = summary::summarise(&mut rows, opts);
+    let mut notes = vec![
+        "dentries held = what the run's filesystem still had in the cache at the end (the drop of dentry-state \
+         across its umount, a few ms); per 1,000 ops and growth/min are from that. The machine-wide columns \
+         (dentry-state over the run) include other processes' dentries; the cgroup's kernel memory is the run's own. For mariadb the held counts include what the install and the \
+         load left on the filesystem; the machine-wide negative count over the measured window does not (exact on \
+         an idle machine)"
+            .to_string(),
+    ];
+    if rows.iter().flat_map(|r| &r.runs).any(|r| !r.limit_reached) {
+        notes.push(
+            "some runs never reached their memory limit: there the kernel had no reason to reclaim, and a knob that \
+             acts under pressure (vfs_cache_pressure) could not show; give a smaller --memory-limit or a longer \
+             --duration"
+                .into(),
+        );
+    }
+    Ok(MitigateResult {
+        header,
+        environment,
+        options: opts.clone(),
+        sandbox: sandbox.privilege,
+        sysctls: changes,
+        rows,
+        verdicts,
+        notes,
+    })
+}
+
+fn run_rows(
+    opts: &Options,
+    sysctls: &mut Sysctls,
+    rows: &mut [Row],
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    announce: &dyn Fn(&str),
+) -> Result<()> {
+    let total = rows.len();
+    for rep in 1..=opts.reps {
+        for (i, row) in rows.iter_mut().enumerate() {
+            announce(&format!("rep {rep}/{}, {}/{total}: {}", opts.reps, i + 1, row.label));
+            sysctls.apply(&row.settings)?;
+            let drop_every = row.settings.iter().find_map(|(k, v)| match (k, v) {
+                (Knob::DropCachesEvery, Value::Every(s)) => Some(*s),
+                _ => None,
+            });
+            let r = one::run(opts, &row.server_options, drop_every, rep, sandbox, proc)
+                .with_context(|| format!("{} (rep {rep})", row.label))?;
+            row.runs.push(r);
+        }
+    }
+    Ok(())
+}
+
+/// The child of a steady workload: runs it in `root`, printing its
+/// operation count every 100 ms, until it is killed.
+pub fn worker_main(workload: &str, root: &std::path::Path) -> Result<()> {
+    crate::sys::die_with_parent()?;
+    let w = match workload.parse::<Workload>() {
+        Ok(Workload::Steady(s)) => s,
+        _ => bail!("internal error: {workload:?} is not a steady workload"),
+    };
+    let ops = Arc::new(AtomicU64::new(0));
+    let ops2 = Arc::clone(&ops);
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        loop {
+            std::thread::sleep(one::WORKER_REPORT_EVERY);
+            if writeln!(out, "{}", ops2.load(Ordering::Relaxed)).and_then(|_| out.flush()).is_err() {
+                std::process::exit(0);
+            }
+        }
+    });
+    w.run(root, &ops)
+}

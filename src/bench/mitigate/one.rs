@@ -1,0 +1,349 @@
+//! One run of one combination: a fresh filesystem and memory cgroup, the
+//! workload started inside the cgroup and pinned to the probed CPU,
+//! samples every second, then everything stopped and removed.
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::{Options, Sample, Workload};
+use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
+use crate::procfs::ProcRoot;
+use crate::sandbox::cgroup::MemCgroup;
+use crate::sandbox::{Capacity, Sandbox};
+use crate::sys;
+use crate::workload::mariadb::{self, Server};
+
+/// Hidden subcommand of the child that runs a steady workload.
+pub const WORKER_COMMAND: &str = "__mitigate-worker";
+/// How often the worker reports its operation count.
+pub const WORKER_REPORT_EVERY: Duration = Duration::from_millis(100);
+/// Default `--memory-limit`: the cgroup's usage once the workload is set
+/// up plus this (steady workloads), so dentries compete within seconds.
+pub const DEFAULT_HEADROOM_BYTES: u64 = 32 << 20;
+/// For mariadb, the server's own memory grows after set-up (the buffer
+/// pool fills, each connection's in-memory temporary table grows up to
+/// min(tmp_table_size, max_heap_table_size)): its headroom is this plus
+/// one such table per client.
+pub const MARIADB_HEADROOM_BYTES: u64 = 160 << 20;
+/// MariaDB's default tmp_table_size and max_heap_table_size.
+const MARIADB_HEAP_TABLE_BYTES: u64 = 16 << 20;
+
+/// The headroom of the default limit (see the constants above).
+pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> u64 {
+    match opts.workload {
+        Workload::Steady(_) => DEFAULT_HEADROOM_BYTES,
+        Workload::Mariadb => {
+            let size = |name: &str| {
+                server_options
+                    .iter()
+                    .find(|(k, _)| k.replace('-', "_") == name)
+                    .and_then(|(_, v)| super::knobs::parse_memory(v).ok())
+                    .unwrap_or(MARIADB_HEAP_TABLE_BYTES)
+            };
+            let table = size("tmp_table_size").min(size("max_heap_table_size"));
+            MARIADB_HEADROOM_BYTES + opts.clients as u64 * table
+        }
+    }
+}
+
+/// How many processes the cgroup's OOM killer killed.
+fn oom_kills(cg: &MemCgroup) -> u64 {
+    let f = if cg.version == 2 { "memory.events" } else { "memory.oom_control" };
+    let text = std::fs::read_to_string(cg.dir.join(f)).unwrap_or_default();
+    text.lines().find_map(|l| l.strip_prefix("oom_kill ")).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+/// Inodes and entries the filesystem is made for (`files` keeps every file).
+const FS_CAPACITY: u64 = 4_000_000;
+/// drop_caches: 2 frees reclaimable slab (dentries and inodes).
+const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
+
+/// What one run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub rep: u32,
+    pub memory_limit_bytes: u64,
+    /// Cgroup usage when the limit was set (the workload set up).
+    pub setup_usage_bytes: u64,
+    /// The cgroup hit its limit at least once (memory.failcnt > 0).
+    pub limit_reached: bool,
+    /// mariadb: seconds to install the datadir and to start the server.
+    pub server_install_seconds: Option<f64>,
+    pub server_start_seconds: Option<f64>,
+    /// mariadb: failed queries (the first one's message in `notes`).
+    pub query_errors: u64,
+    /// Dentries (and of them negative) the run's filesystem still had in
+    /// the cache at the end: what its umount freed.
+    pub fs_dentries_at_end: i64,
+    pub fs_negative_at_end: i64,
+    pub samples: Vec<Sample>,
+    /// Each drop_caches write: seconds from the start, and how long it took.
+    pub drops: Vec<(f64, f64)>,
+    pub notes: Vec<String>,
+}
+
+/// The cgroup's counters now.
+fn usage(cg: &MemCgroup) -> u64 {
+    cg.usage_bytes().unwrap_or(0)
+}
+
+fn failcnt(cg: &MemCgroup) -> u64 {
+    let (f, key) = if cg.version == 2 { ("memory.events", Some("max ")) } else { ("memory.failcnt", None) };
+    let text = std::fs::read_to_string(cg.dir.join(f)).unwrap_or_default();
+    match key {
+        Some(k) => text.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.trim().parse().ok()).unwrap_or(0),
+        None => text.trim().parse().unwrap_or(0),
+    }
+}
+
+/// A running workload, however it is driven.
+enum Running {
+    Worker { child: Child, reader: std::thread::JoinHandle<()> },
+    Server { server: Arc<Server>, clients: Vec<std::thread::JoinHandle<Result<mariadb::ClientCounts>>>, stop: Arc<AtomicBool> },
+}
+
+/// Whether the workload stopped by itself.
+fn stopped_early(r: &mut Running) -> bool {
+    match r {
+        Running::Worker { child, .. } => matches!(child.try_wait(), Ok(Some(_))),
+        Running::Server { clients, .. } => clients.iter().any(|c| c.is_finished()),
+    }
+}
+
+/// One sample: counters now, `ops` since the start, the probe's longest
+/// gap over the second that ends here, drops so far.
+fn read_sample(
+    proc: &ProcRoot,
+    cg: &MemCgroup,
+    seconds: f64,
+    ops: u64,
+    max_gap_seconds: f64,
+    drops: usize,
+) -> Result<Sample> {
+    let d = proc.dentry_state()?;
+    Ok(Sample {
+        seconds,
+        ops,
+        nr_dentry: d.nr_dentry,
+        nr_unused: d.nr_unused,
+        nr_negative: d.nr_negative,
+        cgroup_kernel_bytes: cg.kernel_bytes().unwrap_or(0),
+        cgroup_usage_bytes: cg.usage_bytes().unwrap_or(0),
+        max_gap_seconds,
+        drops: drops as u32,
+    })
+}
+
+/// Runs the combination once. `sysctls` must already be applied.
+pub fn run(
+    opts: &Options,
+    server_options: &[(String, String)],
+    drop_every: Option<f64>,
+    rep: u32,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+) -> Result<RunResult> {
+    let mut mount = sandbox.mount(opts.fs, &Capacity { entries: FS_CAPACITY, inodes: FS_CAPACITY })?;
+    let cg = sandbox.memcg()?;
+    let mut r = measure(opts, server_options, drop_every, rep, sandbox, proc, &mount, &cg);
+    let killed = oom_kills(&cg);
+    cg.kill_all();
+    let removed = cg.remove();
+    // What the run's filesystem holds in the cache at the end: what its
+    // umount frees (machine-wide counters, over the few ms of the umount).
+    if let Ok(run) = r.as_mut() {
+        let before = proc.dentry_state()?;
+        mount.umount()?;
+        let after = proc.dentry_state()?;
+        run.fs_dentries_at_end = before.nr_dentry as i64 - after.nr_dentry as i64;
+        run.fs_negative_at_end = before.nr_negative as i64 - after.nr_negative as i64;
+    }
+    drop(mount);
+    let r = match (r, killed) {
+        (Err(e), k) if k > 0 => Err(e.context(format!(
+            "the memory cgroup's OOM killer killed {k} of the workload's processes: the limit leaves too little for \
+             the workload's own memory; give a larger --memory-limit"
+        ))),
+        (r, _) => r,
+    };
+    let r = r?;
+    removed?;
+    Ok(r)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    opts: &Options,
+    server_options: &[(String, String)],
+    drop_every: Option<f64>,
+    rep: u32,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    mount: &crate::sandbox::Mount,
+    cg: &MemCgroup,
+) -> Result<RunResult> {
+    let procs = cg.procs_path();
+    let ops = Arc::new(AtomicU64::new(0));
+    let mut notes = Vec::new();
+    let (mut server_install, mut server_start) = (None, None);
+
+    // Set up (the server, its tables) before the limit: the limit is for
+    // the steady state, not for the install.
+    let server = match opts.workload {
+        Workload::Mariadb => {
+            let bin = mariadb::locate()?;
+            // The server runs as `mysql`: let it through the scratch tmpfs.
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(sandbox.scratch(), std::fs::Permissions::from_mode(0o711))
+                .context("cannot open the sandbox's scratch directory to the mysql user")?;
+            let s = Server::start(&bin, &mount.path().join("mariadb"), &procs, Some(opts.cpu), server_options)?;
+            mariadb::load(&s)?;
+            server_install = Some(s.install_seconds);
+            server_start = Some(s.start_seconds);
+            Some(s)
+        }
+        Workload::Steady(_) => None,
+    };
+    let setup_usage = usage(cg);
+    let limit = opts.memory_limit.unwrap_or(setup_usage + default_headroom(opts, server_options));
+    if limit <= setup_usage {
+        bail!(
+            "--memory-limit {}: the workload already uses {} once set up; give more",
+            crate::size::bytes(limit),
+            crate::size::bytes(setup_usage)
+        );
+    }
+    cg.set_limit(limit)?;
+
+    let mut running = match (opts.workload, server) {
+        (Workload::Steady(w), _) => {
+            let root = mount.path().join("work");
+            std::fs::create_dir(&root).with_context(|| format!("cannot create {}", root.display()))?;
+            let mut c = Command::new(sys::SELF_EXE);
+            c.arg(WORKER_COMMAND).arg(w.name()).arg(&root).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            sys::command_in_cgroup(&mut c, &procs, Some(opts.cpu))?;
+            let mut child = sys::spawn_tied(&mut c).context("cannot start the workload process")?;
+            let out = child.stdout.take().context("workload stdout")?;
+            let ops2 = Arc::clone(&ops);
+            let reader = std::thread::spawn(move || {
+                for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                    if let Ok(n) = line.trim().parse::<u64>() {
+                        ops2.store(n, Ordering::Relaxed);
+                    }
+                }
+            });
+            Running::Worker { child, reader }
+        }
+        (Workload::Mariadb, Some(server)) => {
+            let stop = Arc::new(AtomicBool::new(false));
+            let server = Arc::new(server);
+            let clients = (0..opts.clients)
+                .map(|_| {
+                    let (s, stop, ops) = (Arc::clone(&server), Arc::clone(&stop), Arc::clone(&ops));
+                    std::thread::spawn(move || mariadb::drive(&s, &stop, &ops))
+                })
+                .collect();
+            Running::Server { server, clients, stop }
+        }
+        (Workload::Mariadb, None) => unreachable!("the server was started above"),
+    };
+
+    // The dropper: pinned to the probed CPU, so its own stretch shows.
+    let drops = Arc::new(std::sync::Mutex::new(Vec::<(f64, f64)>::new()));
+    let t0 = Instant::now();
+    let dropper_stop = Arc::new(AtomicBool::new(false));
+    let dropper = drop_every.map(|every| {
+        let (drops, stop, cpu) = (Arc::clone(&drops), Arc::clone(&dropper_stop), opts.cpu);
+        std::thread::spawn(move || -> Result<()> {
+            sys::pin_current_thread(cpu)?;
+            let mut next = every;
+            while !stop.load(Ordering::Relaxed) {
+                if t0.elapsed().as_secs_f64() < next {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+                let at = t0.elapsed().as_secs_f64();
+                let t = Instant::now();
+                std::fs::write(DROP_CACHES, "2").context("cannot write 2 to /proc/sys/vm/drop_caches")?;
+                drops.lock().unwrap().push((at, t.elapsed().as_secs_f64()));
+                next += every;
+            }
+            Ok(())
+        })
+    });
+
+    let mut samples = Vec::new();
+    let start_ops = ops.load(Ordering::Relaxed);
+    samples.push(read_sample(proc, cg, 0.0, 0, 0.0, 0)?);
+    let seconds = opts.duration_seconds.ceil() as u64;
+    let mut worker_died = false;
+    for s in 1..=seconds {
+        let probe = GapProbe::start(opts.cpu, DEFAULT_INTERVAL)?;
+        let due = t0 + Duration::from_secs_f64((s as f64).min(opts.duration_seconds));
+        while Instant::now() < due {
+            std::thread::sleep(Duration::from_millis(20).min(due.saturating_duration_since(Instant::now())));
+        }
+        let gap = probe.finish().max_gap_seconds;
+        let n_drops = drops.lock().unwrap().len();
+        let n = ops.load(Ordering::Relaxed) - start_ops;
+        samples.push(read_sample(proc, cg, t0.elapsed().as_secs_f64(), n, gap, n_drops)?);
+        // A workload that stopped (ENOSPC, a failing server) ends the run.
+        worker_died = stopped_early(&mut running);
+        if worker_died {
+            break;
+        }
+    }
+    dropper_stop.store(true, Ordering::Relaxed);
+    if let Some(d) = dropper {
+        d.join().map_err(|_| anyhow::anyhow!("the drop_caches thread panicked"))??;
+    }
+
+    // Stop the workload, then the server; the cgroup goes last.
+    let mut query_errors = 0;
+    match running {
+        Running::Worker { mut child, reader } => {
+            let _ = child.kill();
+            let st = child.wait()?;
+            let _ = reader.join();
+            if worker_died {
+                bail!("the {} workload stopped early ({st}): {}", opts.workload.name(), sys::child_stderr(&mut child));
+            }
+        }
+        Running::Server { server, clients, stop } => {
+            stop.store(true, Ordering::Relaxed);
+            for c in clients {
+                let counts = c.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+                query_errors += counts.errors;
+                if let Some(e) = counts.first_error
+                    && !notes.iter().any(|n: &String| n.contains(&e))
+                {
+                    notes.push(format!("a query failed: {e}"));
+                }
+            }
+            let server = Arc::try_unwrap(server)
+                .map_err(|_| anyhow::anyhow!("internal error: a client still holds the server"))?;
+            server.stop()?;
+        }
+    }
+    let limit_reached = failcnt(cg) > 0;
+    let drops = std::mem::take(&mut *drops.lock().unwrap());
+    Ok(RunResult {
+        rep,
+        memory_limit_bytes: limit,
+        setup_usage_bytes: setup_usage,
+        limit_reached,
+        server_install_seconds: server_install,
+        server_start_seconds: server_start,
+        query_errors,
+        fs_dentries_at_end: 0,
+        fs_negative_at_end: 0,
+        samples,
+        drops,
+        notes,
+    })
+}

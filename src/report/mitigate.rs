@@ -1,0 +1,163 @@
+//! `mitigate` results: the comparison grid (one row per combination), the
+//! verdicts, and what was changed and restored; as a terminal table and as
+//! a section of report.md.
+
+use std::fmt::Write;
+
+use super::{Grid, environment_line};
+use crate::duration::secs;
+use crate::bench::mitigate::MitigateResult;
+use crate::size::{bytes, grouped};
+
+fn signed(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let s = grouped(v.abs().round() as u64);
+    if v < 0.0 { format!("-{s}") } else { format!("+{s}") }
+}
+
+fn per_k(v: f64) -> String {
+    if !v.is_finite() { "–".into() } else { format!("{v:.1}") }
+}
+
+/// One row per combination: the figures the issue asks for.
+pub fn grid(r: &MitigateResult) -> Grid {
+    let ops = if r.options.workload == crate::bench::mitigate::Workload::Mariadb { "queries" } else { "ops" };
+    let header = vec![
+        "combination".to_string(),
+        format!("{ops}/s"),
+        "vs baseline".into(),
+        "dentries held (negative)".into(),
+        format!("dentries /1k {ops}"),
+        format!("negative /1k {ops}"),
+        format!("negative /1k {ops} (machine-wide)"),
+        "growth/min".into(),
+        "cgroup kernel peak".into(),
+        "machine-wide added (peak)".into(),
+        "longest stretch".into(),
+        "30 days: share of lockup edge".into(),
+        "limit reached".into(),
+    ];
+    let rows = r
+        .rows
+        .iter()
+        .filter_map(|row| {
+            let s = row.summary.as_ref()?;
+            let spread = |a: f64, b: f64| if (b - a).abs() < 1e-9 { String::new() } else { format!(" ({a:.2}–{b:.2})") };
+            Some(vec![
+                row.label.clone(),
+                format!("{:.0}", s.ops_per_second.median),
+                s.throughput_vs_baseline
+                    .map_or("baseline".into(), |t| format!("×{:.2}{}", t.median, spread(t.min, t.max))),
+                format!("{} ({})", grouped(s.fs_dentries_at_end.max(0.0) as u64), grouped(s.fs_negative_at_end.max(0.0) as u64)),
+                per_k(s.dentries_per_1000_ops),
+                per_k(s.negative_per_1000_ops),
+                per_k(s.machine_negative_per_1000_ops),
+                signed(s.growth_per_minute.median),
+                bytes(s.runs.iter().map(|r| r.cgroup_kernel_peak_bytes).max().unwrap_or(0)),
+                format!("{} ({})", signed(s.dentries_added_end), signed(s.dentries_added_peak)),
+                match s.longest_drop_stretch_seconds {
+                    Some(d) => format!("{} (drops: {})", secs(s.longest_stretch_seconds), secs(d)),
+                    None => secs(s.longest_stretch_seconds),
+                },
+                s.projected_30d_edge_share.map_or("– (no calibration)".into(), |e| {
+                    format!("{:.0}% ({:.0}–{:.0}%)", e.median * 100.0, e.min * 100.0, e.max * 100.0)
+                }),
+                format!("{}/{}", s.limit_reached_runs, s.runs.len()),
+            ])
+        })
+        .collect();
+    Grid { header, rows }
+}
+
+fn method(r: &MitigateResult) -> String {
+    let o = &r.options;
+    let limits: Vec<u64> = r.rows.iter().flat_map(|row| row.runs.iter().map(|x| x.memory_limit_bytes)).collect();
+    let (lo, hi) = (limits.iter().copied().min().unwrap_or(0), limits.iter().copied().max().unwrap_or(0));
+    let limit = match o.memory_limit {
+        Some(b) => format!("a memory cgroup limited to {}", bytes(b)),
+        None if lo == hi => format!("a memory cgroup limited to {} (its usage once set up plus the headroom)", bytes(lo)),
+        None => format!(
+            "a memory cgroup limited to {}–{} (its usage once set up plus the headroom)",
+            bytes(lo),
+            bytes(hi)
+        ),
+    };
+    let mut s = format!(
+        "Workload {} on a fresh {} per run, its processes in {limit}, pinned to CPU {} (probed); {} s per \
+         combination, {} rep(s) interleaved",
+        o.workload.name(),
+        o.fs,
+        o.cpu,
+        o.duration_seconds,
+        o.reps
+    );
+    if o.workload == crate::bench::mitigate::Workload::Mariadb {
+        let _ = write!(s, ", {} client connection(s)", o.clients);
+    }
+    s.push('.');
+    s
+}
+
+fn changes(r: &MitigateResult) -> Vec<String> {
+    r.sysctls
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: set to {} during the run; restored to {} (read back: {})",
+                c.name,
+                c.written.join(", "),
+                c.original,
+                c.restored.as_deref().unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
+/// The terminal table.
+pub fn table(r: &MitigateResult) -> String {
+    let mut s = format!("{}\n{}\n\n", method(r), environment_line(&r.environment));
+    s += &super::table::render_grid(&grid(r));
+    if !r.verdicts.is_empty() {
+        s += "\nVerdicts:\n";
+        for v in &r.verdicts {
+            let _ = writeln!(s, "- {v}");
+        }
+    }
+    for c in changes(r) {
+        let _ = writeln!(s, "{c}");
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+/// A section of report.md for each result.
+pub fn part(results: &[&MitigateResult]) -> String {
+    let mut s = String::new();
+    for r in results {
+        let _ = writeln!(s, "## Mitigations: {}\n\n{}\n", r.options.workload.name(), method(r));
+        s += &super::markdown::render_grid(&grid(r));
+        if !r.verdicts.is_empty() {
+            let _ = writeln!(s, "\n### Verdicts\n");
+            for v in &r.verdicts {
+                let _ = writeln!(s, "- {v}");
+            }
+        }
+        let ch = changes(r);
+        if !ch.is_empty() {
+            let _ = writeln!(s, "\n### Changed and restored\n");
+            for c in ch {
+                let _ = writeln!(s, "- {c}");
+            }
+        }
+        let _ = writeln!(s, "\n### Notes\n");
+        for n in &r.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+        let _ = writeln!(s, "\n`{}`\n\n{}\n", r.header.command, environment_line(&r.environment));
+    }
+    s
+}
