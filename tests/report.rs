@@ -213,6 +213,23 @@ fn bad_results_get_one_line_and_exit_2() {
     assert!(!out.exists(), "no output directory for a refused report");
 }
 
+/// Issue 15: a result whose `methods` list is empty made `report` panic
+/// (it indexed `methods[0]`). It renders, with a generic column title.
+#[test]
+fn a_result_with_no_methods_renders() {
+    let d = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(result("reclaim-hardlink-tmpfs.json")).unwrap()).unwrap();
+    v["options"]["methods"] = serde_json::json!([]);
+    let p = write_tmp(d.path(), "no-methods.json", &v.to_string());
+    let out = d.path().join("out");
+    let a = cargo_bin_cmd!("dentrylab").arg("report").arg(&p).arg("-o").arg(&out).assert();
+    let o = a.get_output();
+    assert!(o.status.success(), "report failed: {}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap_or_default();
+    assert!(md.contains("Reclaim time"), "{md}");
+}
+
 #[test]
 fn missing_arguments_and_files() {
     cargo_bin_cmd!("dentrylab")
