@@ -5,6 +5,8 @@
 //! regenerate them with `UPDATE_GOLDEN=1 cargo test --release --test report`
 //! and look at the result (render the SVGs to PNG).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -133,10 +135,7 @@ fn pollute_and_churn_results() {
 /// installs; skipped with a note where it is missing).
 #[test]
 fn svgs_render() {
-    if Command::new("rsvg-convert").arg("--version").output().is_err() {
-        eprintln!("rsvg-convert not installed (apt-get install librsvg2-bin): skipping");
-        return;
-    }
+    require!(common::has("rsvg-convert"), "needs rsvg-convert (Debian package librsvg2-bin)");
     let png = tempfile::tempdir().unwrap();
     for (case, f) in ["reclaim-hardlink-vs-file", "pollute-churn"]
         .iter()
@@ -259,10 +258,7 @@ fn missing_arguments_and_files() {
 /// a private tmpfs, so this fails if the directory is opened too late.
 #[test]
 fn reclaim_writes_a_report_outside_the_sandbox() {
-    if !nix_is_root() {
-        eprintln!("not root: skipping the real reclaim run");
-        return;
-    }
+    require_root!();
     let d = tempfile::tempdir_in("/tmp").unwrap();
     let dir = d.path().join("report");
     let json = d.path().join("r.json");
@@ -284,11 +280,4 @@ fn reclaim_writes_a_report_outside_the_sandbox() {
     for f in files_in(&dir) {
         assert_eq!(std::fs::read(dir.join(&f)).unwrap(), std::fs::read(again.join(&f)).unwrap(), "{f}");
     }
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
-        .unwrap_or(false)
 }
