@@ -173,6 +173,39 @@ mod tests {
         assert!(parse_sizes("1M,,2M").is_err());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// Arbitrary text gives a count or an error, never a panic.
+        #[test]
+        fn any_text_parses_or_errs(s in "[0-9.kKmMgGx+-eE ]{0,24}|\\PC{0,24}") {
+            if let Ok(n) = parse_count(&s) {
+                proptest::prop_assert!((1..=MAX_COUNT).contains(&n));
+            }
+        }
+
+        /// Every count written as digits, or as a decimal with a suffix,
+        /// parses back exactly.
+        #[test]
+        fn exact_round_trip(n in 1..=MAX_COUNT, zeros in 0usize..3) {
+            proptest::prop_assert_eq!(parse_count(&n.to_string()).unwrap(), n);
+            for (suffix, exp) in [("k", 3u32), ("M", 6), ("G", 9)] {
+                let unit = 10u64.pow(exp);
+                let frac = format!("{:0w$}", n % unit, w = exp as usize);
+                let s = format!("{}.{frac}{}{suffix}", n / unit, "0".repeat(zeros));
+                proptest::prop_assert_eq!(parse_count(&s).unwrap(), n, "{}", s);
+            }
+        }
+
+        /// `human` rounds to three significant digits: it parses back
+        /// within that rounding.
+        #[test]
+        fn human_round_trips_within_its_rounding(n in 1..=MAX_COUNT) {
+            let back = parse_count(&human(n)).unwrap() as f64;
+            proptest::prop_assert!((back - n as f64).abs() <= n as f64 * 0.005, "{} → {} → {}", n, human(n), back);
+        }
+    }
+
     #[test]
     fn formatting() {
         assert_eq!(human(100_000), "100k");

@@ -11,6 +11,9 @@ pub mod kmsg;
 pub mod meminfo;
 pub mod slabinfo;
 
+#[cfg(test)]
+mod proptests;
+
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
