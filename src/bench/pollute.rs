@@ -24,13 +24,13 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::slowdown::{self, Effect, Ratio};
-use crate::analysis::stats::Spread;
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::probe::counters::Counts;
 use crate::procfs::ProcRoot;
 use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
 use crate::size::human;
+use crate::stats::Spread;
 use crate::sys;
 use crate::workload::hot::{self, POLLUTED, Probe, Prober, Timings};
 use crate::workload::{Kind, negative};
@@ -143,7 +143,7 @@ pub struct LevelSummary {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PolluteResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -204,7 +204,7 @@ const FS_CAPACITY: Capacity = Capacity { entries: 4 * hot::HOT_FILES as u64, ino
 
 /// Runs every repetition. The sandbox must already be entered.
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<PolluteResult> {
-    let header = crate::bench::Header::new("pollute");
+    let header = crate::result::Header::new("pollute");
     let environment = Environment::capture(proc);
     let allowed = sys::allowed_cpus()?;
     sys::pin_current_thread(opts.cpu)?;

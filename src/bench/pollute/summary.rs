@@ -3,7 +3,7 @@
 //! interval, and the lines that say what it means.
 
 use crate::analysis::slowdown::{self, Effect, Ratio};
-use crate::analysis::stats::Spread;
+use crate::stats::Spread;
 use crate::size::human;
 use crate::workload::hot::Probe;
 
@@ -40,7 +40,7 @@ pub fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
                     ProbeSummary {
                         probe,
                         calls,
-                        p50_ns: crate::analysis::stats::median(&medians),
+                        p50_ns: crate::stats::median(&medians),
                         p99_ns: runs.iter().map(|p| p.p99_ns).fold(f64::NAN, f64::max),
                         max_ns: runs.iter().map(|p| p.max_ns).max().unwrap_or(0),
                         mean_ns: if calls == 0 {
@@ -66,7 +66,7 @@ pub fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
                 nr_negative: spread(&|l| l.counts.dentry_state.nr_negative as f64),
                 nr_negative_added: spread(&|l| l.nr_negative_added as f64),
                 negatives_made: at[0].negatives_made,
-                pollute_rate_per_second: (!rate.is_empty()).then(|| crate::analysis::stats::median(&rate)),
+                pollute_rate_per_second: (!rate.is_empty()).then(|| crate::stats::median(&rate)),
                 probes,
             }
         })
@@ -179,10 +179,10 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
         out.push(format!(
             "a lookup that hits a cached negative dentry takes {} (p50) unpolluted and {} at {}; a miss (a name \
              never looked up, answered by the filesystem) takes {}, {:.1}× a hit",
-            crate::report::nanos(h0.p50_ns),
-            crate::report::nanos(h1.p50_ns),
+            crate::duration::nanos(h0.p50_ns),
+            crate::duration::nanos(h1.p50_ns),
             human(last.negatives),
-            crate::report::nanos(m.p50_ns),
+            crate::duration::nanos(m.p50_ns),
             m.p50_ns / h1.p50_ns
         ));
     }
@@ -194,4 +194,3 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
     ));
     out
 }
-
