@@ -22,7 +22,13 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
                 'k' | 'K' => 3,
                 'm' | 'M' => 6,
                 'g' | 'G' => 9,
-                _ => return Err(format!("size {s:?}: unknown suffix {c:?} (use k, M or G, for example 2.5M)")),
+                _ => {
+                    let head = &t[..t.len() - c.len_utf8()];
+                    if head.is_empty() || head.parse::<f64>().is_err() {
+                        return Err(not_a_number());
+                    }
+                    return Err(format!("size {s:?}: unknown suffix {c:?} (use k, M or G, for example 2.5M)"));
+                }
             };
             (&t[..t.len() - 1], e)
         }
@@ -138,6 +144,7 @@ mod tests {
             assert!(e.contains(&format!("{bad:?}")) || bad.is_empty(), "{bad}: {e}");
         }
         assert!(parse_count("1.5X").unwrap_err().contains("unknown suffix"));
+        assert!(parse_count("abc").unwrap_err().contains("not a number"));
         assert!(parse_count("-5").unwrap_err().contains("at least 1"));
     }
 
