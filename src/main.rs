@@ -196,11 +196,14 @@ fn cmd_exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
     // handle it. Nothing to clean up, the exporter only reads.
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])
         .context("cannot handle SIGTERM")?;
-    std::thread::spawn(move || {
-        if signals.forever().next().is_some() {
-            std::process::exit(0);
-        }
-    });
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                std::process::exit(0);
+            }
+        })
+        .context("cannot start the signal thread (raise the process's thread limit: ulimit -u, the pids cgroup)")?;
     exporter::run(&opts, &|addr, calibration| {
         eprintln!("dentrylab exporter: listening on http://{addr}/metrics (calibration: {calibration})")
     })?;

@@ -15,31 +15,25 @@ pub fn now_utc() -> String {
     rfc3339(secs)
 }
 
-/// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+/// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (jiff).
 pub fn rfc3339(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    let ts = i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).unwrap_or(jiff::Timestamp::MAX);
+    format!("{ts:.0}")
 }
 
 /// The command line that produced a result, for "reproduce with".
 pub fn command_line() -> String {
-    let mut args = std::env::args();
-    let _ = args.next();
-    let rest: Vec<String> = args
-        .map(|a| if a.contains(' ') || a.is_empty() { format!("'{a}'") } else { a })
+    reproduce(std::env::args().skip(1))
+}
+
+/// `dentrylab ARGS…` quoted for a POSIX shell (shlex): pasting it runs the
+/// same arguments, whatever quotes, spaces or `$` they hold.
+pub fn reproduce(args: impl IntoIterator<Item = String>) -> String {
+    let quoted: Vec<String> = args
+        .into_iter()
+        .map(|a| shlex::try_quote(&a).map_or_else(|_| format!("'{}'", a.replace('\0', "")), |q| q.into_owned()))
         .collect();
-    format!("dentrylab {}", rest.join(" "))
+    std::iter::once("dentrylab".to_string()).chain(quoted).collect::<Vec<_>>().join(" ")
 }
 
 /// Fields every result file carries first.
@@ -64,5 +58,23 @@ mod tests {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(super::rfc3339(1_795_000_000), "2026-11-18T11:06:40Z");
+    }
+
+    /// Issue 15: quotes and `$` broke the "reproduce with" line. A shell
+    /// given the line gets back exactly the arguments.
+    #[test]
+    fn reproduce_survives_a_shell() {
+        let args: Vec<String> =
+            ["--json", "it's $HOME.json", "a b", "", "$(echo x)", "back\\slash", "\"dq\"", "plain"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let line = super::reproduce(args.clone());
+        let script = format!("set -- {}; shift; for a in \"$@\"; do printf '%s\\0' \"$a\"; done", line);
+        let out = std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap();
+        let got: Vec<String> =
+            out.stdout.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        assert_eq!(&got[..got.len() - 1], &args[..], "{line}");
+        assert!(line.starts_with("dentrylab --json "), "{line}");
     }
 }

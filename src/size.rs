@@ -8,45 +8,62 @@ pub const SEED: [u64; 6] = [100_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 1
 /// Largest count dentrylab accepts (about 10^12: far beyond any memory).
 pub const MAX_COUNT: u64 = 1_000_000_000_000;
 
-/// Parses one count such as `100k`, `2.5M`, `1.5G` or `250000`.
+/// Parses one count such as `100k`, `2.5M`, `1.5G` or `250000`. Decimal
+/// digits are read exactly (no floating point): `4.1M` is 4,100,000.
 pub fn parse_count(s: &str) -> Result<u64, String> {
     let t = s.trim();
     if t.is_empty() {
         return Err("empty size: give a count such as 100k, 2.5M or 1.5G".into());
     }
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let head = &t[..i];
-            if head.is_empty() || head.parse::<f64>().is_err() {
-                return Err(format!("size {s:?} is not a number (use for example 100k, 2.5M or 1.5G)"));
-            }
-            let m = match c {
-                'k' | 'K' => 1e3,
-                'm' | 'M' => 1e6,
-                'g' | 'G' => 1e9,
-                _ => return Err(format!("size {s:?}: unknown suffix {c:?} (use k, M or G, for example 2.5M)")),
+    let not_a_number = || format!("size {s:?} is not a number (use for example 100k, 2.5M or 1.5G)");
+    let (num, exp) = match t.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() => {
+            let e = match c {
+                'k' | 'K' => 3,
+                'm' | 'M' => 6,
+                'g' | 'G' => 9,
+                _ => {
+                    let head = &t[..t.len() - c.len_utf8()];
+                    if head.is_empty() || head.parse::<f64>().is_err() {
+                        return Err(not_a_number());
+                    }
+                    return Err(format!("size {s:?}: unknown suffix {c:?} (use k, M or G, for example 2.5M)"));
+                }
             };
-            (&t[..i], m)
+            (&t[..t.len() - 1], e)
         }
-        _ => (t, 1.0),
+        _ => (t, 0),
     };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("size {s:?} is not a number (use for example 100k, 2.5M or 1.5G)"))?;
-    if !v.is_finite() {
-        return Err(format!("size {s:?} is not a finite number"));
-    }
-    let n = v * mult;
-    if n < 1.0 {
+    if num.starts_with('-') && num.len() > 1 {
         return Err(format!("size {s:?} must be at least 1"));
     }
-    if n.fract() != 0.0 {
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() && frac.is_empty() || !digits(int) || !digits(frac) {
+        return Err(not_a_number());
+    }
+    // The fraction's digits past the suffix's exponent must be zeros.
+    let frac = frac.trim_end_matches('0');
+    if frac.len() > exp {
         return Err(format!("size {s:?} is not a whole number of dentries"));
     }
-    if n > MAX_COUNT as f64 {
-        return Err(format!("size {s:?} is larger than the largest supported count ({})", human(MAX_COUNT)));
+    let int = int.trim_start_matches('0');
+    let too_big = || format!("size {s:?} is larger than the largest supported count ({})", human(MAX_COUNT));
+    // Digits of the whole count: integer part, fraction, then zeros.
+    if int.len() + exp > 13 {
+        return Err(too_big());
     }
-    Ok(n as u64)
+    let mut n: u64 = 0;
+    for b in int.bytes().chain(frac.bytes()).chain(std::iter::repeat_n(b'0', exp - frac.len())) {
+        n = n * 10 + u64::from(b - b'0');
+    }
+    if n < 1 {
+        return Err(format!("size {s:?} must be at least 1"));
+    }
+    if n > MAX_COUNT {
+        return Err(too_big());
+    }
+    Ok(n)
 }
 
 /// Parses `--sizes`: a preset (`quick`, `seed`) or a comma-separated list.
@@ -127,7 +144,31 @@ mod tests {
             assert!(e.contains(&format!("{bad:?}")) || bad.is_empty(), "{bad}: {e}");
         }
         assert!(parse_count("1.5X").unwrap_err().contains("unknown suffix"));
+        assert!(parse_count("abc").unwrap_err().contains("not a number"));
         assert!(parse_count("-5").unwrap_err().contains("at least 1"));
+    }
+
+    /// Issue 15: `4.1M`, `8.2M`, `16.1k` were refused as "not a whole
+    /// number" (floating-point rounding).
+    #[test]
+    fn decimal_sizes_are_exact() {
+        assert_eq!(parse_count("4.1M").unwrap(), 4_100_000);
+        assert_eq!(parse_count("8.2M").unwrap(), 8_200_000);
+        assert_eq!(parse_count("16.1k").unwrap(), 16_100);
+        assert_eq!(parse_count("1.000001M").unwrap(), 1_000_001);
+        assert_eq!(parse_count("0.001k").unwrap(), 1);
+        assert_eq!(parse_count(".5k").unwrap(), 500);
+        assert_eq!(parse_count("2.50M").unwrap(), 2_500_000);
+        assert_eq!(parse_count("1000G").unwrap(), MAX_COUNT);
+        assert!(parse_count("1000.000000001G").unwrap_err().contains("largest"));
+        assert!(parse_count("1.0000001M").unwrap_err().contains("whole number"));
+        // Every size with one decimal under 100 in each unit.
+        for unit in [("k", 1_000u64), ("M", 1_000_000), ("G", 1_000_000_000)] {
+            for tenths in 1..1000u64 {
+                let s = format!("{}.{}{}", tenths / 10, tenths % 10, unit.0);
+                assert_eq!(parse_count(&s).unwrap(), tenths * unit.1 / 10, "{s}");
+            }
+        }
     }
 
     #[test]
@@ -137,6 +178,39 @@ mod tests {
         assert_eq!(parse_sizes("1M,100k").unwrap(), vec![100_000, 1_000_000]);
         assert!(parse_sizes("1M,1000k").unwrap_err().contains("repeat"));
         assert!(parse_sizes("1M,,2M").is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// Arbitrary text gives a count or an error, never a panic.
+        #[test]
+        fn any_text_parses_or_errs(s in "[0-9.kKmMgGx+-eE ]{0,24}|\\PC{0,24}") {
+            if let Ok(n) = parse_count(&s) {
+                proptest::prop_assert!((1..=MAX_COUNT).contains(&n));
+            }
+        }
+
+        /// Every count written as digits, or as a decimal with a suffix,
+        /// parses back exactly.
+        #[test]
+        fn exact_round_trip(n in 1..=MAX_COUNT, zeros in 0usize..3) {
+            proptest::prop_assert_eq!(parse_count(&n.to_string()).unwrap(), n);
+            for (suffix, exp) in [("k", 3u32), ("M", 6), ("G", 9)] {
+                let unit = 10u64.pow(exp);
+                let frac = format!("{:0w$}", n % unit, w = exp as usize);
+                let s = format!("{}.{frac}{}{suffix}", n / unit, "0".repeat(zeros));
+                proptest::prop_assert_eq!(parse_count(&s).unwrap(), n, "{}", s);
+            }
+        }
+
+        /// `human` rounds to three significant digits: it parses back
+        /// within that rounding.
+        #[test]
+        fn human_round_trips_within_its_rounding(n in 1..=MAX_COUNT) {
+            let back = parse_count(&human(n)).unwrap() as f64;
+            proptest::prop_assert!((back - n as f64).abs() <= n as f64 * 0.005, "{} → {} → {}", n, human(n), back);
+        }
     }
 
     #[test]

@@ -56,10 +56,7 @@ fn fixture_trees_rank_own_slab_with_kubernetes_names() {
 
 #[test]
 fn as_nobody_on_a_fixture_with_an_unreadable_file() {
-    if !common::is_root() {
-        eprintln!("skipped: needs root to switch to nobody with setpriv");
-        return;
-    }
+    require!(common::is_root(), "needs root to switch to nobody with setpriv");
     let d = tempfile::tempdir().unwrap();
     let root = d.path().join("v1");
     let copy = Command::new("cp").args(["-r"]).arg(cgroup_fixture("v1-cgroupfs")).arg(&root).status().unwrap();

@@ -9,12 +9,8 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, is_root, kernel_lock, usage_error, loop_devices, loops_mounted_by, run_json, wait_until};
+use common::{bin, kernel_lock, loop_devices, loops_mounted_by, run_json, usage_error, wait_until};
 use serde_json::Value;
-
-fn has(tool: &str) -> bool {
-    std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
-}
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
@@ -52,10 +48,7 @@ fn check_timeline(r: &Value, files: u64) {
 
 #[test]
 fn ext4_cold_removal_leaves_negative_dentries_until_rmdir() {
-    if !is_root() || !has("mkfs.ext4") {
-        eprintln!("skipped: needs root and mkfs.ext4");
-        return;
-    }
+    require_root_and!("mkfs.ext4");
     let _g = kernel_lock();
     let files = 30_000;
     let r = run_json(&["churn", "--files", "30k", "--workers", "2", "--dirs", "3", "--interval", "20ms"]);
@@ -76,10 +69,7 @@ fn ext4_cold_removal_leaves_negative_dentries_until_rmdir() {
 
 #[test]
 fn xfs_warm_removal_runs_and_prints_the_summary() {
-    if !is_root() || !has("mkfs.xfs") {
-        eprintln!("skipped: needs root and mkfs.xfs");
-        return;
-    }
+    require_root_and!("mkfs.xfs");
     let _g = kernel_lock();
     let out = bin().args(["churn", "--fs", "xfs", "--files", "10k", "--workers", "3", "--dirs", "2", "--warm"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -93,9 +83,7 @@ fn xfs_warm_removal_runs_and_prints_the_summary() {
 
 #[test]
 fn killed_mid_removal_leaves_no_loop_device() {
-    if !is_root() || !has("mkfs.ext4") || !has("losetup") {
-        return;
-    }
+    require_root_and!("mkfs.ext4", "losetup");
     let _g = kernel_lock();
     let mut child = bin()
         .args(["churn", "--files", "400k", "--workers", "2"])

@@ -3,6 +3,7 @@
 //! exporter's flags, and the dashboard and alerts use only metrics the
 //! exporter exports.
 
+mod common;
 mod metrics;
 
 use std::collections::BTreeSet;

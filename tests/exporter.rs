@@ -2,10 +2,12 @@
 //! fixtures against golden `/metrics` files, promtool, HTTP behaviour,
 //! bounded concurrency, and that a scrape never touches /proc/slabinfo.
 
+mod common;
 mod metrics;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use metrics::{Exporter, assert_golden, assert_promtool_ok, calibration_dir, fixture, request};
 
@@ -182,4 +184,95 @@ fn bad_input_and_failures() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&format!("cannot listen on {}", e.addr)), "{err}");
+}
+
+/// Issue 15: the timeout was per read, so a client sending a byte every
+/// second held a worker for as long as it liked, and four of them blocked
+/// every scrape. Each connection now has a total deadline: 8 such clients
+/// (twice the workers) stay connected, trickling, while 100 scrapes are all
+/// answered.
+#[test]
+fn slow_clients_cannot_starve_scrapes() {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let state = empty_state();
+    let e = start(&fixture("6.18"), state.path(), &["--workers", "4"]);
+    let addr = e.addr;
+    let stop = Arc::new(AtomicBool::new(false));
+    let slow: Vec<_> = (0..8)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            std::thread::spawn(move || {
+                // One byte a second of a head that never ends, until the
+                // server hangs up or the test is over.
+                let mut sent = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    if s.write_all(b"G").is_err() {
+                        return (sent, true);
+                    }
+                    sent += 1;
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                (sent, false)
+            })
+        })
+        .collect();
+    // Let the slow clients take every worker first.
+    std::thread::sleep(Duration::from_millis(500));
+    for i in 0..100 {
+        let r = request(addr, "GET /metrics HTTP/1.1\r\n\r\n");
+        assert_eq!(r.status, 200, "scrape {i}: {}", r.head);
+        assert!(r.body.contains("dentrylab_scrape_duration_seconds"), "scrape {i}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    for c in slow {
+        let (sent, _) = c.join().unwrap();
+        assert!(sent >= 1, "a slow client sent nothing");
+    }
+}
+
+/// Issue 15: a worker thread that cannot be started was a panic. In a pids
+/// cgroup that allows three tasks (main, signal thread, one worker) the
+/// second worker cannot start: one line naming the limit (and its cause),
+/// exit 1.
+#[test]
+fn a_thread_that_cannot_start_is_one_line_and_exit_1() {
+    require_root!();
+    let pids = Path::new("/sys/fs/cgroup/pids");
+    require!(pids.join("cgroup.procs").exists(), "needs the cgroup v1 pids controller at {}", pids.display());
+    struct Cg(std::path::PathBuf);
+    impl Drop for Cg {
+        fn drop(&mut self) {
+            for _ in 0..50 {
+                if std::fs::remove_dir(&self.0).is_ok() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    let cg = Cg(pids.join(format!("dentrylab-test-exporter-{}", std::process::id())));
+    std::fs::create_dir(&cg.0).unwrap();
+    std::fs::write(cg.0.join("pids.max"), "3").unwrap();
+    let state = empty_state();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"echo $$ > "$0/cgroup.procs" && exec "$@""#)
+        .arg(&cg.0)
+        .arg(env!("CARGO_BIN_EXE_dentrylab"))
+        .args(["exporter", "--listen", "127.0.0.1:0", "--workers", "4", "--proc-root"])
+        .arg(fixture("6.18"))
+        .arg("--state-dir")
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // One line, then the OS's reason on a `caused by:` line.
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains("cannot start HTTP worker thread 2 of 4") && first.contains("--workers"), "{err}");
+    assert!(err.lines().count() <= 2, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }

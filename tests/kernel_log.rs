@@ -6,6 +6,7 @@
 //! exporter's counter; and the rule in `deploy/` applied to the same logs
 //! the way node-problem-detector applies it.
 
+mod common;
 mod metrics;
 
 use std::path::PathBuf;
@@ -113,10 +114,7 @@ fn a_missing_log_file_is_one_line_and_exit_1() {
 /// /dev/kmsg as root works; as nobody it is refused with what to do.
 #[test]
 fn live_kmsg_as_root_and_as_nobody() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to read /dev/kmsg and to switch to nobody");
-        return;
-    }
+    require!(common::is_root(), "needs root to read /dev/kmsg and to switch to nobody");
     let state = tempfile::tempdir().unwrap();
     let o = status(&["--state-dir", state.path().to_str().unwrap(), "--kernel-log", "--json", "-"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));

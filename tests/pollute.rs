@@ -6,12 +6,8 @@
 
 mod common;
 
-use common::{bin, is_root, kernel_lock, usage_error, run_json};
+use common::{bin, kernel_lock, run_json, usage_error};
 use serde_json::Value;
-
-fn has_mkfs() -> bool {
-    std::process::Command::new("sh").arg("-c").arg("command -v mkfs.ext4").output().is_ok_and(|o| o.status.success())
-}
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -19,10 +15,7 @@ fn f(v: &Value) -> f64 {
 
 #[test]
 fn sweep_counts_and_ratios_add_up() {
-    if !is_root() || !has_mkfs() {
-        eprintln!("skipped: needs root and mkfs.ext4");
-        return;
-    }
+    require_root_and!("mkfs.ext4");
     let _g = kernel_lock();
     let (reps, calls) = (2u64, 1000u64);
     let r = run_json(&["pollute", "--negatives", "10k,30k", "--reps", "2", "--calls", "1000"]);
@@ -68,9 +61,7 @@ fn sweep_counts_and_ratios_add_up() {
 
 #[test]
 fn table_names_every_probe_and_the_verdict() {
-    if !is_root() || !has_mkfs() {
-        return;
-    }
+    require_root_and!("mkfs.ext4");
     let _g = kernel_lock();
     let out = bin().args(["pollute", "--negatives", "5k", "--reps", "1", "--calls", "500"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

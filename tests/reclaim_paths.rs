@@ -9,34 +9,17 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use assert_cmd::Command;
-use predicates::prelude::*;
 use serde_json::Value;
 
-use common::{loop_devices, loops_mounted_by, wait_until};
-
-/// Tests that read the kernel's counters must not overlap.
-static KERNEL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    KERNEL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use common::{kernel_lock as lock, loop_devices, loops_mounted_by, usage_error, wait_until};
 
 fn dentrylab() -> Command {
     let mut c = Command::cargo_bin("dentrylab").unwrap();
     c.env("DENTRYLAB_STATE_DIR", std::env::temp_dir().join("dentrylab-test-state"));
     c
-}
-
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
-fn has(tool: &str) -> bool {
-    std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
 }
 
 /// Runs a sweep and returns its JSON result.
@@ -56,45 +39,33 @@ fn f(v: &Value, k: &str) -> f64 {
 
 // ---- errors (no root needed) ----
 
-fn usage_error(args: &[&str], needle: &str) {
-    dentrylab()
-        .args(args)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(needle))
-        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
-}
-
 #[test]
 fn negative_kinds_are_refused_on_tmpfs() {
-    usage_error(&["reclaim", "--kind", "negative"], "tmpfs deletes a negative dentry as soon as it is unused");
-    usage_error(&["reclaim", "--kind", "unlinked", "--fs", "tmpfs"], "add --fs ext4 or --fs xfs");
-    usage_error(&["create", "--count", "10k", "--kind", "negative"], "--kind negative needs a disk filesystem");
+    usage_error("reclaim", &["--kind", "negative"], &["tmpfs deletes a negative dentry as soon as it is unused"]);
+    usage_error("reclaim", &["--kind", "unlinked", "--fs", "tmpfs"], &["add --fs ext4 or --fs xfs"]);
+    usage_error("create", &["--count", "10k", "--kind", "negative"], &["--kind negative needs a disk filesystem"]);
 }
 
 #[test]
 fn drop_caches_needs_allow_global() {
-    usage_error(&["reclaim", "--fs", "ext4", "--method", "drop-caches"], "pass --allow-global");
-    usage_error(&["reclaim", "--method", "all"], "pass --allow-global");
+    usage_error("reclaim", &["--fs", "ext4", "--method", "drop-caches"], &["pass --allow-global"]);
+    usage_error("reclaim", &["--method", "all"], &["pass --allow-global"]);
 }
 
 #[test]
 fn bad_methods_and_filesystems_are_named() {
-    usage_error(&["reclaim", "--method", "shrink"], "ns-exit, drop-caches, memcg");
-    usage_error(&["reclaim", "--method", "umount,umount"], "\"umount\" is given twice");
-    usage_error(&["reclaim", "--fs", "btrfs"], "use one of tmpfs, ext4, xfs");
-    usage_error(&["reclaim", "--kind", "dir"], "negative, unlinked");
-    usage_error(&["reclaim", "--contend", "0"], "--contend");
+    usage_error("reclaim", &["--method", "shrink"], &["ns-exit, drop-caches, memcg"]);
+    usage_error("reclaim", &["--method", "umount,umount"], &["\"umount\" is given twice"]);
+    usage_error("reclaim", &["--fs", "btrfs"], &["use one of tmpfs, ext4, xfs"]);
+    usage_error("reclaim", &["--kind", "dir"], &["negative, unlinked"]);
+    usage_error("reclaim", &["--contend", "0"], &["--contend"]);
 }
 
 // ---- real kernel ----
 
 #[test]
 fn negative_on_ext4_every_method_frees_them_all() {
-    if !is_root() || !has("mkfs.ext4") {
-        eprintln!("skipped: needs root and mkfs.ext4");
-        return;
-    }
+    require_root_and!("mkfs.ext4");
     let _g = lock();
     let v = reclaim(&["--fs", "ext4", "--kind", "negative", "--sizes", "20k", "--method", "all", "--allow-global"]);
     let rs = runs(&v);
@@ -118,10 +89,7 @@ fn negative_on_ext4_every_method_frees_them_all() {
 
 #[test]
 fn every_kind_on_xfs_and_ext4() {
-    if !is_root() || !has("mkfs.ext4") || !has("mkfs.xfs") {
-        eprintln!("skipped: needs root, mkfs.ext4 and mkfs.xfs");
-        return;
-    }
+    require_root_and!("mkfs.ext4", "mkfs.xfs");
     let _g = lock();
     for fs in ["xfs", "ext4"] {
         for kind in ["hardlink", "file", "negative", "unlinked"] {
@@ -139,9 +107,7 @@ fn every_kind_on_xfs_and_ext4() {
 
 #[test]
 fn hard_links_past_the_ext4_link_limit() {
-    if !is_root() || !has("mkfs.ext4") {
-        return;
-    }
+    require_root_and!("mkfs.ext4");
     let _g = lock();
     // ext4 allows 65000 links per inode: the generator starts a new source.
     let v = reclaim(&["--fs", "ext4", "--kind", "hardlink", "--sizes", "70k", "--method", "ns-exit"]);
@@ -152,9 +118,7 @@ fn hard_links_past_the_ext4_link_limit() {
 
 #[test]
 fn tmpfs_dentries_are_pinned_so_lru_paths_free_none() {
-    if !is_root() {
-        return;
-    }
+    require_root!();
     let _g = lock();
     let v = reclaim(&["--sizes", "20k", "--method", "memcg,ns-exit"]);
     let memcg = runs(&v).iter().find(|r| r["method"] == "memcg").unwrap();
@@ -167,9 +131,8 @@ fn tmpfs_dentries_are_pinned_so_lru_paths_free_none() {
 
 #[test]
 fn contend_runs_every_repetition_both_ways() {
-    if !is_root() || !has("mkfs.ext4") || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        return;
-    }
+    require_root_and!("mkfs.ext4");
+    require!(std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2, "needs 2 CPUs");
     let _g = lock();
     let v = reclaim(&["--fs", "ext4", "--kind", "negative", "--sizes", "20k", "--method", "umount,memcg", "--contend", "1"]);
     let rs = runs(&v);
@@ -187,9 +150,7 @@ fn contend_runs_every_repetition_both_ways() {
 
 #[test]
 fn create_holds_negative_dentries_on_ext4() {
-    if !is_root() || !has("mkfs.ext4") {
-        return;
-    }
+    require_root_and!("mkfs.ext4");
     let _g = lock();
     let out = dentrylab()
         .args(["create", "--count", "20k", "--fs", "ext4", "--kind", "negative", "--hold", "0", "--json", "-"])
@@ -280,9 +241,7 @@ fn is_zombie_or_other(p: u32) -> bool {
 
 #[test]
 fn killed_mid_create_leaves_nothing() {
-    if !is_root() || !has("mkfs.ext4") || !has("losetup") {
-        return;
-    }
+    require_root_and!("mkfs.ext4", "losetup");
     let _g = lock();
     for method in ["umount", "ns-exit", "memcg"] {
         kill9_mid_create(method);

@@ -5,6 +5,8 @@
 //! regenerate them with `UPDATE_GOLDEN=1 cargo test --release --test report`
 //! and look at the result (render the SVGs to PNG).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -133,10 +135,7 @@ fn pollute_and_churn_results() {
 /// installs; skipped with a note where it is missing).
 #[test]
 fn svgs_render() {
-    if Command::new("rsvg-convert").arg("--version").output().is_err() {
-        eprintln!("rsvg-convert not installed (apt-get install librsvg2-bin): skipping");
-        return;
-    }
+    require!(common::has("rsvg-convert"), "needs rsvg-convert (Debian package librsvg2-bin)");
     let png = tempfile::tempdir().unwrap();
     for (case, f) in ["reclaim-hardlink-vs-file", "pollute-churn"]
         .iter()
@@ -213,6 +212,23 @@ fn bad_results_get_one_line_and_exit_2() {
     assert!(!out.exists(), "no output directory for a refused report");
 }
 
+/// Issue 15: a result whose `methods` list is empty made `report` panic
+/// (it indexed `methods[0]`). It renders, with a generic column title.
+#[test]
+fn a_result_with_no_methods_renders() {
+    let d = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(result("reclaim-hardlink-tmpfs.json")).unwrap()).unwrap();
+    v["options"]["methods"] = serde_json::json!([]);
+    let p = write_tmp(d.path(), "no-methods.json", &v.to_string());
+    let out = d.path().join("out");
+    let a = cargo_bin_cmd!("dentrylab").arg("report").arg(&p).arg("-o").arg(&out).assert();
+    let o = a.get_output();
+    assert!(o.status.success(), "report failed: {}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap_or_default();
+    assert!(md.contains("Reclaim time"), "{md}");
+}
+
 #[test]
 fn missing_arguments_and_files() {
     cargo_bin_cmd!("dentrylab")
@@ -242,10 +258,7 @@ fn missing_arguments_and_files() {
 /// a private tmpfs, so this fails if the directory is opened too late.
 #[test]
 fn reclaim_writes_a_report_outside_the_sandbox() {
-    if !nix_is_root() {
-        eprintln!("not root: skipping the real reclaim run");
-        return;
-    }
+    require_root!();
     let d = tempfile::tempdir_in("/tmp").unwrap();
     let dir = d.path().join("report");
     let json = d.path().join("r.json");
@@ -267,13 +280,6 @@ fn reclaim_writes_a_report_outside_the_sandbox() {
     for f in files_in(&dir) {
         assert_eq!(std::fs::read(dir.join(&f)).unwrap(), std::fs::read(again.join(&f)).unwrap(), "{f}");
     }
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
-        .unwrap_or(false)
 }
 
 /// Issue 13: a saved `mitigate` result (captured from a real run) renders

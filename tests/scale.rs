@@ -2,18 +2,15 @@
 //! the counts asked for, counts and rates agree, worker processes die with
 //! the parent, and bad input gets one line and exit 2.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use serde_json::Value;
 
-/// The runs measure the machine: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+mod common;
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// The runs measure the machine: one at a time.
+use common::kernel_lock as lock;
 
 fn scale_json(args: &[&str]) -> Value {
     let out = Command::cargo_bin("dentrylab").unwrap().arg("scale").args(args).args(["--json", "-"]).output().unwrap();

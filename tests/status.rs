@@ -2,6 +2,7 @@
 //! calibration named, `--json`, `--textfile` (the golden metrics, written
 //! atomically), `--fail-on` exit codes, and a run as a non-root user.
 
+mod common;
 mod metrics;
 
 use std::process::{Command, Output};
@@ -173,10 +174,7 @@ fn bad_input_and_failures() {
 /// built-in default is used and the reason given.
 #[test]
 fn runs_as_a_non_root_user() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to switch to nobody with setpriv");
-        return;
-    }
+    require_root_and!("setpriv");
     let as_nobody = |args: &[&str]| {
         Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_dentrylab"), "status"])

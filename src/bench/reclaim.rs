@@ -437,11 +437,12 @@ fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, kmsg: &KmsgWa
     let done = staged.reclaim(proc);
     std::thread::sleep(PROBE_MARGIN);
     let probe = probe.finish();
-    let control = control.map(GapProbe::finish);
+    let control = control.map(GapProbe::finish).transpose();
     let contention = contenders.map(Contenders::finish);
     sys::unpin_current_thread(&all)?;
     kmsg.set_phase(phase);
     let done = done.with_context(|| format!("reclaiming by {}", at.method.name()))?;
+    let (probe, control) = (probe?, control.context("the control probe")?);
     let kernel_messages = kmsg.take(phase + 1);
     let after_reclaim = Counts::read(proc)?;
     let after_cleanup = if staged.finish()? { Some(Counts::read(proc)?) } else { None };

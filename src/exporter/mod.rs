@@ -32,14 +32,18 @@ pub struct Options {
 }
 
 /// Reads the node once (so a wrong proc root or a broken calibration fails
-/// at start, exit 1), listens, announces the address, serves until killed.
+/// at start, exit 1), listens, starts the workers (a thread that cannot be
+/// started fails here, exit 1), announces the address, serves until killed.
 pub fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
     let collector = Arc::new(Collector::new(&opts.status));
     let first = collector.collect().context("reading the node before serving")?;
     collector.forget_growth();
     let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
     let addr = listener.local_addr().context("listening socket address")?;
+    let workers = server::start(listener, collector, opts.workers)?;
     announce(addr, &first.calibration.name);
-    server::serve(listener, collector, opts.workers);
+    for w in workers {
+        let _ = w.join();
+    }
     Ok(())
 }

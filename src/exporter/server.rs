@@ -2,21 +2,27 @@
 //! worker threads accept from one listener, each reads one bounded request
 //! head, answers it and closes the connection. Concurrency, memory and time
 //! per connection are all bounded: excess connections wait in the kernel's
-//! accept queue, never in a thread of their own.
+//! accept queue, never in a thread of their own, and each connection has a
+//! total deadline (a client trickling one byte every few seconds is cut off
+//! at [`CONNECTION_DEADLINE`], not kept for hours).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
 
 use super::metrics;
 use crate::status::Collector;
 
 /// Largest request head read; a longer one gets 431.
 pub const MAX_REQUEST_HEAD_BYTES: usize = 8 * 1024;
-/// Read and write timeout of one connection (a stalled client frees its
-/// worker after this).
-pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Total time one connection may take, from accept to the last byte
+/// written: reading the request head, answering and writing it. A scrape on
+/// a LAN takes milliseconds; a client slower than this frees its worker.
+pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(5);
 
 struct Response {
     status: u16,
@@ -35,22 +41,24 @@ impl Response {
 const INDEX: &str = "<html><head><title>dentrylab exporter</title></head><body>\
 <h1>dentrylab exporter</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
 
-/// Serves `listener` with `workers` threads until the process ends.
-pub fn serve(listener: TcpListener, collector: Arc<Collector>, workers: usize) {
+/// Starts `workers` threads serving `listener`; they serve until the
+/// process ends (join the handles to wait). A thread that cannot be started
+/// is an error naming the limit to raise.
+pub fn start(listener: TcpListener, collector: Arc<Collector>, workers: usize) -> Result<Vec<JoinHandle<()>>> {
     let listener = Arc::new(listener);
-    let handles: Vec<_> = (0..workers)
+    (0..workers)
         .map(|i| {
             let l = Arc::clone(&listener);
             let c = Arc::clone(&collector);
-            std::thread::Builder::new()
-                .name(format!("http-{i}"))
-                .spawn(move || worker(&l, &c))
-                .expect("spawning an HTTP worker thread")
+            std::thread::Builder::new().name(format!("http-{i}")).spawn(move || worker(&l, &c)).with_context(|| {
+                format!(
+                    "cannot start HTTP worker thread {} of {workers} (lower --workers, or raise the \
+                     process's thread limit: ulimit -u, the pids cgroup)",
+                    i + 1
+                )
+            })
         })
-        .collect();
-    for h in handles {
-        let _ = h.join();
-    }
+        .collect()
 }
 
 fn worker(listener: &TcpListener, collector: &Collector) {
@@ -66,17 +74,25 @@ fn worker(listener: &TcpListener, collector: &Collector) {
     }
 }
 
+/// The time left before `deadline`, or a timed-out error once it passed.
+fn left(deadline: Instant) -> std::io::Result<Duration> {
+    let d = deadline.saturating_duration_since(Instant::now());
+    if d.is_zero() {
+        return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connection deadline passed"));
+    }
+    Ok(d)
+}
+
 fn handle(mut stream: TcpStream, collector: &Collector) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let deadline = Instant::now() + CONNECTION_DEADLINE;
     let _ = stream.set_nodelay(true);
-    let Some(head) = read_head(&mut stream)? else {
+    let Some(head) = read_head(&mut stream, deadline)? else {
         let r = Response::text(431, "Request Header Fields Too Large", "request head too large\n");
-        return write(&mut stream, &r, true);
+        return write(&mut stream, &r, true, deadline);
     };
     let (method, target) = match parse_request_line(&head) {
         Some(x) => x,
-        None => return write(&mut stream, &Response::text(400, "Bad Request", "bad request\n"), true),
+        None => return write(&mut stream, &Response::text(400, "Bad Request", "bad request\n"), true, deadline),
     };
     let path = target.split('?').next().unwrap_or("");
     let head_only = method == "HEAD";
@@ -104,15 +120,16 @@ fn handle(mut stream: TcpStream, collector: &Collector) -> std::io::Result<()> {
         ("GET" | "HEAD", _) => Response::text(404, "Not Found", "not found: try /metrics\n"),
         _ => Response { allow: true, ..Response::text(405, "Method Not Allowed", "only GET and HEAD\n") },
     };
-    write(&mut stream, &r, !head_only)
+    write(&mut stream, &r, !head_only, deadline)
 }
 
 /// Reads up to the blank line that ends the head. `None` when it is longer
-/// than [`MAX_REQUEST_HEAD_BYTES`].
-fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<String>> {
+/// than [`MAX_REQUEST_HEAD_BYTES`]; an error once `deadline` passed.
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> std::io::Result<Option<String>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
+        stream.set_read_timeout(Some(left(deadline)?))?;
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             break;
@@ -136,7 +153,7 @@ fn parse_request_line(head: &str) -> Option<(&str, &str)> {
     (version.starts_with("HTTP/") && it.next().is_none()).then_some((method, target))
 }
 
-fn write(stream: &mut TcpStream, r: &Response, with_body: bool) -> std::io::Result<()> {
+fn write(stream: &mut TcpStream, r: &Response, with_body: bool, deadline: Instant) -> std::io::Result<()> {
     let mut out = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
         r.status,
@@ -151,8 +168,16 @@ fn write(stream: &mut TcpStream, r: &Response, with_body: bool) -> std::io::Resu
     if with_body {
         out.push_str(&r.body);
     }
-    stream.write_all(out.as_bytes())?;
-    stream.flush()?;
+    let mut rest = out.as_bytes();
+    while !rest.is_empty() {
+        stream.set_write_timeout(Some(left(deadline)?))?;
+        match stream.write(rest) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
     stream.shutdown(std::net::Shutdown::Write)
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use nix::sys::time::TimeSpec;
 use nix::time::{ClockId, ClockNanosleepFlags, clock_nanosleep};
 
@@ -57,10 +57,59 @@ impl GapProbe {
         }
     }
 
-    /// Stops the probe and summarises what it saw.
-    pub fn finish(self) -> GapStats {
+    /// Stops the probe and summarises what it saw. A probe thread that died
+    /// (panicked) or saw no wake-up at all measured nothing: that is an
+    /// error, never a longest gap of 0 s.
+    pub fn finish(self) -> Result<GapStats> {
         self.stop.store(true, Ordering::Relaxed);
-        let gaps = self.handle.join().unwrap_or_default();
-        GapStats::from_gaps_ns(self.cpu, self.interval, &gaps)
+        summarise(self.cpu, self.interval, self.handle.join())
+    }
+}
+
+/// What the probe thread on `cpu` returned, as statistics or as the error
+/// saying why there are none.
+fn summarise(cpu: usize, interval: Duration, joined: std::thread::Result<Vec<u64>>) -> Result<GapStats> {
+    let gaps = match joined {
+        Ok(g) => g,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            bail!("the latency probe on CPU {cpu} died during the measurement ({why}): no longest gap was measured")
+        }
+    };
+    if gaps.is_empty() {
+        bail!("the latency probe on CPU {cpu} never woke up during the measurement: no longest gap was measured");
+    }
+    Ok(GapStats::from_gaps_ns(cpu, interval, &gaps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 15: a probe thread that died reported a longest gap of 0 s
+    /// with no note; it is an error naming the CPU.
+    #[test]
+    fn a_dead_probe_is_an_error_not_a_zero_gap() {
+        let h = std::thread::spawn(|| -> Vec<u64> { panic!("injected") });
+        let e = summarise(1, DEFAULT_INTERVAL, h.join()).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("CPU 1 died") && e.contains("injected"), "{e}");
+        let e = format!("{:#}", summarise(0, DEFAULT_INTERVAL, Ok(Vec::new())).unwrap_err());
+        assert!(e.contains("never woke up"), "{e}");
+        let s = summarise(0, DEFAULT_INTERVAL, Ok(vec![100_000, 2_000_000])).unwrap();
+        assert!((s.max_gap_seconds - 0.002).abs() < 1e-12);
+    }
+
+    /// A real probe stopped after a few wake-ups measures them.
+    #[test]
+    fn a_live_probe_measures() {
+        let p = GapProbe::start(0, DEFAULT_INTERVAL).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let s = p.finish().unwrap();
+        assert!(s.samples > 0 && s.max_gap_seconds > 0.0, "{s:?}");
     }
 }

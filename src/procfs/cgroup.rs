@@ -77,8 +77,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+        let octal = b.get(i + 1..i + 4).filter(|o| o.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let byte = octal.and_then(|o| u8::try_from(o.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0'))).ok());
+        if let (b'\\', Some(c)) = (b[i], byte) {
+            out.push(c);
             i += 4;
         } else {
             out.push(b[i]);

@@ -29,7 +29,9 @@ pub fn parse(r: impl BufRead) -> Result<MemInfo> {
             .parse()
             .with_context(|| format!("{FILE}: field {key}: expected a number, found {v:?}"))?;
         let v = match it.next() {
-            Some("kB") => v * 1024,
+            Some("kB") => v
+                .checked_mul(1024)
+                .with_context(|| format!("{FILE}: field {key}: {v} kB is more bytes than 64 bits hold"))?,
             None => v,
             Some(u) => bail!("{FILE}: field {key}: unknown unit {u:?}"),
         };

@@ -13,6 +13,9 @@ pub mod meminfo;
 pub mod shrinker;
 pub mod slabinfo;
 
+#[cfg(test)]
+mod proptests;
+
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};

@@ -58,7 +58,10 @@ pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
         if witness == "nr_dentry" { "Reclaimed".into() } else { format!("Reclaimed ({witness})") },
         "vs target".into(),
         "Freed".into(),
-        if many { "Reclaim time".into() } else { format!("{} time", capitalise(o.methods[0].name())) },
+        match o.methods.first() {
+            Some(m) if !many => format!("{} time", capitalise(m.name())),
+            _ => "Reclaim time".into(),
+        },
         "ns/dentry".into(),
         format!("Extrapolated to {}", human(o.extrapolate)),
         format!("Max gap (CPU {})", o.cpu),

@@ -68,7 +68,10 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     for l in fit_lines(r) {
         let _ = writeln!(s, "  {l}");
     }
-    let of = if o.methods.len() > 1 { format!(" ({})", o.methods[0].name()) } else { String::new() };
+    let of = match o.methods.first() {
+        Some(m) if o.methods.len() > 1 => format!(" ({})", m.name()),
+        _ => String::new(),
+    };
     if let Some(g) = threshold_grid(r) {
         let _ = writeln!(s, "\nSoft-lockup threshold{of}");
         s += &render_grid(&g);

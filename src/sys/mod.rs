@@ -4,7 +4,7 @@
 pub mod guardian;
 pub mod loopdev;
 
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
@@ -121,11 +121,7 @@ pub fn ignore_termination_signals() -> Result<()> {
 /// Writes a filesystem's dirty data and metadata (syncfs(2)), so a later
 /// reclaim does not also pay for writeback.
 pub fn syncfs(fd: BorrowedFd<'_>) -> Result<()> {
-    // SAFETY: syncfs takes a file descriptor that `fd` keeps open.
-    if unsafe { libc::syncfs(fd.as_raw_fd()) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("syncfs");
-    }
-    Ok(())
+    nix::unistd::syncfs(fd).context("syncfs")
 }
 
 /// Waits for child `pid` to end, returning its wait status and the system

@@ -1,5 +1,8 @@
 //! Helpers shared by the integration tests: the binary, kernel counters,
-//! and a lock so tests that move kernel counters never overlap.
+//! a lock so tests that move kernel counters never overlap, and skips that
+//! cannot hide: `require!` skips a test with a line on the terminal and in
+//! `target/tmp/skipped-tests.txt` (which `.ci/run` prints), and on CI
+//! (`CI` set) fails it instead, since CI runs as root with every tool.
 
 #![allow(dead_code)]
 
@@ -17,23 +20,77 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dentrylab"))
 }
 
+/// Effective user is root.
 pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .map(|v| v.split_whitespace().nth(1) == Some("0"))
-        .unwrap_or(false)
+    nix::unistd::geteuid().is_root()
 }
 
-/// Skips (with a line saying so) when not root: these tests need to mount.
+/// `tool` is on the PATH.
+pub fn has(tool: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(d.join(tool)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Running on CI: `CI` is set to anything but empty, `0` or `false`.
+pub fn on_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// File where skipped tests are listed, one per line (`.ci/run` prints it).
+pub fn skip_log() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.txt")
+}
+
+/// Records that the running test is skipped because of `reason`: a line on
+/// the terminal (written past the harness's capture) and in [`skip_log`].
+/// On CI it panics instead: nothing there has a reason to skip.
+pub fn skip(reason: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let krate = std::env::args().next().and_then(|a| {
+        let f = std::path::Path::new(&a).file_name()?.to_string_lossy().into_owned();
+        Some(f.rsplit_once('-').map_or(f.clone(), |(k, _)| k.to_string()))
+    });
+    let line = format!("{}::{test}: {reason}", krate.unwrap_or_default());
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(skip_log()) {
+        let _ = writeln!(f, "{line}");
+    }
+    if on_ci() {
+        panic!("skipped on CI (CI is set; CI runs as root with every tool installed): {reason}");
+    }
+    let _ = writeln!(std::io::stderr(), "SKIPPED {line}");
+}
+
+/// `require!(condition, "reason {}", args…)`: skips the test (see [`skip`])
+/// unless `condition` holds.
+#[macro_export]
+macro_rules! require {
+    ($cond:expr, $($reason:tt)+) => {
+        if !$cond {
+            $crate::common::skip(&format!($($reason)+));
+            return;
+        }
+    };
+}
+
+/// Skips (visibly; fails on CI) when not root: these tests need to mount.
 #[macro_export]
 macro_rules! require_root {
     () => {
-        if !common::is_root() {
-            eprintln!("skipped: needs root to mount");
-            return;
-        }
+        $crate::require!($crate::common::is_root(), "needs root to mount");
+    };
+}
+
+/// Skips (visibly; fails on CI) unless root and every tool is installed.
+#[macro_export]
+macro_rules! require_root_and {
+    ($($tool:expr),+) => {
+        $crate::require_root!();
+        $( $crate::require!($crate::common::has($tool), "needs {} (see .ci/run for its package)", $tool); )+
     };
 }
 

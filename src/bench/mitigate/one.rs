@@ -288,7 +288,7 @@ fn measure(
         while Instant::now() < due {
             std::thread::sleep(Duration::from_millis(20).min(due.saturating_duration_since(Instant::now())));
         }
-        let gap = probe.finish().max_gap_seconds;
+        let gap = probe.finish()?.max_gap_seconds;
         let n_drops = drops.lock().unwrap().len();
         let n = ops.load(Ordering::Relaxed) - start_ops;
         samples.push(read_sample(proc, cg, t0.elapsed().as_secs_f64(), n, gap, n_drops)?);
