@@ -3,6 +3,7 @@
 //! the renderers consume.
 
 pub mod churn;
+pub mod containers;
 pub mod create;
 pub mod pollute;
 pub mod reclaim;
