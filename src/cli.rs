@@ -215,7 +215,7 @@ pub struct ContainersArgs {
     #[arg(long, default_value = "temp-tables", value_parser = parse_mix)]
     pub workload: crate::workload::container::Mix,
     /// Operations per container (suffixes k, M); 0 measures the harness alone.
-    #[arg(long, default_value = crate::bench::containers::DEFAULT_OPS, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, default_value = crate::bench::containers::DEFAULT_OPS, value_parser = parse_op_count, allow_hyphen_values = true)]
     pub ops: u64,
     /// Containers started per hour on the node, for the projection to the lockup edge.
     #[arg(long, default_value_t = crate::bench::containers::DEFAULT_RATE_PER_HOUR, allow_hyphen_values = true)]
@@ -237,6 +237,11 @@ pub struct ContainersArgs {
     pub force: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// A count of operations, where 0 (the harness alone) is allowed.
+fn parse_op_count(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" { Ok(0) } else { crate::size::parse_count(s) }
 }
 
 fn parse_mix(s: &str) -> Result<crate::workload::container::Mix, String> {
