@@ -128,3 +128,25 @@ fn sigkill_at_any_moment_leaves_nothing() {
         assert!(!mounts.contains("dentrylab-overlay"), "an overlay is still mounted");
     }
 }
+
+/// A real result (8 containers of the default mix) renders: its section,
+/// the witness and projection lines, and both plots.
+#[test]
+fn report_renders_a_containers_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["report", "tests/fixtures/results/containers-mixed.json", "--output"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    for want in ["## Containers on overlayfs", "| dentries left on the host |", "- witness: unmounting", "- projection: at 60 containers an hour"] {
+        assert!(md.contains(want), "report.md lacks {want:?}");
+    }
+    for svg in ["containers-host.svg", "containers-teardown.svg"] {
+        let s = std::fs::read_to_string(dir.path().join(svg)).unwrap();
+        assert!(s.starts_with("<svg") && s.contains("containers run"), "{svg}");
+        assert!(s.contains("<polyline") || s.contains("<path") || s.contains("<circle"), "{svg} draws nothing");
+    }
+}

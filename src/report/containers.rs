@@ -135,3 +135,44 @@ pub fn table(r: &ContainersResult) -> String {
     }
     s
 }
+
+/// The report's section for `containers` results.
+pub fn part(results: &[&ContainersResult], labels: &[String], subtitle: &str, figures: &[super::svg::Figure]) -> String {
+    super::markdown::part(
+        format!("Containers on overlayfs: {subtitle}"),
+        figures,
+        "Each container runs in a mount namespace of its own over one shared image; after its teardown the host's \
+         nr_dentry is read (machine-wide). The second line adds up each container's negative dentries created − freed (the least noisy counter).",
+        results,
+        labels,
+        &|r, level| body(r, level),
+    )
+}
+
+fn body(r: &ContainersResult, level: usize) -> String {
+    use std::fmt::Write;
+    let h = "#".repeat(level);
+    let o = &r.options;
+    let mut s = String::new();
+    let _ = writeln!(s, "{h} Method\n");
+    let _ = writeln!(
+        s,
+        "{} containers, {} at a time, each running {} for {} operations in an overlay of one shared image on {} \
+         (upper and work directories on the same filesystem), then exiting (the overlay goes with its mount \
+         namespace) and having its snapshot removed. {} in all.\n",
+        o.count,
+        o.parallel,
+        o.mix.name(),
+        grouped(o.ops),
+        o.fs,
+        secs(r.wall_seconds)
+    );
+    let _ = writeln!(s, "{h} Results\n");
+    s += &super::markdown::render_grid(&grid(r));
+    s.push('\n');
+    for l in lines(r) {
+        let _ = writeln!(s, "- {l}");
+    }
+    s += &super::markdown::closing(&h, &r.notes, &r.header.command, &r.environment);
+    s
+}

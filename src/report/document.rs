@@ -9,13 +9,14 @@ use serde::Deserialize;
 use super::{markdown, svg};
 use crate::bench::SCHEMA;
 use crate::bench::churn::ChurnResult;
+use crate::bench::containers::ContainersResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::ScaleResult;
 use crate::error::UsageError;
 
 /// Benchmarks whose results `report` can render.
-pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale"];
+pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale", "containers"];
 /// Benchmarks dentrylab knows whose results it cannot render yet.
 const NOT_YET: &[&str] = &["create"];
 
@@ -26,6 +27,7 @@ pub enum Loaded {
     Pollute(Box<PolluteResult>),
     Churn(Box<ChurnResult>),
     Scale(Box<ScaleResult>),
+    Containers(Box<ContainersResult>),
 }
 
 impl Loaded {
@@ -35,6 +37,7 @@ impl Loaded {
             Loaded::Pollute(_) => "pollute",
             Loaded::Churn(_) => "churn",
             Loaded::Scale(_) => "scale",
+            Loaded::Containers(_) => "containers",
         }
     }
 }
@@ -79,6 +82,9 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
         "scale" => serde_json::from_str::<ScaleResult>(text)
             .map(|r| Loaded::Scale(Box::new(r)))
             .map_err(|e| bad(format!("not a valid schema {SCHEMA} scale result: {e}"))),
+        "containers" => serde_json::from_str::<ContainersResult>(text)
+            .map(|r| Loaded::Containers(Box::new(r)))
+            .map_err(|e| bad(format!("not a valid schema {SCHEMA} containers result: {e}"))),
         b if NOT_YET.contains(&b) => {
             Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
         }
@@ -158,6 +164,25 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 );
                 let figures = svg::scale(&rs, &labels, &subtitle)?;
                 let part = markdown::scale_part(&rs, &labels, &subtitle, &figures);
+                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+            }
+            "containers" => {
+                let rs: Vec<&ContainersResult> = results
+                    .iter()
+                    .filter_map(|l| if let Loaded::Containers(r) = l { Some(r.as_ref()) } else { None })
+                    .collect();
+                let (labels, subtitle) = labels_of(
+                    &rs.iter()
+                        .map(|r| {
+                            let mut f = common_facets(&r.environment, r.options.fs);
+                            f.insert(0, format!("{} × {} operations", r.options.mix.name(), crate::size::human(r.options.ops)));
+                            f.insert(1, format!("{} containers, {} at a time", r.options.count, r.options.parallel));
+                            (f, &r.header)
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                let figures = svg::containers(&rs, &labels, &subtitle)?;
+                let part = super::containers::part(&rs, &labels, &subtitle, &figures);
                 (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
             }
             _ => {

@@ -13,7 +13,12 @@
 //! name looks it up first, so every file a container creates leaves one
 //! negative dentry in the image's filesystem; unmounting the overlay and
 //! removing the upper directory frees the overlay's and the upper's
-//! dentries, not that one.
+//! dentries, not that one. Unlinking a file the container made
+//! (fs/overlayfs/dir.c, `ovl_remove_upper`) unlinks it in the upper
+//! directory while holding an extra reference, so the upper dentry is
+//! unhashed rather than kept negative, and then `d_drop`s the overlay
+//! dentry: a temporary table leaves only the lower layer's negative
+//! dentry behind.
 
 use std::path::{Path, PathBuf};
 

@@ -118,6 +118,15 @@ pub struct Witness {
     pub umount_seconds: f64,
 }
 
+impl Witness {
+    /// The filesystem's dentries include its negative ones: when the
+    /// nr_dentry drop is the smaller, other processes allocated dentries
+    /// during the umount, and the negative drop is the better bound.
+    pub fn dentries_counted(&self) -> i64 {
+        self.dentries.max(self.negative)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ContainersResult {
     #[serde(flatten)]

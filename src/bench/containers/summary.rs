@@ -68,7 +68,7 @@ pub fn summarise(runs: &[ContainerRun], w: &Witness) -> Summary {
     let n = runs.len().max(1) as f64;
     let mut left = col(&|r| r.left as f64);
     left.sort_by(f64::total_cmp);
-    let stayed = (w.dentries - w.image_dentries as i64).max(0) as f64;
+    let stayed = (w.dentries_counted() - w.image_dentries as i64).max(0) as f64;
     let new_names = runs.iter().map(|r| r.outcome.new_names()).sum::<u64>() as f64 / n;
     let vs_n = |f: &dyn Fn(&ContainerRun) -> f64| fit::linear(&runs.iter().map(|r| (r.index as f64, f(r))).collect::<Vec<_>>());
     Summary {
@@ -136,6 +136,13 @@ pub fn notes(opts: &Options, s: &Summary, w: &Witness) -> Vec<String> {
          directories)",
         opts.fs, w.dentries, w.negative, w.image_dentries
     )];
+    if w.negative > w.dentries {
+        out.push(format!(
+            "the umount that counts the witness took {} negative dentries off the counter but only {} dentries: \
+             other processes allocated dentries during it, so the negative count (a lower bound) is used",
+            w.negative, w.dentries
+        ));
+    }
     if opts.parallel > 1 {
         out.push(format!(
             "--parallel {}: other containers ran their workloads during each one's workload and teardown, so its \
