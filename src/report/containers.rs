@@ -2,8 +2,9 @@
 //! witness, and the projection, as a grid and lines shared by the table
 //! and the Markdown report.
 
-use super::{Grid, secs};
-use crate::analysis::stats::Spread;
+use super::Grid;
+use crate::duration::secs;
+use crate::stats::Spread;
 use crate::bench::containers::{ContainersResult, Projection};
 use crate::size::{grouped, human};
 
@@ -44,8 +45,9 @@ pub fn lines(r: &ContainersResult) -> Vec<String> {
     let w = &r.witness;
     let mut out = vec![
         format!(
-            "witness: unmounting the run's {} filesystem at the end freed {} dentries ({} negative; {} are the \
+            "witness{}: unmounting the run's {} filesystem at the end freed {} dentries ({} negative; {} are the \
              image's directories): {} left per container, {} per 1,000 containers",
+            if w.disturbed { " (disturbed: medians used)" } else { "" },
             r.options.fs,
             grouped(w.dentries.max(0) as u64),
             grouped(w.negative.max(0) as u64),

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::stats::GapStats;
+use crate::stats::GapStats;
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::probe::gap::GapProbe;
@@ -49,6 +49,10 @@ pub const DEFAULT_RATE_PER_HOUR: f64 = 60.0;
 /// share of the slab), and what its live files cost while it runs.
 const BYTES_PER_LEFT_DENTRY: u64 = 260;
 const BYTES_PER_LIVE_FILE: u64 = 1200;
+/// The quiet windows read around the witness umount, and the change in
+/// them (or in the filesystem's positive dentries) that counts as noise.
+const WITNESS_QUIET: Duration = Duration::from_millis(50);
+const WITNESS_SLACK: i64 = 32;
 /// How long the probe runs before and after a teardown.
 const PROBE_MARGIN: Duration = Duration::from_millis(2);
 
@@ -116,6 +120,14 @@ pub struct Witness {
     /// Directory dentries of the image itself, in that count.
     pub image_dentries: u64,
     pub umount_seconds: f64,
+    /// The largest change of the counters over the quiet windows either
+    /// side of the umount (other activity on the machine).
+    #[serde(default)]
+    pub noise: i64,
+    /// True when the windows were not quiet or the counts disagree: the
+    /// per-container medians stand in for the witness.
+    #[serde(default)]
+    pub disturbed: bool,
 }
 
 impl Witness {
@@ -130,7 +142,7 @@ impl Witness {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ContainersResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -299,20 +311,32 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
     let wall_seconds = wall.elapsed().as_secs_f64();
 
     // The witness: unmount the run's own filesystem and see what goes.
+    // The counters are machine-wide: they are read twice on each side, a
+    // quiet-window apart, and the witness is trusted only when both
+    // windows were quiet and the counts agree with each other.
+    let quiet0 = proc.dentry_state()?;
+    std::thread::sleep(WITNESS_QUIET);
     let before_umount = proc.dentry_state()?;
     let umount = disk.umount()?;
     let after_umount = proc.dentry_state()?;
-    let witness = Witness {
-        dentries: before_umount.nr_dentry as i64 - after_umount.nr_dentry as i64,
-        negative: before_umount.nr_negative as i64 - after_umount.nr_negative as i64,
-        image_dentries,
-        umount_seconds: umount.as_secs_f64(),
+    std::thread::sleep(WITNESS_QUIET);
+    let quiet1 = proc.dentry_state()?;
+    let dentries = before_umount.nr_dentry as i64 - after_umount.nr_dentry as i64;
+    let negative = before_umount.nr_negative as i64 - after_umount.nr_negative as i64;
+    let drift = |a: &DentryState, b: &DentryState| {
+        (a.nr_dentry as i64 - b.nr_dentry as i64).abs().max((a.nr_negative as i64 - b.nr_negative as i64).abs())
     };
+    let noise = drift(&quiet0, &before_umount).max(drift(&after_umount, &quiet1));
+    let positives = dentries - negative;
+    let disturbed = noise > WITNESS_SLACK + dentries.abs() / 100
+        || positives < -WITNESS_SLACK
+        || positives > image_dentries as i64 + WITNESS_SLACK;
+    let witness = Witness { dentries, negative, image_dentries, umount_seconds: umount.as_secs_f64(), noise, disturbed };
     let summary = summary::summarise(&runs, &witness);
     let projection = summary::project(&summary, edge, opts.rate_per_hour, after_umount.nr_dentry);
     let notes = summary::notes(opts, &summary, &witness);
     Ok(ContainersResult {
-        header: crate::bench::Header::new("containers"),
+        header: crate::result::Header::new("containers"),
         environment,
         options: opts.clone(),
         sandbox: sandbox.privilege,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ContainerRun, Edge, Options, Witness};
 use crate::analysis::fit::{self, LinearFit};
-use crate::analysis::stats::{Spread, percentile_sorted};
+use crate::stats::{Spread, median, percentile_sorted};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
@@ -68,7 +68,13 @@ pub fn summarise(runs: &[ContainerRun], w: &Witness) -> Summary {
     let n = runs.len().max(1) as f64;
     let mut left = col(&|r| r.left as f64);
     left.sort_by(f64::total_cmp);
-    let stayed = (w.dentries_counted() - w.image_dentries as i64).max(0) as f64;
+    // The witness when it was undisturbed; else the median container's
+    // negative dentries left (the least noisy per-container counter).
+    let stayed = if w.disturbed {
+        median(&runs.iter().map(|r| r.left_negative as f64).collect::<Vec<_>>()).max(0.0) * n
+    } else {
+        (w.dentries_counted() - w.image_dentries as i64).max(0) as f64
+    };
     let new_names = runs.iter().map(|r| r.outcome.new_names()).sum::<u64>() as f64 / n;
     let vs_n = |f: &dyn Fn(&ContainerRun) -> f64| fit::linear(&runs.iter().map(|r| (r.index as f64, f(r))).collect::<Vec<_>>());
     Summary {
@@ -136,7 +142,14 @@ pub fn notes(opts: &Options, s: &Summary, w: &Witness) -> Vec<String> {
          directories)",
         opts.fs, w.dentries, w.negative, w.image_dentries
     )];
-    if w.negative > w.dentries {
+    if w.disturbed {
+        out.push(format!(
+            "the witness was disturbed (the counters moved by up to {} in the quiet windows around its umount, or \
+             its dentries and negative dentries disagree): 'left per container' and the projection use the median \
+             container's negative dentries left instead; run again on a quieter machine for the exact figure",
+            w.noise
+        ));
+    } else if w.negative > w.dentries {
         out.push(format!(
             "the umount that counts the witness took {} negative dentries off the counter but only {} dentries: \
              other processes allocated dentries during it, so the negative count (a lower bound) is used",
