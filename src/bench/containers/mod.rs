@@ -296,7 +296,7 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
                 host_after,
             });
             let done = runs.len() as u64;
-            if done % 100 == 0 || done == opts.count {
+            if done.is_multiple_of(100) || done == opts.count {
                 announce(&format!("containers: {done} of {} torn down", opts.count));
             }
         }
