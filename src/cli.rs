@@ -71,6 +71,15 @@ pub enum Command {
                       an unknown or newer schema are refused with a line naming the file."
     )]
     Report(ReportArgs),
+    /// Containers on overlayfs run a workload and die: what each leaves on the host, teardown stretch, time to the lockup edge.
+    #[command(long_about = CONTAINERS_ABOUT)]
+    Containers(ContainersArgs),
+    /// Internal: one container of 'containers'.
+    #[command(name = "__container-child", hide = true)]
+    ContainerChild {
+        /// The container's spec, as JSON.
+        spec: String,
+    },
     /// Internal: the generator child of `reclaim --method ns-exit|memcg`.
     #[command(name = "__reclaim-child", hide = true)]
     ReclaimChild {
@@ -224,6 +233,65 @@ dentry high-water mark, how many unlinked files stayed cached as negative dentri
 and whether the throughput oscillates: the autocorrelation of the detrended rate gives the period, and the \
 peak/trough ratio its depth (seed 002: about 20 s, 80k against 20k unlinks/s).\n\n\
 Sizes that would take more than half of MemAvailable (about 2000 bytes per file) are refused unless --force.";
+
+const CONTAINERS_ABOUT: &str = "A node's life in fast-forward. --count containers, --parallel at a time, each in a mount \
+namespace of its own with an overlay of one shared image (the lower layer, on an ext4 or xfs loop filesystem of \
+the sandbox) and a snapshot of its own (upper and work directories on the same filesystem, as containerd's \
+overlayfs snapshotter keeps them). Each runs --workload for --ops operations, then dies as a container does (its \
+last process exits and the overlay goes with its mount namespace), and its snapshot is removed.\n\n\
+Workloads: temp-tables (create, write 4 KiB, unlink: an on-disk temporary table), lookups (stat of names that do \
+not exist, over 8 directories), files (create and keep), mixed=temp-tables=60,lookups=30,files=10 (shares in \
+percent, summing to 100).\n\n\
+Per container: dentries created, freed at teardown and left on the host, teardown time and the longest stretch \
+on the teardown CPU (the latency probe). At the end the run's own filesystem is unmounted (untimed): what that \
+frees is exactly what the containers left, whatever else the node did. From that growth, at --rate containers \
+an hour, the time until the host reaches the lockup count of the calibration 'status' uses. Runs whose memory \
+estimate exceeds half of MemAvailable are refused unless --force. Needs root.";
+
+#[derive(Debug, Args)]
+pub struct ContainersArgs {
+    /// Containers to run, one after another or --parallel at a time (suffixes k allowed).
+    #[arg(long, default_value = crate::bench::containers::DEFAULT_COUNT, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
+    pub count: u64,
+    /// Containers running at once.
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    pub parallel: u32,
+    /// temp-tables, lookups, files, or mixed=temp-tables=60,lookups=30,files=10.
+    #[arg(long, default_value = "temp-tables", value_parser = parse_mix)]
+    pub workload: crate::workload::container::Mix,
+    /// Operations per container (suffixes k, M); 0 measures the harness alone.
+    #[arg(long, default_value = crate::bench::containers::DEFAULT_OPS, value_parser = parse_op_count, allow_hyphen_values = true)]
+    pub ops: u64,
+    /// Containers started per hour on the node, for the projection to the lockup edge.
+    #[arg(long, default_value_t = crate::bench::containers::DEFAULT_RATE_PER_HOUR, allow_hyphen_values = true)]
+    pub rate: f64,
+    /// The host's disk filesystem holding the image and the snapshots: ext4 or xfs.
+    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
+    pub fs: FsType,
+    /// CPU the containers exit on and the teardown is probed on (default: the first allowed CPU).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Probe wake-up interval in microseconds.
+    #[arg(long, default_value_t = crate::probe::gap::DEFAULT_INTERVAL.as_micros() as u64, value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    pub probe_interval_us: u64,
+    /// Directory holding the calibration for the projection (as 'status --state-dir').
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Run even if the memory estimate exceeds half of MemAvailable.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// A count of operations, where 0 (the harness alone) is allowed.
+fn parse_op_count(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" { Ok(0) } else { crate::size::parse_count(s) }
+}
+
+fn parse_mix(s: &str) -> Result<crate::workload::container::Mix, String> {
+    s.parse()
+}
 
 /// Output options every command shares.
 #[derive(Debug, Args)]

@@ -99,6 +99,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Report(a) => cmd_report(a),
+        Command::Containers(a) => cmd_containers(a, &proc),
+        Command::ContainerChild { spec } => {
+            bench::containers::child::child_main(&spec)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::ReclaimChild { spec } => {
             bench::reclaim::child::child_main(&spec)?;
             Ok(ExitCode::SUCCESS)
@@ -498,4 +503,39 @@ fn cmd_mitigate(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let result = bench::mitigate::run(&opts, sysctls, &mut sandbox, proc, &announce)?;
     print_table_and_json(&report::mitigate::table(&result), json.as_mut(), &result)?;
     Ok(ExitCode::SUCCESS)
+}
+fn cmd_containers(a: cli::ContainersArgs, proc: &ProcRoot) -> Result<ExitCode> {
+    let (cpu, _) = bench::reclaim::choose_cpus(a.cpu)?;
+    let opts = bench::containers::Options {
+        count: a.count,
+        parallel: a.parallel,
+        mix: a.workload,
+        ops: a.ops,
+        rate_per_hour: a.rate,
+        fs: a.fs,
+        cpu,
+        probe_interval_us: a.probe_interval_us,
+        force: a.force,
+    };
+    bench::containers::validate(&opts)?;
+    bench::containers::preflight(&opts, proc)?;
+    let edge = containers_edge(a.state_dir.unwrap_or_else(state::default_dir), proc)?;
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let mut sandbox = sandbox::Sandbox::enter()?;
+    let announce = |m: &str| eprintln!("{m}");
+    let result = bench::containers::run(&opts, &edge, &mut sandbox, proc, &announce)?;
+    print_table_and_json(&report::table::containers(&result), json.as_mut(), &result)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The lockup count of the calibration `status` uses, for the projection.
+fn containers_edge(state_dir: std::path::PathBuf, proc: &ProcRoot) -> Result<bench::containers::Edge> {
+    let used = status::calibration::Store::new(&state_dir).current()?;
+    let thresh = proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
+    let p = analysis::edge::predict(&used.model(), 0, thresh);
+    Ok(bench::containers::Edge {
+        calibration: used.name.clone(),
+        lockup_dentries: p.lockup_dentries,
+        lockup_dentries_low: None,
+    })
 }

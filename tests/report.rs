@@ -183,7 +183,7 @@ fn bad_results_get_one_line_and_exit_2() {
         (
             "scale.json",
             header(&cur, "create"),
-            "scale.json: this dentrylab cannot render \"create\" results yet (it renders: reclaim, pollute, churn, scale, mitigate)"
+            "scale.json: this dentrylab cannot render \"create\" results yet (it renders: reclaim, pollute, churn, scale, mitigate, containers)"
                 .to_string(),
         ),
         // A churn header whose body is not a churn result.

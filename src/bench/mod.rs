@@ -4,6 +4,7 @@
 
 pub mod churn;
 pub mod mitigate;
+pub mod containers;
 pub mod create;
 pub mod pollute;
 pub mod reclaim;

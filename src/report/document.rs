@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::{markdown, svg};
 use crate::bench::churn::ChurnResult;
 use crate::bench::mitigate::MitigateResult;
+use crate::bench::containers::ContainersResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::ScaleResult;
@@ -16,7 +17,7 @@ use crate::error::UsageError;
 use crate::result::SCHEMA;
 
 /// Benchmarks whose results `report` can render.
-pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale", "mitigate"];
+pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale", "mitigate", "containers"];
 /// Benchmarks dentrylab knows whose results it cannot render yet.
 const NOT_YET: &[&str] = &["create"];
 
@@ -28,6 +29,7 @@ pub enum Loaded {
     Churn(Box<ChurnResult>),
     Scale(Box<ScaleResult>),
     Mitigate(Box<MitigateResult>),
+    Containers(Box<ContainersResult>),
 }
 
 impl Loaded {
@@ -38,6 +40,7 @@ impl Loaded {
             Loaded::Churn(_) => "churn",
             Loaded::Scale(_) => "scale",
             Loaded::Mitigate(_) => "mitigate",
+            Loaded::Containers(_) => "containers",
         }
     }
 }
@@ -85,6 +88,9 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
         "mitigate" => serde_json::from_str::<MitigateResult>(text)
             .map(|r| Loaded::Mitigate(Box::new(r)))
             .map_err(|e| bad(format!("not a valid schema {SCHEMA} mitigate result: {e}"))),
+        "containers" => serde_json::from_str::<ContainersResult>(text)
+            .map(|r| Loaded::Containers(Box::new(r)))
+            .map_err(|e| bad(format!("not a valid schema {SCHEMA} containers result: {e}"))),
         b if NOT_YET.contains(&b) => {
             Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
         }
@@ -173,6 +179,25 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                     .collect();
                 let labels: Vec<String> = rs.iter().map(|r| r.options.workload.name().to_string()).collect();
                 (super::mitigate::part(&rs), Vec::new(), rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+            }
+            "containers" => {
+                let rs: Vec<&ContainersResult> = results
+                    .iter()
+                    .filter_map(|l| if let Loaded::Containers(r) = l { Some(r.as_ref()) } else { None })
+                    .collect();
+                let (labels, subtitle) = labels_of(
+                    &rs.iter()
+                        .map(|r| {
+                            let mut f = common_facets(&r.environment, r.options.fs);
+                            f.insert(0, format!("{} × {} operations", r.options.mix.name(), crate::size::human(r.options.ops)));
+                            f.insert(1, format!("{} containers, {} at a time", r.options.count, r.options.parallel));
+                            (f, &r.header)
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                let figures = svg::containers(&rs, &labels, &subtitle)?;
+                let part = super::containers::part(&rs, &labels, &subtitle, &figures);
+                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
             }
             _ => {
                 let rs: Vec<&ChurnResult> =

@@ -156,7 +156,7 @@ pub fn reclaim_part(results: &[&ReclaimResult], labels: &[String], subtitle: &st
 
 /// The plots of a part, then each result under its own heading when there
 /// are several (`body` renders one result with headings at a level).
-fn part<R>(
+pub(super) fn part<R>(
     title: String,
     figures: &[Figure],
     legend: &str,
@@ -180,7 +180,7 @@ fn part<R>(
 }
 
 /// Notes and the command, closing every result's section.
-fn closing(h: &str, notes: &[String], command: &str, e: &crate::env::Environment) -> String {
+pub(super) fn closing(h: &str, notes: &[String], command: &str, e: &crate::env::Environment) -> String {
     let mut s = String::new();
     if !notes.is_empty() {
         let _ = writeln!(s, "\n{h} Notes\n");

@@ -1,6 +1,7 @@
 //! Renderers: one file per output format. Each consumes a result struct and
 //! nothing else.
 
+pub mod containers;
 pub mod document;
 pub mod json;
 pub mod markdown;

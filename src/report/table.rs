@@ -46,6 +46,10 @@ pub fn render_grid(g: &Grid) -> String {
     out
 }
 
+pub fn containers(r: &crate::bench::containers::ContainersResult) -> String {
+    super::containers::table(r)
+}
+
 pub fn reclaim(r: &ReclaimResult) -> String {
     let o = &r.options;
     let mut s = String::new();

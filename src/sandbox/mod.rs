@@ -27,6 +27,7 @@ use crate::sys;
 
 pub mod cgroup;
 mod disk;
+pub mod overlay;
 
 /// Where the scratch tmpfs is mounted inside the namespace.
 const SCRATCH: &str = "/tmp";

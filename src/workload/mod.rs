@@ -3,6 +3,7 @@
 //! threads according to the layout.
 
 pub mod contend;
+pub mod container;
 pub mod file;
 pub mod hardlink;
 pub mod hot;

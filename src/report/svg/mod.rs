@@ -11,9 +11,11 @@
 //! space: a log axis plots log10(v) and gets its own ticks.
 
 mod axis;
+mod containers;
 mod figures;
 mod kinds;
 
+pub use containers::containers;
 pub use figures::{churn, pollute, reclaim, scale};
 
 use plotters::prelude::*;
