@@ -95,7 +95,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::SysctlGuard { path, value } => {
-            bench::watchdog::guard_main(&path, &value)?;
+            bench::reclaim::watchdog::guard_main(&path, &value)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::CgroupGuard { parent, pid } => {
@@ -185,6 +185,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         control_cpu,
         probe_interval_us: a.probe_interval_us,
         force: a.force,
+        unobserved_reps: a.unobserved_reps.unwrap_or(a.reps),
     };
     bench::reclaim::validate(&opts)?;
     bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;
@@ -213,7 +214,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     }
     // Both guardians are copies of dentrylab started outside the sandbox
     // (sys::guardian): they clean up when it ends, however it ends.
-    let lowered = a.watchdog_check.then(|| bench::watchdog::lower(a.watchdog_thresh)).transpose()?;
+    let lowered = a.watchdog_check.then(|| bench::reclaim::watchdog::lower(a.watchdog_thresh)).transpose()?;
     let guardian = if opts.methods.contains(&bench::reclaim::Method::Memcg) {
         Some(sandbox::cgroup::Guardian::start(proc)?)
     } else {
@@ -225,7 +226,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     }
     let mut result = bench::reclaim::run(&opts, &mut sandbox, proc)?;
     if let Some(l) = lowered {
-        result.watchdog = Some(bench::watchdog::compare(&result, l.original, l.lowered));
+        result.watchdog = Some(bench::reclaim::watchdog::compare(&result, l.original, l.lowered));
         l.restore()?;
     }
 

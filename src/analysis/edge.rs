@@ -123,7 +123,7 @@ mod tests {
     use super::*;
 
     fn lin(ns: f64) -> PowerFit {
-        PowerFit { coefficient: ns * 1e-9, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN }
+        PowerFit { coefficient: ns * 1e-9, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN, band: None }
     }
 
     #[test]

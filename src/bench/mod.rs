@@ -7,7 +7,6 @@ pub mod create;
 pub mod pollute;
 pub mod reclaim;
 pub mod scale;
-pub mod watchdog;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};

@@ -64,6 +64,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     }
     let _ = writeln!(s, "{}\n", environment_line(&r.environment));
     s += &render_grid(&reclaim_grid(r));
+    let _ = writeln!(s, "{}", super::overhead_line(r));
     let _ = writeln!(s, "\nFit");
     for l in fit_lines(r) {
         let _ = writeln!(s, "  {l}");

@@ -21,7 +21,7 @@ use crate::size::human;
 use calibration::{CalibrationUsed, DENTRY_OBJECT_BYTES, Source, Store};
 
 /// The kernel's default watchdog_thresh, assumed when it cannot be read.
-pub const DEFAULT_WATCHDOG_THRESH_SECONDS: u64 = crate::bench::watchdog::DEFAULT_THRESH_SECONDS;
+pub const DEFAULT_WATCHDOG_THRESH_SECONDS: u64 = crate::bench::reclaim::watchdog::DEFAULT_THRESH_SECONDS;
 /// A prediction further than this many times beyond the largest calibrated
 /// count gets a note.
 const EXTRAPOLATION_NOTE_FACTOR: f64 = 10.0;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit;
-use crate::bench::reclaim::{ReclaimResult, Run};
+use super::{ReclaimResult, Run};
 use crate::procfs::kmsg::Kind as AlertKind;
 use crate::sys::guardian::Guardian;
 
