@@ -239,30 +239,9 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         let written = write_report(dir, &loaded)?;
         eprintln!("report written to {}", written.display());
     }
-    if let (Some(st), Some(v)) = (&state, &result.verdict) {
-        if result.fits.time_power.is_some() {
-            let cal = state::Calibration {
-                schema: state::CALIBRATION_SCHEMA,
-                saved_at: bench::now_utc(),
-                kernel: result.environment.kernel.clone(),
-                preemption: result.environment.preemption.clone(),
-                fs: opts.fs.to_string(),
-                kind: opts.kind.name().into(),
-                layout: opts.layout.to_string(),
-                method: opts.methods[0].name().into(),
-                largest_size: result.sizes.last().map(|s| s.target).unwrap_or(0),
-                bytes_per_dentry: result.bytes_per_dentry,
-                time_linear: result.fits.time_linear,
-                time_power: result.fits.time_power,
-                gap_power: result.fits.gap_power,
-                governs: Some(v.governs),
-                watchdog_thresh_seconds: result.environment.watchdog_thresh_seconds,
-                validated_by_watchdog: result.watchdog.as_ref().is_some_and(|w| w.validated),
-                command: result.header.command.clone(),
-            };
-            let p = st.save(&cal)?;
-            eprintln!("calibration saved to {}", p.display());
-        }
+    if let (Some(st), Some(cal)) = (&state, result.calibration()) {
+        let p = st.save(&cal)?;
+        eprintln!("calibration saved to {}", p.display());
     }
     if let Some(r) = result.refused.first() {
         anyhow::bail!("stopped before size {}: {}", size::human(r.target), r.reason);

@@ -281,11 +281,12 @@ fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
     let mut out = Vec::new();
     let exponent = |p: &crate::analysis::fit::PowerFit| match p.band.map(|b| b.exponent(p)) {
         Some(i) => format!("exponent 90% {:.3}–{:.3}", i.low, i.high.unwrap_or(f64::NAN)),
-        None => "no interval: fewer than 3 points".into(),
+        None if p.exponent_stderr.is_finite() => format!("exponent ± {:.3}, no interval", p.exponent_stderr),
+        None => "no interval".into(),
     };
     if let Some(p) = fits.time_power {
         out.push(format!(
-            "reclaim time ≈ {:.3e} · N^{:.3} s (power law, weighted, R² {:.4}, {}{}){}",
+            "reclaim time ≈ {:.3e} · N^{:.3} s (power law, R² {:.4}, {}{}){}",
             p.coefficient,
             p.exponent,
             p.r2,
@@ -304,7 +305,7 @@ fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
     }
     if let Some(p) = fits.gap_power {
         out.push(format!(
-            "longest gap  ≈ {:.3e} · N^{:.3} s (power law, weighted, R² {:.4}, {})",
+            "longest gap  ≈ {:.3e} · N^{:.3} s (power law, R² {:.4}, {})",
             p.coefficient,
             p.exponent,
             p.r2,

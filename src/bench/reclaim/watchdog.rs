@@ -63,13 +63,16 @@ pub fn guard_main(path: &std::path::Path, value: &str) -> Result<()> {
 /// in kernel/watchdog.c), and it checks every 2 × thresh / 5 seconds.
 pub const WATCHDOG_UNIT_SECONDS: f64 = 1_073_741_824.0 / 1e9;
 
-/// The stretch lengths between which the watchdog may or may not report:
-/// below the first it cannot (it needs its coarse clock to advance more
-/// than 2 × thresh units), from the second on it must (the clock has
-/// advanced by 2 × thresh + 1 units and a check has run since).
+/// The stretch lengths between which the watchdog may or may not report.
+/// From the second on it must (its coarse clock has advanced by 2 × thresh
+/// + 1 units and a check has run since). Below the first it cannot: it
+/// needs its clock to advance more than 2 × thresh units past its last
+/// touch, and that touch can precede the stretch by up to one sample
+/// period (2 × thresh / 5 s: the per-CPU hrtimer touches it only when it
+/// runs), so the lower edge is 2 × thresh units less one sample period.
 pub fn detection_band(thresh: u64) -> (f64, f64) {
     let t = 2.0 * thresh as f64;
-    (t * WATCHDOG_UNIT_SECONDS, (t + 1.0) * WATCHDOG_UNIT_SECONDS + t / 5.0)
+    ((t * WATCHDOG_UNIT_SECONDS - t / 5.0).max(0.0), (t + 1.0) * WATCHDOG_UNIT_SECONDS + t / 5.0)
 }
 
 /// What a stretch of a given length means to the watchdog.
@@ -347,13 +350,52 @@ mod tests {
 
     #[test]
     fn the_detection_band_follows_the_kernel_clock() {
+        // thresh 1: 2 units of 2^30 ns less one 0.4 s sample period, up
+        // to 3 units plus one period.
         let (lo, hi) = detection_band(1);
-        assert!((lo - 2.147).abs() < 0.001 && (hi - 3.621).abs() < 0.001, "{lo} {hi}");
-        assert_eq!(expect(2.0, 1), Expect::Silent);
+        assert!((lo - 1.747).abs() < 0.001 && (hi - 3.621).abs() < 0.001, "{lo} {hi}");
+        assert_eq!(expect(1.7, 1), Expect::Silent);
+        // Just over 2 × thresh: the watchdog may report it (a touch up to
+        // one period before the stretch began), so it is not "silent".
+        assert_eq!(expect(2.0, 1), Expect::Either);
         assert_eq!(expect(2.6, 1), Expect::Either);
         assert_eq!(expect(3.7, 1), Expect::Fires);
+        let (lo, hi) = detection_band(2);
+        assert!((lo - (4.0 * WATCHDOG_UNIT_SECONDS - 0.8)).abs() < 1e-9 && (hi - (5.0 * WATCHDOG_UNIT_SECONDS + 0.8)).abs() < 1e-9);
         let (lo, hi) = detection_band(10);
-        assert!(lo > 21.4 && hi < 26.6, "{lo} {hi}");
+        assert!((lo - 17.47).abs() < 0.01 && hi < 26.6, "{lo} {hi}");
+    }
+
+    /// A soft lockup in an ns-exit reclaim names the exiting child (its
+    /// namespace is torn down in its own exit), not dentrylab's thread that
+    /// waits for it: recorded format, the child's tid in the brackets.
+    #[test]
+    fn ns_exit_lockups_are_attributed_to_the_child() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/6.18/kmsg-soft-lockup-ns-exit");
+        let alerts: Vec<Alert> = std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .filter_map(crate::procfs::kmsg::parse_record)
+            .filter_map(|r| crate::procfs::kmsg::classify(&r))
+            .collect();
+        let lock = alerts.iter().find(|a| a.kind == Kind::SoftLockup).unwrap();
+        let child = lock.pid.unwrap();
+        let mut r = fixture();
+        for run in &mut r.runs {
+            run.kernel_messages.clear();
+            run.method = super::super::Method::NsExit;
+        }
+        let last = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
+        last.kernel_messages = alerts.clone();
+        // Matched to the child: fired.
+        last.reclaim_task_pid = child;
+        let w = compare(&r, 10, 1);
+        assert!(w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
+        // Had the run recorded the parent's thread, the lockup would be lost.
+        let last = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
+        last.reclaim_task_pid = child - 1;
+        let w = compare(&r, 10, 1);
+        assert!(!w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
     }
 
     #[test]
