@@ -214,21 +214,43 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     }
     // Both guardians are copies of dentrylab started outside the sandbox
     // (sys::guardian): they clean up when it ends, however it ends.
-    let lowered = a.watchdog_check.then(|| bench::reclaim::watchdog::lower(a.watchdog_thresh)).transpose()?;
     let guardian = if opts.methods.contains(&bench::reclaim::Method::Memcg) {
         Some(sandbox::cgroup::Guardian::start(proc)?)
     } else {
         None
     };
+    // With --watchdog-check, one sweep per threshold: lowered (and guarded:
+    // the guardian puts the original back however the run ends) before
+    // the sandbox, set to each threshold in turn, restored at the end.
+    let mut lowered = match a.watchdog_thresh.first() {
+        Some(&t) if a.watchdog_check => Some(bench::reclaim::watchdog::lower(t)?),
+        _ => None,
+    };
     let mut sandbox = sandbox::Sandbox::enter()?;
     if let Some(g) = guardian {
         sandbox.adopt(g);
     }
-    let mut result = bench::reclaim::run(&opts, &mut sandbox, proc)?;
+    let mut result: Option<bench::reclaim::ReclaimResult> = None;
+    let threshs: Vec<Option<u64>> =
+        if a.watchdog_check { a.watchdog_thresh.iter().map(|&t| Some(t)).collect() } else { vec![None] };
+    for thresh in threshs {
+        if let (Some(l), Some(t)) = (lowered.as_mut(), thresh) {
+            l.set(t)?;
+        }
+        let mut r = bench::reclaim::run(&opts, &mut sandbox, proc)?;
+        if let (Some(l), Some(t)) = (lowered.as_ref(), thresh) {
+            let w = bench::reclaim::watchdog::compare(&r, l.original, t);
+            match result.as_mut() {
+                Some(first) => first.watchdog_more.push(w),
+                None => r.watchdog = Some(w),
+            }
+        }
+        result.get_or_insert(r);
+    }
     if let Some(l) = lowered {
-        result.watchdog = Some(bench::reclaim::watchdog::compare(&result, l.original, l.lowered));
         l.restore()?;
     }
+    let result = result.context("no sweep ran")?;
 
     print_table_and_json(&report::table::reclaim(&result), json.as_mut(), &result)?;
     if let Some(m) = markdown.as_mut() {

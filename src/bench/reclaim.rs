@@ -309,6 +309,10 @@ pub struct ReclaimResult {
     /// Present when run with `--watchdog-check`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog: Option<watchdog::WatchdogReport>,
+    /// With a list of thresholds: the checks at the others, in order (each
+    /// from its own sweep).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watchdog_more: Vec<watchdog::WatchdogReport>,
 }
 
 /// Runs the sweep. The sandbox must already be entered.
@@ -412,6 +416,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         refused,
         notes,
         watchdog: None,
+        watchdog_more: Vec::new(),
     })
 }
 

@@ -80,7 +80,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
             let _ = writeln!(s, "  {l}");
         }
     }
-    if let Some(w) = &r.watchdog {
+    for w in r.watchdog.iter().chain(&r.watchdog_more) {
         let _ = writeln!(
             s,
             "\nWatchdog check (watchdog_thresh {} s: soft lockup after {:.0} s nominally, reported for stretches of {:.2}–{:.2} s or more)",

@@ -44,6 +44,13 @@ pub fn lower(to: u64) -> Result<Lowered> {
 }
 
 impl Lowered {
+    /// Sets another lowered value (the guardian still restores the original).
+    pub fn set(&mut self, to: u64) -> Result<()> {
+        std::fs::write(SYSCTL, format!("{to}\n")).with_context(|| format!("cannot set {SYSCTL} to {to}"))?;
+        self.lowered = to;
+        Ok(())
+    }
+
     /// Puts the original value back now, then lets the guardian go.
     pub fn restore(self) -> Result<()> {
         let r = std::fs::write(SYSCTL, format!("{}\n", self.original))
@@ -152,6 +159,23 @@ pub struct WatchdogReport {
     /// The prediction held for every size it could be made for, and the
     /// watchdog fired at least once and stayed silent at least once.
     pub validated: bool,
+    /// The observed edge: the largest size at which the watchdog stayed
+    /// silent in every repetition, and the smallest at which it fired.
+    #[serde(default)]
+    pub observed_largest_silent: Option<u64>,
+    #[serde(default)]
+    pub observed_smallest_fired: Option<u64>,
+    /// The predicted edge (the gap fit reaching 2 × thresh) and its 90% interval.
+    #[serde(default)]
+    pub predicted_edge: Option<f64>,
+    #[serde(default)]
+    pub predicted_edge_low: Option<f64>,
+    #[serde(default)]
+    pub predicted_edge_high: Option<f64>,
+    /// Whether the observed edge (between the two sizes above) meets the
+    /// predicted interval; `None` when either side is missing.
+    #[serde(default)]
+    pub edge_inside_prediction: Option<bool>,
     pub summary: Vec<String>,
 }
 
@@ -260,6 +284,35 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
             "No size was predicted past the band ({hi:.2} s) and seen to fire: add a larger size to test the positive side."
         ));
     }
+    let sizes: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.target).collect();
+    let fired_at = |t: u64| rows.iter().any(|r| r.target == t && r.watchdog_fired);
+    let largest_silent = sizes.iter().copied().filter(|&t| !fired_at(t)).max();
+    let smallest_fired = sizes.iter().copied().filter(|&t| fired_at(t)).min();
+    let gap = result.fits.gap_power;
+    let predicted_edge = gap.and_then(|p| p.solve(limit));
+    let interval = gap.and_then(|p| p.band.and_then(|b| b.count_reaching(&p, limit)));
+    let inside = match (interval, largest_silent, smallest_fired) {
+        (Some(i), Some(s), Some(f)) => Some(i.low <= f as f64 && i.high.is_none_or(|h| h >= s as f64)),
+        _ => None,
+    };
+    let h = |n: u64| crate::size::human(n);
+    summary.push(format!(
+        "Observed edge at watchdog_thresh {thresh}: {}; predicted edge {}{}",
+        match (largest_silent, smallest_fired) {
+            (Some(s), Some(f)) => format!("silent up to {}, fired from {}", h(s), h(f)),
+            (Some(s), None) => format!("silent at every size (up to {}): add larger sizes", h(s)),
+            (None, Some(f)) => format!("fired at every size (from {}): add smaller sizes", h(f)),
+            (None, None) => "no size ran".into(),
+        },
+        predicted_edge
+            .map(|p| crate::analysis::interval::count_with_interval(p, interval.map(|i| i.low), interval.and_then(|i| i.high)))
+            .unwrap_or_else(|| "nothing (no gap fit)".into()),
+        match inside {
+            Some(true) => ": the observed edge falls inside the predicted interval.",
+            Some(false) => ": the observed edge falls OUTSIDE the predicted interval.",
+            None => ".",
+        }
+    ));
     summary.push(if validated {
         "Validated: the watchdog fired where a lockup was predicted and stayed silent where none was.".into()
     } else {
@@ -278,6 +331,12 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
         uncertain: unc,
         unpredicted: un,
         validated,
+        observed_largest_silent: largest_silent,
+        observed_smallest_fired: smallest_fired,
+        predicted_edge,
+        predicted_edge_low: interval.map(|i| i.low),
+        predicted_edge_high: interval.and_then(|i| i.high),
+        edge_inside_prediction: inside,
         summary,
     }
 }
