@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::fit::PowerFit;
-use super::stats::median;
+use crate::stats::median;
 
 /// Smallest σ of ln(value) a size is weighted with (5%): repetitions that
 /// happen to agree exactly must not take all the weight.

@@ -3,12 +3,10 @@
 
 pub mod edge;
 pub mod fit;
-pub mod histogram;
 pub mod interval;
 pub mod oscillation;
 pub mod scaling;
 pub mod slowdown;
-pub mod stats;
 pub mod verdict;
 
 /// Reads a number that may have been written as `null`: serde_json writes

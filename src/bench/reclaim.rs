@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{LinearFit, PowerFit};
 use crate::analysis::interval::LeftOut;
-use crate::analysis::stats::{GapStats, Spread};
+use crate::stats::{GapStats, Spread};
 use crate::analysis::verdict::{self, Verdict};
 use crate::env::Environment;
 use crate::probe::counters::Counts;
@@ -171,7 +171,7 @@ impl ReclaimResult {
         let o = &self.options;
         Some(crate::state::Calibration {
             schema: crate::state::CALIBRATION_SCHEMA,
-            saved_at: crate::bench::now_utc(),
+            saved_at: crate::result::now_utc(),
             kernel: self.environment.kernel.clone(),
             preemption: self.environment.preemption.clone(),
             fs: o.fs.to_string(),
@@ -282,7 +282,7 @@ pub struct Refusal {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReclaimResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -400,7 +400,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         .unwrap_or_else(|| (fit_runs(&[], &[]), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
     Ok(ReclaimResult {
-        header: crate::bench::Header::new("reclaim"),
+        header: crate::result::Header::new("reclaim"),
         environment,
         options: opts.clone(),
         sandbox: sandbox.privilege,

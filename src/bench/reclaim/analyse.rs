@@ -6,7 +6,7 @@
 use super::{Fits, MethodAnalysis, Method, Options, Run, SizeSummary, Unobserved};
 use crate::analysis::fit;
 use crate::analysis::interval::{self, GapSize, SizeValues};
-use crate::analysis::stats::{Spread, median};
+use crate::stats::{Spread, median};
 use crate::analysis::verdict::{self, Verdict};
 use crate::env::Environment;
 use crate::procfs::kmsg::Kind as AlertKind;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 
 use super::methods::{self, StageSpec};
 use super::{Method, Options, PROBE_MARGIN, Run, fit_count};
-use crate::analysis::stats::GapStats;
+use crate::stats::GapStats;
 use crate::probe::counters::Counts;
 use crate::probe::gap::GapProbe;
 use crate::probe::kmsg::KmsgWatch;
