@@ -40,6 +40,9 @@ pub(super) fn report_progress(r: &Run, observed: bool) {
 }
 
 /// Which run this is.
+/// How long the counts wait after a reclaim for RCU-deferred frees.
+const COUNT_SETTLE: Duration = Duration::from_millis(60);
+
 pub(super) struct At {
     pub target: u64,
     pub rep: u32,
@@ -92,6 +95,10 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     sys::unpin_current_thread(&all)?;
     let done = done.with_context(|| format!("reclaiming by {}", at.method.name()))?;
     let (kernel_messages, _) = kmsg.take_between(start_ns, end_ns);
+    // Dentries are freed to the slab after an RCU grace period: let those
+    // land before the counts are read (the kmsg watch used to give them
+    // this time by sleeping before it handed its messages over).
+    std::thread::sleep(COUNT_SETTLE);
     let after_reclaim = Counts::read(proc)?;
     let after_cleanup = if staged.finish()? { Some(Counts::read(proc)?) } else { None };
 
