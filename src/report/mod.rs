@@ -231,8 +231,6 @@ pub fn comparison_grid(results: &[&ReclaimResult], labels: &[String]) -> Grid {
     Grid { header, rows }
 }
 
-/// The fit lines for people.
-
 /// The fit lines for people, per method when several ran.
 /// The line under the reclaim table: where the times come from, and what
 /// the probe costs.

@@ -115,7 +115,8 @@ fn by_size<T>(items: &[T], target: impl Fn(&T) -> u64, count: impl Fn(&T) -> f64
 /// spread of their repetitions, with 90% bands (`analysis::interval`).
 pub fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
     let time_unobserved = !unobserved.is_empty();
-    let (time_pts, time_sizes): (Vec<(f64, f64)>, Vec<(u64, f64, Vec<f64>)>) = if time_unobserved {
+    type Sized = Vec<(u64, f64, Vec<f64>)>;
+    let (time_pts, time_sizes): (Vec<(f64, f64)>, Sized) = if time_unobserved {
         (
             unobserved.iter().map(|u| (u.fit_count(), u.reclaim_seconds)).collect(),
             by_size(unobserved, |u| u.target, Unobserved::fit_count, |u| u.reclaim_seconds),

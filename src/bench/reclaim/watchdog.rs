@@ -69,8 +69,8 @@ pub fn guard_main(path: &std::path::Path, value: &str) -> Result<()> {
 pub const WATCHDOG_UNIT_SECONDS: f64 = 1_073_741_824.0 / 1e9;
 
 /// The stretch lengths between which the watchdog may or may not report.
-/// From the second on it must (its coarse clock has advanced by 2 × thresh
-/// + 1 units and a check has run since). Below the first it cannot: it
+/// From the second on it must (its coarse clock has advanced by
+/// 2 × thresh + 1 units and a check has run since). Below the first it cannot: it
 /// needs its clock to advance more than 2 × thresh units past its last
 /// touch, and that touch can precede the stretch by up to one sample
 /// period (2 × thresh / 5 s: the per-CPU hrtimer touches it only when it
