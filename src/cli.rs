@@ -330,6 +330,9 @@ pub struct ReclaimArgs {
     /// Repetitions of each size (the longest gap is noisy: repeat and read the spread).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub reps: u32,
+    /// Unobserved repetitions of each size (default: as many as --reps): the reclaim timed with no probe, no control probe and no contenders, alternating with the probed ones. The table's time and ns/dentry come from them; the probe's overhead (probed ÷ unobserved) is printed under the table. 0: none (times then include the probe). Fewer halves a --watchdog-check's run time.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub unobserved_reps: Option<u32>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// How to reclaim: umount (umount(2), seed 000), ns-exit (the mount namespace's last process exits, as a
@@ -360,9 +363,9 @@ pub struct ReclaimArgs {
     /// Lower kernel.watchdog_thresh for the run and compare, size by size, the predicted lockups with what the kernel's soft-lockup watchdog reports (needs --allow-global; the original value is restored however the run ends).
     #[arg(long)]
     pub watchdog_check: bool,
-    /// watchdog_thresh to use with --watchdog-check, seconds (soft lockup after twice this).
-    #[arg(long, value_name = "S", default_value_t = crate::bench::watchdog::CHECK_THRESH_SECONDS, value_parser = clap::value_parser!(u64).range(1..=60))]
-    pub watchdog_thresh: u64,
+    /// watchdog_thresh to use with --watchdog-check, seconds (soft lockup after twice this); a list (1,2) runs the sweep once per threshold and reports, for each, the observed edge (largest size the watchdog let pass, smallest it fired at) against the predicted edge's 90% interval.
+    #[arg(long, value_name = "S,...", value_delimiter = ',', default_values_t = [crate::bench::reclaim::watchdog::CHECK_THRESH_SECONDS], value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub watchdog_thresh: Vec<u64>,
     /// Do not save the fit as this node's calibration (used by 'status').
     #[arg(long)]
     pub no_save: bool,

@@ -109,7 +109,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::SysctlGuard { path, value } => {
-            bench::watchdog::guard_main(&path, &value)?;
+            bench::reclaim::watchdog::guard_main(&path, &value)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::CgroupGuard { parent, pid } => {
@@ -244,6 +244,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         control_cpu,
         probe_interval_us: a.probe_interval_us,
         force: a.force,
+        unobserved_reps: a.unobserved_reps.unwrap_or(a.reps),
     };
     bench::reclaim::validate(&opts)?;
     bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;
@@ -272,21 +273,43 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     }
     // Both guardians are copies of dentrylab started outside the sandbox
     // (sys::guardian): they clean up when it ends, however it ends.
-    let lowered = a.watchdog_check.then(|| bench::watchdog::lower(a.watchdog_thresh)).transpose()?;
     let guardian = if opts.methods.contains(&bench::reclaim::Method::Memcg) {
         Some(sandbox::cgroup::Guardian::start(proc)?)
     } else {
         None
     };
+    // With --watchdog-check, one sweep per threshold: lowered (and guarded:
+    // the guardian puts the original back however the run ends) before
+    // the sandbox, set to each threshold in turn, restored at the end.
+    let mut lowered = match a.watchdog_thresh.first() {
+        Some(&t) if a.watchdog_check => Some(bench::reclaim::watchdog::lower(t)?),
+        _ => None,
+    };
     let mut sandbox = sandbox::Sandbox::enter()?;
     if let Some(g) = guardian {
         sandbox.adopt(g);
     }
-    let mut result = bench::reclaim::run(&opts, &mut sandbox, proc)?;
+    let mut result: Option<bench::reclaim::ReclaimResult> = None;
+    let threshs: Vec<Option<u64>> =
+        if a.watchdog_check { a.watchdog_thresh.iter().map(|&t| Some(t)).collect() } else { vec![None] };
+    for thresh in threshs {
+        if let (Some(l), Some(t)) = (lowered.as_mut(), thresh) {
+            l.set(t)?;
+        }
+        let mut r = bench::reclaim::run(&opts, &mut sandbox, proc)?;
+        if let (Some(l), Some(t)) = (lowered.as_ref(), thresh) {
+            let w = bench::reclaim::watchdog::compare(&r, l.original, t);
+            match result.as_mut() {
+                Some(first) => first.watchdog_more.push(w),
+                None => r.watchdog = Some(w),
+            }
+        }
+        result.get_or_insert(r);
+    }
     if let Some(l) = lowered {
-        result.watchdog = Some(bench::watchdog::compare(&result, l.original, l.lowered));
         l.restore()?;
     }
+    let result = result.context("no sweep ran")?;
 
     print_table_and_json(&report::table::reclaim(&result), json.as_mut(), &result)?;
     if let Some(m) = markdown.as_mut() {
@@ -297,30 +320,9 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         let written = write_report(dir, &loaded)?;
         eprintln!("report written to {}", written.display());
     }
-    if let (Some(st), Some(v)) = (&state, &result.verdict) {
-        if result.fits.time_power.is_some() {
-            let cal = state::Calibration {
-                schema: state::CALIBRATION_SCHEMA,
-                saved_at: result::now_utc(),
-                kernel: result.environment.kernel.clone(),
-                preemption: result.environment.preemption.clone(),
-                fs: opts.fs.to_string(),
-                kind: opts.kind.name().into(),
-                layout: opts.layout.to_string(),
-                method: opts.methods[0].name().into(),
-                largest_size: result.sizes.last().map(|s| s.target).unwrap_or(0),
-                bytes_per_dentry: result.bytes_per_dentry,
-                time_linear: result.fits.time_linear,
-                time_power: result.fits.time_power,
-                gap_power: result.fits.gap_power,
-                governs: Some(v.governs),
-                watchdog_thresh_seconds: result.environment.watchdog_thresh_seconds,
-                validated_by_watchdog: result.watchdog.as_ref().is_some_and(|w| w.validated),
-                command: result.header.command.clone(),
-            };
-            let p = st.save(&cal)?;
-            eprintln!("calibration saved to {}", p.display());
-        }
+    if let (Some(st), Some(cal)) = (&state, result.calibration()) {
+        let p = st.save(&cal)?;
+        eprintln!("calibration saved to {}", p.display());
     }
     if let Some(r) = result.refused.first() {
         anyhow::bail!("stopped before size {}: {}", size::human(r.target), r.reason);

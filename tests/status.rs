@@ -46,7 +46,7 @@ fn prints_figures_and_names_the_builtin_calibration() {
     }
     assert_eq!(row(&out, "all (nr_dentry)"), "all (nr_dentry) 37,475 6.9 MiB");
     assert_eq!(row(&out, "negative (nr_negative)"), "negative (nr_negative) 6,072 1.1 MiB");
-    assert_eq!(row(&out, "distance: count"), "distance: count 46.2M dentries to go (edge at 46.2M)");
+    assert_eq!(row(&out, "distance: count"), "distance: count 46.2M dentries to the edge (edge at 46.2M (no interval))");
     assert_eq!(row(&out, "level"), "level ok");
 }
 

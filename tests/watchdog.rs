@@ -59,6 +59,40 @@ fn sigkill_at_any_moment_restores_watchdog_thresh_within_a_second() {
     }
 }
 
+/// With a list of thresholds, the value changes between sweeps; a SIGKILL
+/// during the second sweep still puts the original back.
+#[test]
+fn sigkill_during_the_second_threshold_of_a_list_restores_watchdog_thresh() {
+    require_root!();
+    let _g = kernel_lock();
+    let original = thresh();
+    let _restore = Restore(original.clone());
+    let (first, second) = if original == "3" { ("4", "5") } else { ("3", if original == "4" { "5" } else { "4" }) };
+    let mut child = bin()
+        .args(["reclaim", "--watchdog-check", "--allow-global", "--watchdog-thresh", &format!("{first},{second}")])
+        .args(["--sizes", "20k,40k", "--reps", "1", "--no-save"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let mut seen_first = false;
+    while thresh() != second {
+        seen_first |= thresh() == first;
+        assert!(t.elapsed() < Duration::from_secs(120), "the second threshold was never set (now {})", thresh());
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before its second threshold");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(seen_first, "the first threshold of the list was never set");
+    std::process::Command::new("kill").args(["-KILL", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+    let t = Instant::now();
+    while thresh() != original {
+        assert!(t.elapsed() < Duration::from_secs(1), "watchdog_thresh is {} a second after the kill", thresh());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn completed_check_restores_and_reports_per_size() {
     require_root!();

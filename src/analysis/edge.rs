@@ -81,7 +81,26 @@ pub struct Prediction {
     pub lockup_ratio: Option<f64>,
     /// The dentry count at which the stretch reaches the threshold.
     pub lockup_dentries: Option<f64>,
-    /// `lockup_dentries − dentries`; negative past the edge.
+    /// Its 90% interval from the calibration's fit (`analysis::interval`);
+    /// `None` when the calibration has no interval (saved before intervals,
+    /// or fitted on fewer than 3 points). The high end is also `None` when
+    /// unbounded.
+    #[serde(default)]
+    pub lockup_dentries_low: Option<f64>,
+    #[serde(default)]
+    pub lockup_dentries_high: Option<f64>,
+    /// Whether the calibration carries an interval at all.
+    #[serde(default)]
+    pub interval: bool,
+    /// Upper end of the predicted stretch's 90% interval, and its ratio to
+    /// the threshold: the level is taken from it (the low end of the lockup
+    /// count), falling back to the point when there is no interval.
+    #[serde(default)]
+    pub predicted_longest_stretch_high_seconds: Option<f64>,
+    #[serde(default)]
+    pub lockup_ratio_high: Option<f64>,
+    /// `lockup_dentries_low` (else `lockup_dentries`) − `dentries`;
+    /// negative past the edge.
     pub dentries_to_lockup: Option<f64>,
     pub level: Level,
 }
@@ -105,6 +124,18 @@ pub fn predict(m: &Model, dentries: u64, watchdog_thresh_seconds: u64) -> Predic
     });
     let ratio = threshold.zip(stretch).map(|(thr, g)| g / thr);
     let lockup = threshold.and_then(|thr| stretch_fit.and_then(|p| p.solve(thr)));
+    let band = stretch_fit.and_then(|p| p.band.map(|b| (p, b)));
+    let upper = |f: Option<PowerFit>| f.and_then(|p| p.band.and_then(|b| b.value_at(&p, n).high));
+    let stretch_high = band.and_then(|(p, b)| b.value_at(&p, n).high).filter(|g| g.is_finite()).map(|g| {
+        // The stretch's upper end never outlasts the whole reclaim's upper end.
+        match upper(m.time_power).or(time) {
+            Some(t) if m.governs == Governs::LongestStretch => g.min(t),
+            _ => g,
+        }
+    });
+    let ratio_high = threshold.zip(stretch_high).map(|(thr, g)| g / thr);
+    let count = threshold.and_then(|thr| band.and_then(|(p, b)| b.count_reaching(&p, thr)));
+    let low = count.map(|c| c.low);
     Prediction {
         dentries,
         soft_lockup_threshold_seconds: threshold,
@@ -113,8 +144,13 @@ pub fn predict(m: &Model, dentries: u64, watchdog_thresh_seconds: u64) -> Predic
         governs: m.governs,
         lockup_ratio: ratio,
         lockup_dentries: lockup,
-        dentries_to_lockup: lockup.map(|l| l - n),
-        level: Level::of(ratio),
+        lockup_dentries_low: low,
+        lockup_dentries_high: count.and_then(|c| c.high).filter(|&h| h <= super::verdict::MAX_PREDICTED_COUNT),
+        interval: band.is_some(),
+        predicted_longest_stretch_high_seconds: stretch_high,
+        lockup_ratio_high: ratio_high,
+        dentries_to_lockup: low.or(lockup).map(|l| l - n),
+        level: Level::of(ratio_high.or(ratio)),
     }
 }
 
@@ -123,7 +159,7 @@ mod tests {
     use super::*;
 
     fn lin(ns: f64) -> PowerFit {
-        PowerFit { coefficient: ns * 1e-9, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN }
+        PowerFit { coefficient: ns * 1e-9, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN, band: None }
     }
 
     #[test]
@@ -169,6 +205,34 @@ mod tests {
         let none = Model { time_power: None, gap_power: None, governs: Governs::TotalTime };
         let p = predict(&none, 10, 10);
         assert_eq!((p.lockup_ratio, p.level), (None, Level::Ok));
+    }
+
+    #[test]
+    fn the_level_follows_the_low_end_of_the_interval() {
+        use crate::analysis::interval::{SizeValues, weighted_power};
+        // A gap fit with scatter: 1M → 0.1 s … 8M → 0.8 s, ±20% per size.
+        let sizes: Vec<SizeValues> = (0..4)
+            .map(|j| {
+                let n = 1e6 * 2f64.powi(j);
+                SizeValues { count: n, values: vec![1e-7 * n * 1.2, 1e-7 * n / 1.2] }
+            })
+            .collect();
+        let gap = weighted_power(&sizes).unwrap();
+        let m = Model { time_power: None, gap_power: Some(gap), governs: Governs::LongestStretch };
+        let point = gap.solve(20.0).unwrap();
+        let p = predict(&m, (point * 0.8) as u64, 10);
+        assert!(p.interval);
+        let (lo, hi) = (p.lockup_dentries_low.unwrap(), p.lockup_dentries_high.unwrap());
+        assert!(lo < point * 0.8 && point < hi, "{lo} {point} {hi}");
+        // Below the point (ratio < 1) but past the low end: danger.
+        assert!(p.lockup_ratio.unwrap() < 1.0 && p.lockup_ratio_high.unwrap() >= 1.0);
+        assert_eq!(p.level, Level::Danger);
+        assert!(p.dentries_to_lockup.unwrap() < 0.0);
+        // A calibration without a band: no interval, the point decides.
+        let plain = Model { gap_power: Some(PowerFit { band: None, ..gap }), ..m };
+        let q = predict(&plain, (point * 0.8) as u64, 10);
+        assert!(!q.interval && q.lockup_dentries_low.is_none());
+        assert_eq!(q.level, Level::Warn);
     }
 
     #[test]

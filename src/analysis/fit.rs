@@ -22,6 +22,10 @@ pub struct PowerFit {
     /// Standard error of the exponent (NaN with fewer than 3 distinct points).
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub exponent_stderr: f64,
+    /// The weighted fit's uncertainty, for 90% intervals (absent from plain
+    /// least-squares fits and from calibrations saved before intervals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<super::interval::Band>,
 }
 
 /// Exponents above this are called super-linear (beyond fit noise on the
@@ -59,7 +63,7 @@ pub fn power(points: &[(f64, f64)]) -> Option<PowerFit> {
     let sxx: f64 = logs.iter().map(|p| (p.0 - mx).powi(2)).sum();
     let ss_res: f64 = logs.iter().map(|p| (p.1 - l.intercept - l.slope * p.0).powi(2)).sum();
     let exponent_stderr = if logs.len() > 2 { (ss_res / (n - 2.0) / sxx).sqrt() } else { f64::NAN };
-    Some(PowerFit { coefficient: l.intercept.exp(), exponent: l.slope, r2: l.r2, exponent_stderr })
+    Some(PowerFit { coefficient: l.intercept.exp(), exponent: l.slope, r2: l.r2, exponent_stderr, band: None })
 }
 
 impl LinearFit {

@@ -3,6 +3,7 @@
 
 pub mod edge;
 pub mod fit;
+pub mod interval;
 pub mod oscillation;
 pub mod scaling;
 pub mod slowdown;
@@ -24,7 +25,7 @@ mod tests {
 
     #[test]
     fn nan_survives_a_json_round_trip() {
-        let p = PowerFit { coefficient: 2.0, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN };
+        let p = PowerFit { coefficient: 2.0, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN, band: None };
         let text = serde_json::to_string(&p).unwrap();
         assert!(text.contains("\"exponent_stderr\":null"), "{text}");
         let back: PowerFit = serde_json::from_str(&text).unwrap();

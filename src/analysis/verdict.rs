@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::fit::{LinearFit, PowerFit};
+use super::interval::{Interval, count_with_interval};
 
 /// Gap/total ratio at or above which the reclaim is taken not to yield.
 pub const NO_YIELD_RATIO: f64 = 0.8;
@@ -60,10 +61,26 @@ pub struct Verdict {
     pub lockup_count_by_total_time_linear: Option<f64>,
     /// The count that governs on this kernel.
     pub lockup_count: Option<f64>,
+    /// Its 90% interval, from the governing fit's uncertainty (exponent and
+    /// prefactor together; see `analysis::interval`). `None` when the fit
+    /// has no band (fewer than 3 points, or a result saved before
+    /// intervals); `lockup_count_high` is also `None` when unbounded.
+    #[serde(default)]
+    pub lockup_count_low: Option<f64>,
+    #[serde(default)]
+    pub lockup_count_high: Option<f64>,
+    /// 90% interval of the governing fit's exponent.
+    #[serde(default)]
+    pub governing_exponent_interval: Option<Interval>,
     pub extrapolate_to: u64,
     pub extrapolated_reclaim_seconds: Option<f64>,
     pub extrapolated_reclaim_seconds_linear: Option<f64>,
     pub extrapolated_max_gap_seconds: Option<f64>,
+    /// 90% intervals of the two extrapolations above.
+    #[serde(default)]
+    pub extrapolated_reclaim_seconds_interval: Option<Interval>,
+    #[serde(default)]
+    pub extrapolated_max_gap_seconds_interval: Option<Interval>,
     pub superlinear: bool,
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub gap_to_time_ratio: f64,
@@ -81,7 +98,15 @@ pub fn decide(i: &Inputs) -> Verdict {
         Governs::TotalTime => by_time,
         Governs::LongestStretch => by_gap,
     };
+    let governing = match governs {
+        Governs::TotalTime => i.time_power,
+        Governs::LongestStretch => i.gap_power,
+    };
+    let count_interval = governing
+        .and_then(|p| p.band.and_then(|b| b.count_reaching(&p, thr)))
+        .map(|c| Interval { low: c.low, high: c.high.filter(|&h| h <= MAX_PREDICTED_COUNT) });
     let target = i.extrapolate_to as f64;
+    let at_target = |f: Option<PowerFit>| f.and_then(|p| p.band.map(|b| b.value_at(&p, target)));
     let ext_time = i.time_power.map(|p| p.at(target));
     let ext_lin = i.time_linear.map(|l| l.at(target));
     let ext_gap = i.gap_power.map(|p| p.at(target));
@@ -90,11 +115,16 @@ pub fn decide(i: &Inputs) -> Verdict {
     let mut counts: Vec<(f64, String)> =
         [1e7, 1e8, 5e8].iter().filter(|&&n| n < target).map(|&n| (n, String::new())).collect();
     counts.push((target, "extrapolation target".into()));
+    let with_interval = |n: f64, label: &str, g: Governs| match (governs == g, count_interval) {
+        (true, Some(c)) => format!("{label}: {}", count_with_interval(n, Some(c.low), c.high)),
+        (true, None) => format!("{label}: {}", count_with_interval(n, None, None)),
+        _ => label.to_string(),
+    };
     if let Some(n) = by_time {
-        counts.push((n, "total time reaches threshold".into()));
+        counts.push((n, with_interval(n, "total time reaches threshold", Governs::TotalTime)));
     }
     if let Some(n) = by_gap {
-        counts.push((n, "longest stretch reaches threshold".into()));
+        counts.push((n, with_interval(n, "longest stretch reaches threshold", Governs::LongestStretch)));
     }
     counts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let thresholds = counts
@@ -129,8 +159,9 @@ pub fn decide(i: &Inputs) -> Verdict {
     }
     match lockup_count {
         Some(n) => summary.push(format!(
-            "Predicted soft lockup from about {} dentries per reclaim on this kernel.",
-            crate::size::human(n as u64)
+            "Predicted soft lockup from about {} dentries per reclaim on this kernel (90% interval; status and \
+             the exporter use its low end).",
+            count_with_interval(n, count_interval.map(|c| c.low), count_interval.and_then(|c| c.high))
         )),
         None => summary.push("No lockup count could be predicted: the fit does not grow with the count.".into()),
     }
@@ -172,10 +203,15 @@ pub fn decide(i: &Inputs) -> Verdict {
         lockup_count_by_total_time: by_time,
         lockup_count_by_total_time_linear: i.time_linear.and_then(|l| l.solve(thr)),
         lockup_count,
+        lockup_count_low: count_interval.map(|c| c.low),
+        lockup_count_high: count_interval.and_then(|c| c.high),
+        governing_exponent_interval: governing.and_then(|p| p.band.map(|b| b.exponent(&p))),
         extrapolate_to: i.extrapolate_to,
         extrapolated_reclaim_seconds: ext_time,
         extrapolated_reclaim_seconds_linear: ext_lin,
         extrapolated_max_gap_seconds: ext_gap,
+        extrapolated_reclaim_seconds_interval: at_target(i.time_power),
+        extrapolated_max_gap_seconds_interval: at_target(i.gap_power),
         superlinear,
         gap_to_time_ratio: i.gap_to_time_ratio,
         thresholds,

@@ -9,7 +9,6 @@ pub mod create;
 pub mod pollute;
 pub mod reclaim;
 pub mod scale;
-pub mod watchdog;
 
 use anyhow::Result;
 

@@ -82,6 +82,8 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
     let c = &s.calibration.calibration;
     let f = |v: u64| Some(v as f64);
     let lockup = p.lockup_dentries.map(|l| sig6(l).round());
+    // What the level uses: the low end, or the point with no interval.
+    let lockup_low = p.lockup_dentries_low.map(|l| sig6(l).round()).or(lockup);
     o.gauge(
         "dentrylab_dentries",
         "Dentries allocated by the kernel (nr_dentry, /proc/sys/fs/dentry-state).",
@@ -181,22 +183,39 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
     );
     o.gauge(
         "dentrylab_lockup_ratio",
-        "Predicted longest stretch over the soft-lockup threshold (1 means the watchdog fires).",
-        p.lockup_ratio.map(sig6),
+        "Predicted longest stretch over the soft-lockup threshold (1 means the watchdog fires): the upper end of \
+         its 90% interval (the point when the calibration has no interval), as the level uses.",
+        p.lockup_ratio_high.or(p.lockup_ratio).map(sig6),
+    );
+    let bounds: Vec<(&[(&str, &str)], f64)> = [
+        (&[("bound", "low")][..], lockup_low),
+        (&[("bound", "point")][..], lockup),
+        (&[("bound", "high")][..], p.lockup_dentries_high.map(|h| sig6(h).round()).filter(|_| p.interval)),
+    ]
+    .into_iter()
+    .filter_map(|(l, v)| v.map(|v| (l, v)))
+    .collect();
+    o.family(
+        "dentrylab_lockup_dentries",
+        "Dentry count at which the predicted longest stretch reaches the soft-lockup threshold: the point and the \
+         ends of its 90% interval (low is the point when the calibration has no interval, see \
+         dentrylab_lockup_interval; high is absent when unbounded).",
+        &bounds,
     );
     o.gauge(
-        "dentrylab_lockup_dentries",
-        "Dentry count at which the predicted longest stretch reaches the soft-lockup threshold.",
-        lockup,
+        "dentrylab_lockup_interval",
+        "1 when the calibration carries a 90% interval for the lockup count, 0 when it has none (saved before \
+         intervals, or fitted on fewer than 3 points).",
+        lockup.map(|_| if p.interval { 1.0 } else { 0.0 }),
     );
     o.gauge(
         "dentrylab_dentries_to_lockup",
-        "Dentries left before the lockup count (negative past it).",
-        lockup.map(|l| l - d.nr_dentry as f64),
+        "Dentries left before the low end of the lockup count (negative past it).",
+        lockup_low.map(|l| l - d.nr_dentry as f64),
     );
     o.gauge(
         "dentrylab_level",
-        "0 ok, 1 warn (lockup ratio at least 0.5), 2 danger (at least 1).",
+        "0 ok, 1 warn (lockup ratio at least 0.5), 2 danger (at least 1), from the interval's conservative end.",
         Some(p.level as u8 as f64),
     );
     if let Some(g) = &s.growth {

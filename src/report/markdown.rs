@@ -81,7 +81,7 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
             let _ = writeln!(s, "- {l}");
         }
     }
-    if let Some(w) = &r.watchdog {
+    for w in r.watchdog.iter().chain(&r.watchdog_more) {
         let _ = writeln!(s, "\n{h} Watchdog check\n");
         s += &render_grid(&super::watchdog_grid(w));
         s.push('\n');

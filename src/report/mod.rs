@@ -237,9 +237,24 @@ pub fn comparison_grid(results: &[&ReclaimResult], labels: &[String]) -> Grid {
     Grid { header, rows }
 }
 
-/// The fit lines for people.
-
 /// The fit lines for people, per method when several ran.
+/// The line under the reclaim table: where the times come from, and what
+/// the probe costs.
+pub fn overhead_line(r: &ReclaimResult) -> String {
+    match (&r.probe_overhead, r.unobserved.is_empty()) {
+        (Some(o), false) => format!(
+            "Times and ns/dentry: {} unobserved repetition(s) per size (no probe, no control, no contenders). \
+             Probe overhead (probed ÷ unobserved reclaim time): median {:.3}×, {:.3}–{:.3}×.",
+            r.options.unobserved_reps, o.median, o.min, o.max
+        ),
+        (None, false) => format!(
+            "Times and ns/dentry: {} unobserved repetition(s) per size (no probe); no probed repetition to compare.",
+            r.options.unobserved_reps
+        ),
+        _ => "Times and ns/dentry include the probe's cost (no unobserved repetitions).".into(),
+    }
+}
+
 pub fn fit_lines(r: &ReclaimResult) -> Vec<String> {
     if r.per_method.len() < 2 {
         return fit_lines_of(&r.fits);
@@ -252,13 +267,19 @@ pub fn fit_lines(r: &ReclaimResult) -> Vec<String> {
 
 fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
     let mut out = Vec::new();
+    let exponent = |p: &crate::analysis::fit::PowerFit| match p.band.map(|b| b.exponent(p)) {
+        Some(i) => format!("exponent 90% {:.3}–{:.3}", i.low, i.high.unwrap_or(f64::NAN)),
+        None if p.exponent_stderr.is_finite() => format!("exponent ± {:.3}, no interval", p.exponent_stderr),
+        None => "no interval".into(),
+    };
     if let Some(p) = fits.time_power {
         out.push(format!(
-            "reclaim time ≈ {:.3e} · N^{:.3} s (power law, R² {:.4}, exponent ± {:.3}){}",
+            "reclaim time ≈ {:.3e} · N^{:.3} s (power law, R² {:.4}, {}{}){}",
             p.coefficient,
             p.exponent,
             p.r2,
-            p.exponent_stderr,
+            exponent(&p),
+            if fits.time_unobserved { ", unobserved repetitions" } else { "" },
             if p.superlinear() { " — super-linear" } else { "" }
         ));
     }
@@ -272,9 +293,15 @@ fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
     }
     if let Some(p) = fits.gap_power {
         out.push(format!(
-            "longest gap  ≈ {:.3e} · N^{:.3} s (power law, R² {:.4})",
-            p.coefficient, p.exponent, p.r2
+            "longest gap  ≈ {:.3e} · N^{:.3} s (power law, R² {:.4}, {})",
+            p.coefficient,
+            p.exponent,
+            p.r2,
+            exponent(&p)
         ));
+    }
+    for l in &fits.gap_left_out {
+        out.push(format!("gap fit leaves out {}: {}", human(l.target), l.reason));
     }
     if out.is_empty() {
         out.push("no fit: at least two distinct sizes are needed".into());
@@ -430,8 +457,8 @@ pub fn environment_line(e: &crate::env::Environment) -> String {
 }
 
 /// The `--watchdog-check` table: prediction, probe and watchdog per reclaim.
-pub fn watchdog_grid(w: &crate::bench::watchdog::WatchdogReport) -> Grid {
-    use crate::bench::watchdog::Agreement;
+pub fn watchdog_grid(w: &crate::bench::reclaim::watchdog::WatchdogReport) -> Grid {
+    use crate::bench::reclaim::watchdog::Agreement;
     let header = vec![
         "Size".into(),
         "Rep".into(),
@@ -451,9 +478,9 @@ pub fn watchdog_grid(w: &crate::bench::watchdog::WatchdogReport) -> Grid {
                 (r.rep + 1).to_string(),
                 r.predicted_gap_seconds.map(secs).unwrap_or_else(|| "–".into()),
                 match r.predicted {
-                    Some(crate::bench::watchdog::Expect::Fires) => "yes".into(),
-                    Some(crate::bench::watchdog::Expect::Silent) => "no".into(),
-                    Some(crate::bench::watchdog::Expect::Either) => "in band".into(),
+                    Some(crate::bench::reclaim::watchdog::Expect::Fires) => "yes".into(),
+                    Some(crate::bench::reclaim::watchdog::Expect::Silent) => "no".into(),
+                    Some(crate::bench::reclaim::watchdog::Expect::Either) => "in band".into(),
                     None => "–".into(),
                 },
                 secs(r.measured_gap_seconds),

@@ -68,6 +68,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     }
     let _ = writeln!(s, "{}\n", environment_line(&r.environment));
     s += &render_grid(&reclaim_grid(r));
+    let _ = writeln!(s, "{}", super::overhead_line(r));
     let _ = writeln!(s, "\nFit");
     for l in fit_lines(r) {
         let _ = writeln!(s, "  {l}");
@@ -86,7 +87,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
             let _ = writeln!(s, "  {l}");
         }
     }
-    if let Some(w) = &r.watchdog {
+    for w in r.watchdog.iter().chain(&r.watchdog_more) {
         let _ = writeln!(
             s,
             "\nWatchdog check (watchdog_thresh {} s: soft lockup after {:.0} s nominally, reported for stretches of {:.2}–{:.2} s or more)",
@@ -154,9 +155,11 @@ pub fn status(st: &crate::status::StatusResult) -> String {
         (_, crate::analysis::verdict::Governs::LongestStretch) => "the kernel yields inside the walk",
         (_, crate::analysis::verdict::Governs::TotalTime) => "the walk does not yield: the whole reclaim",
     };
+    let edge = |l: f64| crate::analysis::interval::count_with_interval(l, p.lockup_dentries_low, p.lockup_dentries_high);
+    let end = if p.lockup_dentries_low.is_some() { "its low end" } else { "the edge" };
     let distance = match (p.lockup_dentries, p.dentries_to_lockup) {
-        (Some(l), Some(t)) if t >= 0.0 => format!("{} dentries to go (edge at {})", human(t as u64), human(l as u64)),
-        (Some(l), Some(t)) => format!("{} dentries past the edge (edge at {})", human((-t) as u64), human(l as u64)),
+        (Some(l), Some(t)) if t >= 0.0 => format!("{} dentries to {end} (edge at {})", human(t as u64), edge(l)),
+        (Some(l), Some(t)) => format!("{} dentries past {end} (edge at {})", human((-t) as u64), edge(l)),
         _ => "–".into(),
     };
     let rows = vec![
@@ -169,7 +172,13 @@ pub fn status(st: &crate::status::StatusResult) -> String {
             "soft-lockup threshold".into(),
             or_dash(p.soft_lockup_threshold_seconds.map(|t| format!("{} (2 × watchdog_thresh)", crate::duration::secs(t)))),
         ],
-        vec!["distance: ratio".into(), or_dash(p.lockup_ratio.map(|r| format!("{} (1 = the watchdog fires)", ratio(r))))],
+        vec![
+            "distance: ratio".into(),
+            or_dash(p.lockup_ratio.map(|r| match p.lockup_ratio_high {
+                Some(h) => format!("{} (90% up to {}; 1 = the watchdog fires)", ratio(r), ratio(h)),
+                None => format!("{} (1 = the watchdog fires)", ratio(r)),
+            })),
+        ],
         vec!["distance: count".into(), distance],
         vec!["level".into(), p.level.name().into()],
     ];

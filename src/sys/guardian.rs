@@ -14,6 +14,11 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result};
 
+
+/// The hidden subcommand of a guardian that writes a sysctl's original value
+/// back when dentrylab ends (`dentrylab __sysctl-guard PATH VALUE`).
+pub const SYSCTL_GUARD_COMMAND: &str = "__sysctl-guard";
+
 pub struct Guardian {
     child: Option<Child>,
 }

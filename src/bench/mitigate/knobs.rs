@@ -14,7 +14,7 @@ use crate::sys::guardian::Guardian;
 
 /// The hidden subcommand of the guardian that puts a sysctl back (shared
 /// with `reclaim --watchdog-check`).
-pub use crate::bench::watchdog::GUARD_COMMAND;
+pub use crate::sys::guardian::SYSCTL_GUARD_COMMAND as GUARD_COMMAND;
 
 /// Shortest and longest `drop-caches-every`.
 pub const MIN_DROP_EVERY: Duration = Duration::from_secs(1);

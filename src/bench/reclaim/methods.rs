@@ -200,6 +200,17 @@ impl Staged {
         }
     }
 
+    /// The task that runs the reclaim when it is not the calling thread:
+    /// for `ns-exit`, the child, whose exit tears its namespace down (its
+    /// only thread, so its pid is its tid: the one a soft-lockup message
+    /// names).
+    pub fn reclaiming_tid(&self) -> Option<u32> {
+        match self {
+            Staged::Namespace { child, .. } => Some(child.pid()),
+            _ => None,
+        }
+    }
+
     /// Runs the reclaim on the calling thread (pinned to the reclaiming CPU
     /// by the caller) and times it.
     pub fn reclaim(&mut self, proc: &ProcRoot) -> Result<Reclaimed> {

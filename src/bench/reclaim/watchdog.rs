@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit;
-use crate::bench::reclaim::{ReclaimResult, Run};
+use super::{ReclaimResult, Run};
 use crate::procfs::kmsg::Kind as AlertKind;
 use crate::sys::guardian::Guardian;
 
@@ -28,7 +28,7 @@ pub struct Lowered {
 }
 
 /// Hidden subcommand of the guardian that puts a sysctl back.
-pub const GUARD_COMMAND: &str = "__sysctl-guard";
+pub use crate::sys::guardian::SYSCTL_GUARD_COMMAND as GUARD_COMMAND;
 
 /// Lowers watchdog_thresh to `to`. Call outside the sandbox.
 pub fn lower(to: u64) -> Result<Lowered> {
@@ -42,6 +42,13 @@ pub fn lower(to: u64) -> Result<Lowered> {
 }
 
 impl Lowered {
+    /// Sets another lowered value (the guardian still restores the original).
+    pub fn set(&mut self, to: u64) -> Result<()> {
+        std::fs::write(SYSCTL, format!("{to}\n")).with_context(|| format!("cannot set {SYSCTL} to {to}"))?;
+        self.lowered = to;
+        Ok(())
+    }
+
     /// Puts the original value back now, then lets the guardian go.
     pub fn restore(self) -> Result<()> {
         let r = std::fs::write(SYSCTL, format!("{}\n", self.original))
@@ -61,13 +68,16 @@ pub fn guard_main(path: &std::path::Path, value: &str) -> Result<()> {
 /// in kernel/watchdog.c), and it checks every 2 × thresh / 5 seconds.
 pub const WATCHDOG_UNIT_SECONDS: f64 = 1_073_741_824.0 / 1e9;
 
-/// The stretch lengths between which the watchdog may or may not report:
-/// below the first it cannot (it needs its coarse clock to advance more
-/// than 2 × thresh units), from the second on it must (the clock has
-/// advanced by 2 × thresh + 1 units and a check has run since).
+/// The stretch lengths between which the watchdog may or may not report.
+/// From the second on it must (its coarse clock has advanced by
+/// 2 × thresh + 1 units and a check has run since). Below the first it cannot: it
+/// needs its clock to advance more than 2 × thresh units past its last
+/// touch, and that touch can precede the stretch by up to one sample
+/// period (2 × thresh / 5 s: the per-CPU hrtimer touches it only when it
+/// runs), so the lower edge is 2 × thresh units less one sample period.
 pub fn detection_band(thresh: u64) -> (f64, f64) {
     let t = 2.0 * thresh as f64;
-    (t * WATCHDOG_UNIT_SECONDS, (t + 1.0) * WATCHDOG_UNIT_SECONDS + t / 5.0)
+    ((t * WATCHDOG_UNIT_SECONDS - t / 5.0).max(0.0), (t + 1.0) * WATCHDOG_UNIT_SECONDS + t / 5.0)
 }
 
 /// What a stretch of a given length means to the watchdog.
@@ -147,6 +157,23 @@ pub struct WatchdogReport {
     /// The prediction held for every size it could be made for, and the
     /// watchdog fired at least once and stayed silent at least once.
     pub validated: bool,
+    /// The observed edge: the largest size at which the watchdog stayed
+    /// silent in every repetition, and the smallest at which it fired.
+    #[serde(default)]
+    pub observed_largest_silent: Option<u64>,
+    #[serde(default)]
+    pub observed_smallest_fired: Option<u64>,
+    /// The predicted edge (the gap fit reaching 2 × thresh) and its 90% interval.
+    #[serde(default)]
+    pub predicted_edge: Option<f64>,
+    #[serde(default)]
+    pub predicted_edge_low: Option<f64>,
+    #[serde(default)]
+    pub predicted_edge_high: Option<f64>,
+    /// Whether the observed edge (between the two sizes above) meets the
+    /// predicted interval; `None` when either side is missing.
+    #[serde(default)]
+    pub edge_inside_prediction: Option<bool>,
     pub summary: Vec<String>,
 }
 
@@ -255,6 +282,35 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
             "No size was predicted past the band ({hi:.2} s) and seen to fire: add a larger size to test the positive side."
         ));
     }
+    let sizes: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.target).collect();
+    let fired_at = |t: u64| rows.iter().any(|r| r.target == t && r.watchdog_fired);
+    let largest_silent = sizes.iter().copied().filter(|&t| !fired_at(t)).max();
+    let smallest_fired = sizes.iter().copied().filter(|&t| fired_at(t)).min();
+    let gap = result.fits.gap_power;
+    let predicted_edge = gap.and_then(|p| p.solve(limit));
+    let interval = gap.and_then(|p| p.band.and_then(|b| b.count_reaching(&p, limit)));
+    let inside = match (interval, largest_silent, smallest_fired) {
+        (Some(i), Some(s), Some(f)) => Some(i.low <= f as f64 && i.high.is_none_or(|h| h >= s as f64)),
+        _ => None,
+    };
+    let h = |n: u64| crate::size::human(n);
+    summary.push(format!(
+        "Observed edge at watchdog_thresh {thresh}: {}; predicted edge {}{}",
+        match (largest_silent, smallest_fired) {
+            (Some(s), Some(f)) => format!("silent up to {}, fired from {}", h(s), h(f)),
+            (Some(s), None) => format!("silent at every size (up to {}): add larger sizes", h(s)),
+            (None, Some(f)) => format!("fired at every size (from {}): add smaller sizes", h(f)),
+            (None, None) => "no size ran".into(),
+        },
+        predicted_edge
+            .map(|p| crate::analysis::interval::count_with_interval(p, interval.map(|i| i.low), interval.and_then(|i| i.high)))
+            .unwrap_or_else(|| "nothing (no gap fit)".into()),
+        match inside {
+            Some(true) => ": the observed edge falls inside the predicted interval.",
+            Some(false) => ": the observed edge falls OUTSIDE the predicted interval.",
+            None => ".",
+        }
+    ));
     summary.push(if validated {
         "Validated: the watchdog fired where a lockup was predicted and stayed silent where none was.".into()
     } else {
@@ -273,6 +329,12 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
         uncertain: unc,
         unpredicted: un,
         validated,
+        observed_largest_silent: largest_silent,
+        observed_smallest_fired: smallest_fired,
+        predicted_edge,
+        predicted_edge_low: interval.map(|i| i.low),
+        predicted_edge_high: interval.and_then(|i| i.high),
+        edge_inside_prediction: inside,
         summary,
     }
 }
@@ -345,13 +407,52 @@ mod tests {
 
     #[test]
     fn the_detection_band_follows_the_kernel_clock() {
+        // thresh 1: 2 units of 2^30 ns less one 0.4 s sample period, up
+        // to 3 units plus one period.
         let (lo, hi) = detection_band(1);
-        assert!((lo - 2.147).abs() < 0.001 && (hi - 3.621).abs() < 0.001, "{lo} {hi}");
-        assert_eq!(expect(2.0, 1), Expect::Silent);
+        assert!((lo - 1.747).abs() < 0.001 && (hi - 3.621).abs() < 0.001, "{lo} {hi}");
+        assert_eq!(expect(1.7, 1), Expect::Silent);
+        // Just over 2 × thresh: the watchdog may report it (a touch up to
+        // one period before the stretch began), so it is not "silent".
+        assert_eq!(expect(2.0, 1), Expect::Either);
         assert_eq!(expect(2.6, 1), Expect::Either);
         assert_eq!(expect(3.7, 1), Expect::Fires);
+        let (lo, hi) = detection_band(2);
+        assert!((lo - (4.0 * WATCHDOG_UNIT_SECONDS - 0.8)).abs() < 1e-9 && (hi - (5.0 * WATCHDOG_UNIT_SECONDS + 0.8)).abs() < 1e-9);
         let (lo, hi) = detection_band(10);
-        assert!(lo > 21.4 && hi < 26.6, "{lo} {hi}");
+        assert!((lo - 17.47).abs() < 0.01 && hi < 26.6, "{lo} {hi}");
+    }
+
+    /// A soft lockup in an ns-exit reclaim names the exiting child (its
+    /// namespace is torn down in its own exit), not dentrylab's thread that
+    /// waits for it: recorded format, the child's tid in the brackets.
+    #[test]
+    fn ns_exit_lockups_are_attributed_to_the_child() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/6.18/kmsg-soft-lockup-ns-exit");
+        let alerts: Vec<Alert> = std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .filter_map(crate::procfs::kmsg::parse_record)
+            .filter_map(|r| crate::procfs::kmsg::classify(&r))
+            .collect();
+        let lock = alerts.iter().find(|a| a.kind == Kind::SoftLockup).unwrap();
+        let child = lock.pid.unwrap();
+        let mut r = fixture();
+        for run in &mut r.runs {
+            run.kernel_messages.clear();
+            run.method = super::super::Method::NsExit;
+        }
+        let last = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
+        last.kernel_messages = alerts.clone();
+        // Matched to the child: fired.
+        last.reclaim_task_pid = child;
+        let w = compare(&r, 10, 1);
+        assert!(w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
+        // Had the run recorded the parent's thread, the lockup would be lost.
+        let last = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
+        last.reclaim_task_pid = child - 1;
+        let w = compare(&r, 10, 1);
+        assert!(!w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
     }
 
     #[test]

@@ -1,0 +1,239 @@
+//! From the repetitions to the table and the verdict: per-size summaries
+//! (times from the unobserved repetitions, gaps from the probed ones, the
+//! probe's overhead), the weighted fits with their noise-floor filter, and
+//! the comparison of reclaim paths.
+
+use super::{Fits, MethodAnalysis, Method, Options, Run, SizeSummary, Unobserved};
+use crate::analysis::fit;
+use crate::analysis::interval::{self, GapSize, SizeValues};
+use crate::stats::{Spread, median};
+use crate::analysis::verdict::{self, Verdict};
+use crate::env::Environment;
+use crate::procfs::kmsg::Kind as AlertKind;
+
+pub(super) fn summarise(runs: &[Run], unobserved: &[Unobserved], opts: &Options) -> Vec<SizeSummary> {
+    let mut keys: Vec<(Method, usize, u64)> = Vec::new();
+    for r in runs {
+        let k = (r.method, r.contenders, r.target);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .map(|(method, contenders, t)| {
+            let rs: Vec<&Run> =
+                runs.iter().filter(|r| r.target == t && r.method == method && r.contenders == contenders).collect();
+            let col = |f: &dyn Fn(&Run) -> f64| rs.iter().map(|r| f(r)).collect::<Vec<f64>>();
+            let quiet: Vec<&Unobserved> = if contenders == 0 {
+                unobserved.iter().filter(|u| u.target == t && u.method == method).collect()
+            } else {
+                Vec::new()
+            };
+            let qcol = |f: &dyn Fn(&Unobserved) -> f64| quiet.iter().map(|u| f(u)).collect::<Vec<f64>>();
+            let timed = |probed: Vec<f64>, q: Vec<f64>| if quiet.is_empty() { probed } else { q };
+            let ns = Spread::of(&timed(col(&|r| r.ns_per_dentry), qcol(&|u| u.ns_per_dentry)));
+            let ratios = pair_ratios(&rs, &quiet);
+            let controls: Vec<f64> = rs.iter().filter_map(|r| r.control.as_ref().map(|c| c.max_gap_seconds)).collect();
+            SizeSummary {
+                target: t,
+                method,
+                contenders,
+                reps: rs.len() as u32,
+                freed_fraction: median(&col(&|r| r.freed_fraction)),
+                witness: rs.first().map(|r| r.witness.clone()).unwrap_or_default(),
+                reclaimed: Spread::of(&col(&|r| reclaimed_by_witness(r) as f64)),
+                reclaimed_vs_target: median(&col(&|r| (reclaimed_by_witness(r) as f64 - t as f64) / t as f64)),
+                reclaim_seconds: Spread::of(&timed(col(&|r| r.reclaim_seconds), qcol(&|u| u.reclaim_seconds))),
+                reclaim_sys_seconds: median(&timed(col(&|r| r.reclaim_sys_seconds), qcol(&|u| u.reclaim_sys_seconds))),
+                timed_unobserved: quiet.len() as u32,
+                probed_reclaim_seconds: (!quiet.is_empty()).then(|| Spread::of(&col(&|r| r.reclaim_seconds))),
+                probe_overhead: (!ratios.is_empty()).then(|| Spread::of(&ratios)),
+                extrapolated_seconds: ns.median * opts.extrapolate as f64 / 1e9,
+                ns_per_dentry: ns,
+                max_gap_seconds: Spread::of(&col(&|r| r.probe.max_gap_seconds)),
+                p99_gap_seconds: median(&col(&|r| r.probe.p99_gap_seconds)),
+                control_max_gap_seconds: (!controls.is_empty()).then(|| controls.iter().copied().fold(0.0, f64::max)),
+                create_rate_per_second: median(&col(&|r| r.create.rate_per_second)),
+                soft_lockups: rs
+                    .iter()
+                    .flat_map(|r| &r.kernel_messages)
+                    .filter(|a| a.kind == AlertKind::SoftLockup)
+                    .count(),
+                kernel_messages: rs.iter().map(|r| r.kernel_messages.len()).sum(),
+            }
+        })
+        .collect()
+}
+
+/// What the reclaim took off the witness counter (machine-wide).
+fn reclaimed_by_witness(r: &Run) -> i64 {
+    if r.witness == "nr_negative" { r.reclaimed_negative } else { r.reclaimed }
+}
+
+/// Probed ÷ unobserved reclaim time, pairing each probed repetition with
+/// the unobserved one of the same number (they ran back to back).
+fn pair_ratios(probed: &[&Run], quiet: &[&Unobserved]) -> Vec<f64> {
+    probed
+        .iter()
+        .filter_map(|r| {
+            let u = quiet.iter().find(|u| u.rep == r.rep && u.target == r.target && u.method == r.method)?;
+            (u.reclaim_seconds > 0.0).then(|| r.reclaim_seconds / u.reclaim_seconds)
+        })
+        .collect()
+}
+
+/// The probe's overhead over the whole sweep (uncontended runs).
+pub(super) fn overhead(runs: &[Run], unobserved: &[Unobserved]) -> Option<Spread> {
+    let probed: Vec<&Run> = runs.iter().filter(|r| r.contenders == 0).collect();
+    let quiet: Vec<&Unobserved> = unobserved.iter().collect();
+    let ratios = pair_ratios(&probed, &quiet);
+    (!ratios.is_empty()).then(|| Spread::of(&ratios))
+}
+
+/// Groups values by target, in the order the targets first appear: (target,
+/// median count, values).
+fn by_size<T>(items: &[T], target: impl Fn(&T) -> u64, count: impl Fn(&T) -> f64, value: impl Fn(&T) -> f64) -> Vec<(u64, f64, Vec<f64>)> {
+    let mut out: Vec<(u64, Vec<f64>, Vec<f64>)> = Vec::new();
+    for it in items {
+        let t = target(it);
+        let i = match out.iter().position(|o| o.0 == t) {
+            Some(i) => i,
+            None => {
+                out.push((t, Vec::new(), Vec::new()));
+                out.len() - 1
+            }
+        };
+        out[i].1.push(count(it));
+        out[i].2.push(value(it));
+    }
+    out.into_iter().map(|(t, c, v)| (t, median(&c), v)).collect()
+}
+
+/// Fits time and longest gap against the dentries each run freed: the time
+/// from the unobserved repetitions when there are any, the gap from the
+/// probed ones over the sizes clear of the noise floor; both weighted by the
+/// spread of their repetitions, with 90% bands (`analysis::interval`).
+pub fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
+    let time_unobserved = !unobserved.is_empty();
+    type Sized = Vec<(u64, f64, Vec<f64>)>;
+    let (time_pts, time_sizes): (Vec<(f64, f64)>, Sized) = if time_unobserved {
+        (
+            unobserved.iter().map(|u| (u.fit_count(), u.reclaim_seconds)).collect(),
+            by_size(unobserved, |u| u.target, Unobserved::fit_count, |u| u.reclaim_seconds),
+        )
+    } else {
+        (
+            runs.iter().map(|r| (r.fit_count(), r.reclaim_seconds)).collect(),
+            by_size(runs, |r| r.target, Run::fit_count, |r| r.reclaim_seconds),
+        )
+    };
+    let gap: Vec<_> = runs.iter().map(|r| (r.fit_count(), r.probe.max_gap_seconds)).collect();
+    let gap_sizes: Vec<GapSize> = by_size(runs, |r| r.target, Run::fit_count, |r| r.probe.max_gap_seconds)
+        .into_iter()
+        .map(|(target, count, gaps)| GapSize {
+            target,
+            count,
+            gaps,
+            control_p99: runs
+                .iter()
+                .filter(|r| r.target == target)
+                .filter_map(|r| r.control.as_ref().map(|c| c.p99_gap_seconds))
+                .collect(),
+        })
+        .collect();
+    let (kept, gap_left_out) = interval::above_noise(&gap_sizes);
+    let time_values: Vec<SizeValues> =
+        time_sizes.into_iter().map(|(_, count, values)| SizeValues { count, values }).collect();
+    Fits {
+        time_linear: fit::linear(&time_pts),
+        time_power: interval::weighted_power(&time_values),
+        gap_linear: fit::linear(&gap),
+        gap_power: interval::weighted_power(&kept),
+        gap_left_out,
+        time_unobserved,
+    }
+}
+
+/// Fit and verdict of each method, on its uncontended repetitions.
+pub(super) fn per_method(
+    runs: &[Run],
+    unobserved: &[Unobserved],
+    sizes: &[SizeSummary],
+    opts: &Options,
+    env: &Environment,
+) -> Vec<MethodAnalysis> {
+    opts.methods
+        .iter()
+        .map(|&method| {
+            let mine: Vec<Run> = runs.iter().filter(|r| r.method == method && r.contenders == 0).cloned().collect();
+            let quiet: Vec<Unobserved> = unobserved.iter().filter(|u| u.method == method).cloned().collect();
+            let fits = fit_runs(&mine, &quiet);
+            let verdict = decide(&fits, sizes, &mine, method, opts, env);
+            MethodAnalysis { method, fits, verdict }
+        })
+        .collect()
+}
+
+fn decide(
+    fits: &Fits,
+    sizes: &[SizeSummary],
+    runs: &[Run],
+    method: Method,
+    opts: &Options,
+    env: &Environment,
+) -> Option<Verdict> {
+    let mine: Vec<&SizeSummary> = sizes.iter().filter(|s| s.method == method && s.contenders == 0).collect();
+    let largest = mine.last()?;
+    let ratios: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.target == largest.target && r.reclaim_seconds > 0.0)
+        .map(|r| (r.probe.max_gap_seconds / r.reclaim_seconds).min(1.0))
+        .collect();
+    Some(verdict::decide(&verdict::Inputs {
+        time_linear: fits.time_linear,
+        time_power: fits.time_power,
+        gap_power: fits.gap_power,
+        gap_to_time_ratio: median(&ratios),
+        largest_size: largest.target,
+        watchdog_thresh_seconds: env.watchdog_thresh_seconds.unwrap_or(10).max(1),
+        extrapolate_to: opts.extrapolate,
+        soft_lockups_observed: mine.iter().map(|s| s.soft_lockups).sum(),
+    }))
+}
+
+/// Ranks the methods, when several ran, at the largest size all of them reached.
+pub(super) fn compare(per_method: &[MethodAnalysis], sizes: &[SizeSummary]) -> Option<verdict::Danger> {
+    if per_method.len() < 2 {
+        return None;
+    }
+    let target = per_method
+        .iter()
+        .map(|m| sizes.iter().filter(|s| s.method == m.method && s.contenders == 0).map(|s| s.target).max())
+        .collect::<Option<Vec<u64>>>()?
+        .into_iter()
+        .min()?;
+    let rows: Vec<verdict::PathRow> = per_method
+        .iter()
+        .filter_map(|m| {
+            let at = |c: bool| sizes.iter().find(|s| s.method == m.method && s.target == target && (s.contenders > 0) == c);
+            let s = at(false)?;
+            Some(verdict::PathRow {
+                method: m.method.name().into(),
+                target,
+                freed_fraction: s.freed_fraction,
+                reclaim_seconds: s.reclaim_seconds.median,
+                max_gap_seconds: s.max_gap_seconds.max,
+                max_gap_min_seconds: s.max_gap_seconds.min,
+                contended_max_gap_seconds: at(true).map(|c| c.max_gap_seconds.max),
+                contended_reclaim_seconds: at(true).map(|c| c.reclaim_seconds.median),
+                lockup_count: m
+                    .verdict
+                    .as_ref()
+                    .and_then(|v| v.lockup_count)
+                    .filter(|&n| n <= verdict::MAX_PREDICTED_COUNT),
+            })
+        })
+        .collect();
+    verdict::most_dangerous(&rows)
+}
+

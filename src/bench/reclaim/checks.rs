@@ -1,0 +1,161 @@
+//! What a sweep refuses before and while it runs: sizes past memory or past
+//! the predicted 10 s stretch, kinds the filesystem cannot hold, flag
+//! combinations that cannot work; and the notes said once up front.
+
+use anyhow::{Context, Result, bail};
+
+use super::{MAX_MEMORY_SHARE, MAX_PREDICTED_GAP_SECONDS, Method, Options, Run};
+use crate::analysis::fit;
+use crate::error::UsageError;
+use crate::procfs::ProcRoot;
+use crate::sandbox::FsType;
+use crate::size::human;
+use crate::sys;
+use crate::workload::Kind;
+
+/// Checks the sizes against memory before anything is created, with the
+/// kind's conservative bytes-per-dentry. Bad input: exit 2.
+pub fn preflight(sizes: &[u64], kind: Kind, force: bool, proc: &ProcRoot) -> Result<()> {
+    let bpd = kind.default_bytes_per_dentry();
+    for &n in sizes {
+        crate::bench::check_memory(
+            &format!("size {} of {} dentries", human(n), kind.name()),
+            n.saturating_mul(bpd),
+            &format!(" (≈{bpd} bytes each)"),
+            "choose a smaller size, or pass --force",
+            force,
+            proc,
+        )?;
+    }
+    Ok(())
+}
+
+/// What the chosen methods cannot do, said once up front.
+pub(super) fn method_notes(opts: &Options) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in &opts.methods {
+        if m.lru_only() && opts.fs == FsType::Tmpfs {
+            out.push(format!(
+                "{}: tmpfs pins its dentries (they are never on the LRU), so {} frees none of them; \
+                 use --fs ext4 or xfs to measure this path",
+                m.name(),
+                m.name()
+            ));
+        }
+    }
+    if opts.methods.contains(&Method::DropCaches) {
+        out.push(
+            "drop-caches is machine-wide: its time and 'Reclaimed' include every other unused dentry on the \
+             node; 'Freed' counts only this run's"
+                .into(),
+        );
+    }
+    if opts.contend > 0 && opts.methods.iter().any(|m| !m.leaves_mounted()) {
+        out.push(
+            "umount and ns-exit detach the filesystem before freeing its dentries: from then on the contending \
+             lookups walk to the empty mount point instead"
+                .into(),
+        );
+    }
+    out
+}
+
+/// Why `target` must not run, if it must not.
+pub(super) fn refuse(opts: &Options, target: u64, bpd: Option<f64>, runs: &[Run], proc: &ProcRoot) -> Result<Option<String>> {
+    if opts.force {
+        return Ok(None);
+    }
+    let avail = proc.meminfo()?.mem_available_bytes as f64;
+    let bpd_used = bpd.unwrap_or(opts.kind.default_bytes_per_dentry() as f64);
+    let need = target as f64 * bpd_used;
+    if need > avail * MAX_MEMORY_SHARE {
+        return Ok(Some(format!(
+            "it needs about {} ({bpd_used:.0} bytes per dentry{}), more than half of MemAvailable ({}); pass --force to run it anyway",
+            crate::size::bytes(need as u64),
+            if bpd.is_some() { ", measured" } else { ", estimated" },
+            crate::size::bytes(avail as u64)
+        )));
+    }
+    for &method in &opts.methods {
+        let mine: Vec<&Run> = runs.iter().filter(|r| r.method == method).collect();
+        let distinct: std::collections::BTreeSet<u64> = mine.iter().map(|r| r.target).collect();
+        if distinct.len() < 2 {
+            continue;
+        }
+        let pts: Vec<_> = mine.iter().map(|r| (r.fit_count(), r.probe.max_gap_seconds)).collect();
+        if let Some(p) = fit::power(&pts) {
+            let g = p.at(target as f64);
+            if g > MAX_PREDICTED_GAP_SECONDS {
+                return Ok(Some(format!(
+                    "the smaller sizes predict {} would hold CPU {} for about {g:.1} s (over {MAX_PREDICTED_GAP_SECONDS:.0} s); pass --force to run it anyway",
+                    method.name(),
+                    opts.cpu
+                )));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Picks the reclaiming CPU and the control CPU from the allowed set.
+pub fn choose_cpus(requested: Option<usize>) -> Result<(usize, Option<usize>)> {
+    let cpus = sys::allowed_cpus()?;
+    let cpu = match requested {
+        Some(c) if cpus.contains(&c) => c,
+        Some(c) => {
+            return Err(UsageError(format!(
+                "--cpu {c}: this process may only run on CPUs {cpus:?}; choose one of them"
+            ))
+            .into());
+        }
+        None => *cpus.first().context("no CPU is available to this process")?,
+    };
+    Ok((cpu, cpus.iter().copied().find(|&c| c != cpu)))
+}
+
+/// Rejects a kind the filesystem cannot hold.
+pub fn check_kind(kind: Kind, fs: FsType) -> Result<()> {
+    if kind.is_negative() && !fs.is_disk() {
+        bail!(UsageError(format!(
+            "--kind {} needs a disk filesystem: tmpfs deletes a negative dentry as soon as it is unused, so it \
+             never keeps any (1M failed lookups on tmpfs leave none); add --fs ext4 or --fs xfs",
+            kind.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Most `--contend` threads.
+pub const MAX_CONTEND: usize = 256;
+
+/// Rejects combinations that cannot work, before anything is created.
+pub fn validate(opts: &Options) -> Result<()> {
+    if opts.sizes.is_empty() {
+        bail!(UsageError("--sizes: give at least one size".into()));
+    }
+    if opts.methods.is_empty() {
+        bail!(UsageError("--method: give at least one reclaim method".into()));
+    }
+    check_kind(opts.kind, opts.fs)?;
+    if opts.methods.contains(&Method::DropCaches) && !opts.allow_global {
+        bail!(UsageError(
+            "--method drop-caches writes /proc/sys/vm/drop_caches, which drops every unused dentry and inode on \
+             the whole machine: pass --allow-global to allow it"
+                .into()
+        ));
+    }
+    if opts.methods.contains(&Method::DropCaches) && !sys::is_root() {
+        bail!("--method drop-caches writes /proc/sys/vm/drop_caches, which needs root (run dentrylab with sudo)");
+    }
+    if opts.contend > 0 {
+        let cpus = sys::allowed_cpus()?;
+        if !cpus.iter().any(|&c| c != opts.cpu) {
+            bail!(UsageError(format!(
+                "--contend {}: the lookup threads run on the CPUs other than the reclaiming one (CPU {}), and \
+                 this process may only use CPUs {cpus:?}",
+                opts.contend, opts.cpu
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! One repetition: stage the dentries, reclaim them on the chosen CPU —
+//! observed (the gap probe on that CPU, a control probe on another, the
+//! contenders when asked for) or unobserved (nothing but the reclaim and
+//! the clock) — and count what moved.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::methods::{self, StageSpec};
+use super::{Method, Options, PROBE_MARGIN, Run, fit_count};
+use crate::stats::GapStats;
+use crate::probe::counters::Counts;
+use crate::probe::gap::GapProbe;
+use crate::probe::kmsg::KmsgWatch;
+use crate::procfs::ProcRoot;
+use crate::sandbox::Sandbox;
+use crate::size::human;
+use crate::sys;
+use crate::workload::contend::{self, Contenders};
+use crate::workload::CreateSpec;
+
+pub(super) fn report_progress(r: &Run, observed: bool) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!(
+            "  {:>6} {}{} rep {}{}: created {} at {:.0}/s, freed {:.1}% in {:.3} s{}",
+            human(r.target),
+            r.method.name(),
+            if r.contenders > 0 { format!(" +{} lookup threads", r.contenders) } else { String::new() },
+            r.rep + 1,
+            if observed { "" } else { " unobserved" },
+            r.create.entries,
+            r.create.rate_per_second,
+            r.freed_fraction * 100.0,
+            r.reclaim_seconds,
+            if observed { format!(", max gap {:.3} s", r.probe.max_gap_seconds) } else { String::new() }
+        );
+    }
+}
+
+/// Which run this is.
+/// How long the counts wait after a reclaim for RCU-deferred frees.
+const COUNT_SETTLE: Duration = Duration::from_millis(60);
+
+pub(super) struct At {
+    pub target: u64,
+    pub rep: u32,
+    pub method: Method,
+    pub contenders: usize,
+    /// False: an unobserved repetition (no probe, no control, no contenders).
+    pub observed: bool,
+}
+
+/// Runs one repetition. For an unobserved one, the returned run's `probe`
+/// is empty (no samples): the caller keeps only its timing.
+pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, kmsg: &KmsgWatch, at: &At) -> Result<Run> {
+    let (target, rep) = (at.target, at.rep);
+    let before = Counts::read(proc)?;
+    let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: target, threads: opts.threads };
+    let label = format!("create {} {} rep {}", human(target), at.method.name(), rep + 1);
+    let stage = StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: opts.cpu, label: &label };
+    let (mut staged, create) = methods::stage(&stage, sandbox)?;
+    let after_create = Counts::read(proc)?;
+
+    // Reclaim on a known CPU, with the probes (and the contenders) around
+    // it when observed; with nothing else of ours on that CPU when not (the
+    // kmsg reader stays off it, and its records are sorted by their own
+    // time stamps afterwards).
+    let reclaim_task = staged.reclaiming_tid().unwrap_or_else(|| nix::unistd::gettid().as_raw() as u32);
+    let all = sys::allowed_cpus()?;
+    sys::pin_current_thread(opts.cpu)?;
+    let interval = Duration::from_micros(opts.probe_interval_us);
+    let contenders = if at.observed && at.contenders > 0 {
+        let others: Vec<usize> = all.iter().copied().filter(|&c| c != opts.cpu).collect();
+        let paths = contend::hot_paths(&staged.lookup_root(), opts.layout, target);
+        Some(Contenders::start(paths, at.contenders, &others)?)
+    } else {
+        None
+    };
+    let probe = at.observed.then(|| GapProbe::start(opts.cpu, interval)).transpose()?;
+    let control = opts.control_cpu.filter(|_| at.observed).map(|c| GapProbe::start(c, interval)).transpose()?;
+    // Both kinds wait the same margin on the pinned CPU before the reclaim,
+    // so that they start alike (the probes get going meanwhile).
+    std::thread::sleep(PROBE_MARGIN);
+    let start_ns = sys::monotonic_ns();
+    let done = staged.reclaim(proc);
+    let end_ns = sys::monotonic_ns();
+    if at.observed {
+        std::thread::sleep(PROBE_MARGIN);
+    }
+    let probe = probe.map(GapProbe::finish).transpose();
+    let control = control.map(GapProbe::finish).transpose();
+    let contention = contenders.map(Contenders::finish);
+    sys::unpin_current_thread(&all)?;
+    let done = done.with_context(|| format!("reclaiming by {}", at.method.name()))?;
+    // A probe that died is an error, never a 0 s gap; an unobserved run has
+    // no probe, and its empty gap statistics are never fitted.
+    let probe = probe.context("the gap probe")?.unwrap_or_else(|| GapStats::from_gaps_ns(opts.cpu, interval, &[]));
+    let control = control.context("the control probe")?;
+    let (kernel_messages, _) = kmsg.take_between(start_ns, end_ns);
+    // Dentries are freed to the slab after an RCU grace period: let those
+    // land before the counts are read (the kmsg watch used to give them
+    // this time by sleeping before it handed its messages over).
+    std::thread::sleep(COUNT_SETTLE);
+    let after_reclaim = Counts::read(proc)?;
+    let after_cleanup = if staged.finish()? { Some(Counts::read(proc)?) } else { None };
+
+    let witness = |c: &Counts| {
+        if opts.kind.is_negative() { c.dentry_state.nr_negative as i64 } else { c.dentry_state.nr_dentry as i64 }
+    };
+    let reclaimed_w = witness(&after_create) - witness(&after_reclaim);
+    let left_for_umount = after_cleanup.as_ref().map(|c| (witness(&after_reclaim) - witness(c)).max(0));
+    // The generator made exactly one dentry per entry; the counters are
+    // machine-wide, so other processes add noise over the seconds creation
+    // takes. Only the short windows around the reclaim and the clean-up
+    // umount are read as this run's.
+    let made = create.entries as i64;
+    let freed = match left_for_umount {
+        Some(left) => (made - left).clamp(0, made),
+        None => reclaimed_w.clamp(0, made),
+    };
+    let created = after_create.dentry_state.nr_dentry as i64 - before.dentry_state.nr_dentry as i64;
+    let reclaimed = after_create.dentry_state.nr_dentry as i64 - after_reclaim.dentry_state.nr_dentry as i64;
+    let neg = |a: &Counts, b: &Counts| a.dentry_state.nr_negative as i64 - b.dentry_state.nr_negative as i64;
+    let slab = |a: &Counts, b: &Counts| Some(a.slab_dentry_active? as i64 - b.slab_dentry_active? as i64);
+    let reclaim_seconds = done.took.as_secs_f64();
+    let grown_slab = after_create.slab_bytes.saturating_sub(before.slab_bytes) as f64;
+    let lost_avail = before.mem_available_bytes.saturating_sub(after_create.mem_available_bytes) as f64;
+    Ok(Run {
+        target,
+        rep,
+        method: at.method,
+        contenders: at.contenders,
+        created_slab: slab(&after_create, &before),
+        reclaimed_slab: slab(&after_create, &after_reclaim),
+        created_negative: neg(&after_create, &before),
+        reclaimed_negative: neg(&after_create, &after_reclaim),
+        witness: if opts.kind.is_negative() { "nr_negative" } else { "nr_dentry" }.into(),
+        freed,
+        freed_fraction: freed as f64 / made.max(1) as f64,
+        left_for_umount,
+        after_cleanup,
+        contention,
+        memcg: done.memcg,
+        ns_per_dentry: reclaim_seconds * 1e9 / fit_count(at.method, freed, target),
+        bytes_per_dentry: grown_slab.max(lost_avail) / created.max(1) as f64,
+        create,
+        before,
+        after_create,
+        after_reclaim,
+        created,
+        reclaimed,
+        reclaim_seconds,
+        reclaim_sys_seconds: done.sys.as_secs_f64(),
+        probe,
+        control,
+        kernel_messages,
+        reclaim_task_pid: reclaim_task,
+    })
+}
+
