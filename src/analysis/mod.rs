@@ -3,6 +3,7 @@
 
 pub mod edge;
 pub mod fit;
+pub mod folded;
 pub mod histogram;
 pub mod oscillation;
 pub mod scaling;
