@@ -250,6 +250,12 @@ pub struct ReclaimArgs {
     /// watchdog_thresh to use with --watchdog-check, seconds (soft lockup after twice this).
     #[arg(long, value_name = "S", default_value_t = crate::bench::watchdog::CHECK_THRESH_SECONDS, value_parser = clap::value_parser!(u64).range(1..=60))]
     pub watchdog_thresh: u64,
+    /// Sample the reclaiming CPU with perf (call graphs, 4000 Hz, on the probe's clock) during each reclaim and
+    /// report the kernel stacks that held it in the longest gap and over the whole reclaim; the verdict names
+    /// the path behind the longest stretch. Needs perf (Debian: linux-perf), root and readable kernel symbols:
+    /// without them, says so in one line and runs without it.
+    #[arg(long)]
+    pub profile: bool,
     /// Do not save the fit as this node's calibration (used by 'status').
     #[arg(long)]
     pub no_save: bool,

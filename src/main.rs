@@ -185,6 +185,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         control_cpu,
         probe_interval_us: a.probe_interval_us,
         force: a.force,
+        profile: a.profile,
     };
     bench::reclaim::validate(&opts)?;
     bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;

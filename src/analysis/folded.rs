@@ -190,6 +190,25 @@ pub struct Window {
     pub folded: Vec<(String, u64)>,
     /// None when the window holds no sample.
     pub path: Option<Path>,
+    /// Samples per task name (comm), most first: on a busy machine other
+    /// tasks share the CPU during a gap.
+    pub tasks: Vec<(String, u64)>,
+    /// The same, counting only the task that ran the reclaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaimer: Option<Reclaimer>,
+}
+
+/// The reclaiming task's samples within a window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reclaimer {
+    pub tid: u32,
+    pub samples: u64,
+    /// Its share of the window's samples.
+    pub share: f64,
+    /// Its heaviest path, shares of its own samples.
+    pub path: Option<Path>,
+    /// Its top stack, share of its own samples.
+    pub top_stack: Option<Stack>,
 }
 
 impl Window {
@@ -240,9 +259,22 @@ pub fn heaviest_path(folded: &[(String, u64)]) -> Option<Path> {
     Some(Path { frames, samples, share: samples as f64 / total as f64 })
 }
 
-/// What held the CPU between `start_ns` and `end_ns`.
-pub fn window(samples: &[Sample], start_ns: u64, end_ns: u64) -> Window {
+/// What held the CPU between `start_ns` and `end_ns`, and what task `tid`
+/// (the one running the reclaim) did then.
+pub fn window(samples: &[Sample], start_ns: u64, end_ns: u64, tid: Option<u32>) -> Window {
     let mine = in_window(samples, start_ns, end_ns);
+    let reclaimer = tid.map(|tid| {
+        let its: Vec<&Sample> = mine.iter().copied().filter(|s| s.tid == tid).collect();
+        let n = its.len() as u64;
+        let f = fold(its);
+        Reclaimer {
+            tid,
+            samples: n,
+            share: if mine.is_empty() { 0.0 } else { n as f64 / mine.len() as f64 },
+            path: heaviest_path(&f),
+            top_stack: f.first().map(|(s, c)| Stack { stack: s.clone(), samples: *c, share: *c as f64 / n as f64 }),
+        }
+    });
     let total = mine.len() as u64;
     let folded = fold(mine);
     let share = |c: u64| if total == 0 { 0.0 } else { c as f64 / total as f64 };
@@ -252,7 +284,13 @@ pub fn window(samples: &[Sample], start_ns: u64, end_ns: u64) -> Window {
         .map(|(s, c)| Stack { stack: s.clone(), samples: *c, share: share(*c) })
         .collect();
     let path = heaviest_path(&folded);
-    Window { start_ns, end_ns, samples: total, stacks, folded, path }
+    let mut by_task: BTreeMap<String, u64> = BTreeMap::new();
+    for (stack, c) in &folded {
+        *by_task.entry(stack.split(';').next().unwrap_or_default().to_string()).or_default() += c;
+    }
+    let mut tasks: Vec<(String, u64)> = by_task.into_iter().collect();
+    tasks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Window { start_ns, end_ns, samples: total, stacks, folded, path, tasks, reclaimer }
 }
 
 /// A stack for people: its last `keep` frames, leaf first, `←` between.
@@ -359,7 +397,7 @@ mod tests {
         let (samples, start, end) = fixture();
         assert_eq!(samples.len(), 880);
         assert!(unresolved_kernel(&samples).is_none());
-        let w = window(&samples, start, end);
+        let w = window(&samples, start, end, None);
         // 79 umount samples and 33 of another task's (the machine was loaded).
         assert_eq!(w.samples, 112);
         assert_eq!(in_window(&samples, start, end).iter().filter(|s| s.comm == "umount").count(), 79);
@@ -380,6 +418,17 @@ mod tests {
         assert_eq!(w.stacks.len(), TOP_STACKS);
         assert!(w.stacks.windows(2).all(|s| s[0].samples >= s[1].samples));
         assert_eq!(w.folded.iter().map(|(_, c)| c).sum::<u64>(), 112);
+        assert_eq!(w.tasks, [("umount".to_string(), 79), ("lto cgu.00".to_string(), 33)]);
+        assert!(w.reclaimer.is_none());
+        // Counting only the umount's own samples: all of them are the walk.
+        let tid = samples.iter().find(|s| s.comm == "umount").unwrap().tid;
+        let r = window(&samples, start, end, Some(tid)).reclaimer.unwrap();
+        assert_eq!((r.tid, r.samples), (tid, 79));
+        assert!((r.share - 79.0 / 112.0).abs() < 1e-12);
+        let p = r.path.unwrap();
+        assert_eq!((p.name(), p.samples, p.share), ("d_walk ← kill_litter_super".to_string(), 79, 1.0));
+        assert_eq!(r.top_stack.unwrap().samples, 51);
+        assert_eq!(window(&samples, start, end, Some(1)).reclaimer.unwrap().samples, 0);
         // The clocks agree: every sample of the walk that never reschedules
         // lies inside the probe's longest gap, and nothing else of umount's.
         let genocide: Vec<&Sample> = samples.iter().filter(|s| is_genocide(s)).collect();
@@ -392,13 +441,13 @@ mod tests {
         let (samples, _, _) = fixture();
         let umount: Vec<u64> = samples.iter().filter(|s| s.comm == "umount").map(|s| s.time_ns).collect();
         let (first, last) = (*umount.iter().min().unwrap(), *umount.iter().max().unwrap());
-        let w = window(&samples, first, last);
+        let w = window(&samples, first, last, None);
         assert!(w.samples >= 726 && w.samples <= 880);
         let p = w.path.unwrap();
         assert!(p.frames.iter().any(|f| f == "shrink_dcache_for_umount"), "{:?}", p.frames);
         assert!(w.stacks.iter().all(|s| s.stack.starts_with("umount;")));
         // A window with no sample has no path.
-        let empty = window(&samples, 1, 2);
+        let empty = window(&samples, 1, 2, None);
         assert_eq!((empty.samples, empty.path.clone(), empty.top_share()), (0, None, 0.0));
     }
 

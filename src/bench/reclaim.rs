@@ -14,6 +14,7 @@
 
 pub mod child;
 pub mod methods;
+pub mod profile;
 
 pub use methods::Method;
 
@@ -66,6 +67,9 @@ pub struct Options {
     pub control_cpu: Option<usize>,
     pub probe_interval_us: u64,
     pub force: bool,
+    /// `--profile`: perf call graphs of the reclaiming CPU.
+    #[serde(default)]
+    pub profile: bool,
 }
 
 /// One repetition at one size.
@@ -115,6 +119,12 @@ pub struct Run {
     /// Thread id of the task that ran the reclaim (the one a soft-lockup
     /// message names).
     pub reclaim_task_pid: u32,
+    /// With `--profile`: what held the CPU in the longest gap and over the reclaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::probe::profile::RunProfile>,
+    /// With `--profile`: why this run has no profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_problem: Option<String>,
 }
 
 /// Share of the target by which the kernel's count may differ before it is
@@ -244,6 +254,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         notes.push("only one CPU is available: no control probe".into());
     }
     notes.extend(method_notes(opts));
+    let profiling = profile::available(opts.profile, opts.cpu, sandbox.scratch(), &mut notes);
     let mut runs: Vec<Run> = Vec::new();
     let mut refused = Vec::new();
     let mut bpd_measured: Option<f64> = None;
@@ -260,7 +271,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
                 for &contenders in &contention {
                     phase += 2;
                     kmsg.set_phase(phase);
-                    let at = At { target, rep, method, contenders, phase };
+                    let at = At { target, rep, method, contenders, phase, profile: profiling && contenders == 0 };
                     let r = one_run(opts, sandbox, proc, &kmsg, &at)?;
                     if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
                         bpd_measured = Some(r.bytes_per_dentry);
@@ -283,7 +294,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         ));
     }
     let sizes = summarise(&runs, opts);
-    let per_method: Vec<MethodAnalysis> = opts
+    let mut per_method: Vec<MethodAnalysis> = opts
         .methods
         .iter()
         .map(|&method| {
@@ -293,6 +304,11 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
             MethodAnalysis { method, fits, verdict }
         })
         .collect();
+    for m in &mut per_method {
+        if let (Some(v), Some(line)) = (m.verdict.as_mut(), profile::verdict_line(&runs, m.method)) {
+            v.summary.push(line);
+        }
+    }
     let comparison = compare(&per_method, &sizes);
     let (fits, verdict) = per_method
         .first()
@@ -408,6 +424,8 @@ struct At {
     method: Method,
     contenders: usize,
     phase: u32,
+    /// Record this reclaim with perf (`--profile`).
+    profile: bool,
 }
 
 fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, kmsg: &KmsgWatch, at: &At) -> Result<Run> {
@@ -431,15 +449,18 @@ fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, kmsg: &KmsgWa
     } else {
         None
     };
+    let tag = format!("{}-{}-{}", target, at.method.name(), rep);
+    let mut recording = profile::start(at.profile, opts.cpu, sandbox.scratch(), &tag)?;
     let probe = GapProbe::start(opts.cpu, interval)?;
     let control = opts.control_cpu.map(|c| GapProbe::start(c, interval)).transpose()?;
     std::thread::sleep(PROBE_MARGIN);
-    let done = staged.reclaim(proc);
+    let done = recording.time(staged.reclaiming_task(), || staged.reclaim(proc));
     std::thread::sleep(PROBE_MARGIN);
-    let probe = probe.finish();
+    let (probe, longest_gap) = probe.finish_with_longest();
     let control = control.map(GapProbe::finish);
     let contention = contenders.map(Contenders::finish);
     sys::unpin_current_thread(&all)?;
+    let (profile, profile_problem) = recording.finish(longest_gap);
     kmsg.set_phase(phase);
     let done = done.with_context(|| format!("reclaiming by {}", at.method.name()))?;
     let kernel_messages = kmsg.take(phase + 1);
@@ -497,6 +518,8 @@ fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, kmsg: &KmsgWa
         control,
         kernel_messages,
         reclaim_task_pid: nix::unistd::gettid().as_raw() as u32,
+        profile,
+        profile_problem,
     })
 }
 

@@ -6,3 +6,4 @@ pub mod counters;
 pub mod gap;
 pub mod kmsg;
 pub mod perf;
+pub mod profile;

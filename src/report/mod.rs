@@ -4,6 +4,7 @@
 pub mod document;
 pub mod json;
 pub mod markdown;
+pub mod profile;
 pub mod svg;
 pub mod table;
 

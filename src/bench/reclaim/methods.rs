@@ -200,6 +200,15 @@ impl Staged {
         }
     }
 
+    /// The task that will run the reclaim: the child for `ns-exit` (its
+    /// exit tears the namespace down), else the calling thread.
+    pub fn reclaiming_task(&self) -> u32 {
+        match self {
+            Staged::Namespace { child, .. } => child.pid(),
+            _ => nix::unistd::gettid().as_raw() as u32,
+        }
+    }
+
     /// Runs the reclaim on the calling thread (pinned to the reclaiming CPU
     /// by the caller) and times it.
     pub fn reclaim(&mut self, proc: &ProcRoot) -> Result<Reclaimed> {

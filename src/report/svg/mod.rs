@@ -12,9 +12,11 @@
 
 mod axis;
 mod figures;
+mod flame;
 mod kinds;
 
 pub use figures::{churn, pollute, reclaim, scale};
+pub use flame::longest_stretch;
 
 use plotters::prelude::*;
 
