@@ -34,7 +34,8 @@ pub struct Frame {
 pub struct Sample {
     pub time_ns: u64,
     pub comm: String,
-    pub tid: u32,
+    /// -1 when perf never learnt which task it was (`:-1 -1`).
+    pub tid: i64,
     pub frames: Vec<Frame>,
 }
 
@@ -68,7 +69,7 @@ fn parse_time_ns(t: &str) -> Option<u64> {
 }
 
 /// The sample's first line: `comm tid time:` (a comm may hold spaces).
-fn parse_header(line: &str) -> Option<(String, u32, u64)> {
+fn parse_header(line: &str) -> Option<(String, i64, u64)> {
     let line = line.trim_end();
     let body = line.strip_suffix(':')?;
     let (rest, time) = body.trim_end().rsplit_once(char::is_whitespace)?;
@@ -190,6 +191,12 @@ pub struct Window {
     pub folded: Vec<(String, u64)>,
     /// None when the window holds no sample.
     pub path: Option<Path>,
+    /// The most specific call (caller → callee) in more than half of the
+    /// window's samples, wherever it sits in their stacks: names what held
+    /// the CPU when the stacks differ near the root (other tasks, softirqs
+    /// run from interrupts or from ksoftirqd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<Path>,
     /// Samples per task name (comm), most first: on a busy machine other
     /// tasks share the CPU during a gap.
     pub tasks: Vec<(String, u64)>,
@@ -259,12 +266,36 @@ pub fn heaviest_path(folded: &[(String, u64)]) -> Option<Path> {
     Some(Path { frames, samples, share: samples as f64 / total as f64 })
 }
 
+/// The most specific call in more than half of the samples: of the
+/// caller → callee pairs, the one in fewest samples above half, the
+/// deepest of those.
+pub fn heaviest_call(folded: &[(String, u64)]) -> Option<Path> {
+    let total: u64 = folded.iter().map(|(_, c)| c).sum();
+    let mut calls: BTreeMap<(&str, &str), (u64, usize)> = BTreeMap::new();
+    for (stack, c) in folded {
+        let frames: Vec<&str> = stack.split(';').collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for (depth, w) in frames.windows(2).enumerate() {
+            if seen.insert((w[0], w[1])) {
+                let e = calls.entry((w[0], w[1])).or_default();
+                e.0 += c;
+                e.1 = e.1.max(depth);
+            }
+        }
+    }
+    let ((caller, callee), (samples, _)) = calls
+        .into_iter()
+        .filter(|(_, (n, _))| n * 2 > total)
+        .min_by(|a, b| a.1.0.cmp(&b.1.0).then_with(|| b.1.1.cmp(&a.1.1)).then_with(|| a.0.cmp(&b.0)))?;
+    Some(Path { frames: vec![caller.to_string(), callee.to_string()], samples, share: samples as f64 / total as f64 })
+}
+
 /// What held the CPU between `start_ns` and `end_ns`, and what task `tid`
 /// (the one running the reclaim) did then.
 pub fn window(samples: &[Sample], start_ns: u64, end_ns: u64, tid: Option<u32>) -> Window {
     let mine = in_window(samples, start_ns, end_ns);
     let reclaimer = tid.map(|tid| {
-        let its: Vec<&Sample> = mine.iter().copied().filter(|s| s.tid == tid).collect();
+        let its: Vec<&Sample> = mine.iter().copied().filter(|s| s.tid == i64::from(tid)).collect();
         let n = its.len() as u64;
         let f = fold(its);
         Reclaimer {
@@ -284,13 +315,14 @@ pub fn window(samples: &[Sample], start_ns: u64, end_ns: u64, tid: Option<u32>) 
         .map(|(s, c)| Stack { stack: s.clone(), samples: *c, share: share(*c) })
         .collect();
     let path = heaviest_path(&folded);
+    let call = heaviest_call(&folded);
     let mut by_task: BTreeMap<String, u64> = BTreeMap::new();
     for (stack, c) in &folded {
         *by_task.entry(stack.split(';').next().unwrap_or_default().to_string()).or_default() += c;
     }
     let mut tasks: Vec<(String, u64)> = by_task.into_iter().collect();
     tasks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    Window { start_ns, end_ns, samples: total, stacks, folded, path, tasks, reclaimer }
+    Window { start_ns, end_ns, samples: total, stacks, folded, path, call, tasks, reclaimer }
 }
 
 /// A stack for people: its last `keep` frames, leaf first, `←` between.
@@ -328,6 +360,9 @@ mod tests {
         assert_eq!(s[1].comm, "lto cgu.0");
         assert_eq!(s[1].frames[0].symbol, "(anonymous namespace)::SimplifyCFGOpt::simplifyCondBranch");
         assert_eq!(s[1].frames[1], Frame { symbol: UNKNOWN.into(), kernel: false });
+        // A task perf never learnt the name of (seen on 6.18 with perf 6.1).
+        let s = parse_script(":-1    -1  3142.640149586: \n\tffffffff816fb4a7 d_walk ([kernel.kallsyms])\n").unwrap();
+        assert_eq!((s[0].comm.as_str(), s[0].tid, s[0].folded().as_str()), (":-1", -1, ":-1;d_walk"));
     }
 
     #[test]
@@ -405,6 +440,8 @@ mod tests {
         assert_eq!(p.name(), "d_walk ← kill_litter_super");
         assert_eq!(p.frames[0], "umount");
         assert_eq!(p.samples, 79);
+        let c = w.call.as_ref().unwrap();
+        assert_eq!((c.name(), c.samples), ("d_walk ← kill_litter_super".to_string(), 79));
         assert_eq!(
             w.stacks[0],
             Stack {
@@ -421,7 +458,7 @@ mod tests {
         assert_eq!(w.tasks, [("umount".to_string(), 79), ("lto cgu.00".to_string(), 33)]);
         assert!(w.reclaimer.is_none());
         // Counting only the umount's own samples: all of them are the walk.
-        let tid = samples.iter().find(|s| s.comm == "umount").unwrap().tid;
+        let tid = samples.iter().find(|s| s.comm == "umount").unwrap().tid as u32;
         let r = window(&samples, start, end, Some(tid)).reclaimer.unwrap();
         assert_eq!((r.tid, r.samples), (tid, 79));
         assert!((r.share - 79.0 / 112.0).abs() < 1e-12);
@@ -449,6 +486,21 @@ mod tests {
         // A window with no sample has no path.
         let empty = window(&samples, 1, 2, None);
         assert_eq!((empty.samples, empty.path.clone(), empty.top_share()), (0, None, 0.0));
+    }
+
+    #[test]
+    fn heaviest_call_finds_softirq_work_under_different_roots() {
+        let f = folded(&[
+            ("ksoftirqd/0;ret_from_fork;run_ksoftirqd;handle_softirqs;rcu_core;rcu_do_batch;kmem_cache_free", 30),
+            ("cc1;asm_sysvec_apic_timer_interrupt;handle_softirqs;rcu_core;rcu_do_batch", 25),
+            ("dentrylab;umount;shrink_dentry_list", 20),
+            ("cc1;main", 25),
+        ]);
+        // No path from the root holds a majority; the call does.
+        assert_eq!(heaviest_path(&f).unwrap().frames, Vec::<String>::new());
+        let c = heaviest_call(&f).unwrap();
+        assert_eq!((c.name(), c.samples), ("rcu_do_batch ← rcu_core".to_string(), 55));
+        assert!(heaviest_call(&folded(&[("a;b", 1), ("c;d", 1)])).is_none());
     }
 
     #[test]

@@ -62,6 +62,7 @@ pub fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
             "Reclaimer's share",
             "Its heaviest path",
             "Its top stack",
+            "All tasks: heaviest call",
             "Whole reclaim: heaviest path",
         ]
         .map(String::from),
@@ -83,6 +84,7 @@ pub fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
                 g.reclaimer.as_ref().map(|m| pct(m.share)).unwrap_or_else(|| "–".into()),
                 path_cell(g, md),
                 top_cell(g),
+                g.call.as_ref().map(|c| format!("{} ({})", code(c.name(), md), pct(c.share))).unwrap_or_else(|| "–".into()),
                 path_cell(&p.reclaim, md),
             ]);
             row

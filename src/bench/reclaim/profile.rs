@@ -100,14 +100,21 @@ pub fn verdict_line(runs: &[Run], method: Method) -> Option<String> {
             p.frequency_hz
         ));
     }
-    let Some(me) = w.reclaimer.as_ref().filter(|m| m.samples > 0) else {
+    let held = w
+        .call
+        .as_ref()
+        .map(|c| format!("`{}` is in {:.0}% of them", c.name(), c.share * 100.0))
+        .unwrap_or_else(|| "no one call is in most of them".into());
+    let me = w.reclaimer.as_ref().filter(|m| m.samples * 2 > w.samples);
+    let Some(me) = me else {
         return Some(format!(
-            "the longest stretch ({at}): the reclaiming task has none of its {} samples: other tasks held the CPU",
+            "the longest stretch ({at}) is not the reclaiming task's ({:.0}% of its {} samples): {held}",
+            w.reclaimer.as_ref().map_or(0.0, |m| m.share * 100.0),
             w.samples
         ));
     };
     let others = if me.samples < w.samples {
-        format!(" (it had {:.0}% of the stretch's {} samples: other tasks ran in it too)", me.share * 100.0, w.samples)
+        format!(" (it had {:.0}% of the stretch's {} samples)", me.share * 100.0, w.samples)
     } else {
         String::new()
     };

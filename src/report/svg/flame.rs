@@ -11,6 +11,10 @@ use crate::size::human;
 
 /// Width of a flame graph, pixels.
 pub const FLAME_WIDTH: usize = 1200;
+/// Frames narrower than this many pixels are left out (flamegraph.pl's
+/// `--minwidth`): at [`FLAME_WIDTH`], stacks under about 0.17% of the
+/// samples, which would otherwise only make the graph tall.
+pub const FLAME_MIN_WIDTH_PX: f64 = 2.0;
 
 /// One flame graph per result and method that was profiled: the run with
 /// the longest gap.
@@ -59,6 +63,7 @@ pub fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Result<
             o.count_name = "samples".into();
             o.deterministic = true;
             o.image_width = Some(FLAME_WIDTH);
+            o.min_width = FLAME_MIN_WIDTH_PX;
             let lines: Vec<String> = p.longest_gap.folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
             let mut svg = Vec::new();
             inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg)
