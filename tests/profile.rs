@@ -55,10 +55,10 @@ fn profile_folds_the_umount_and_names_its_longest_stretch() {
     );
 }
 
-/// A directory whose only entry is a `perf` that fails as a missing or
-/// broken perf does.
+/// A directory whose only entry is a `perf` that fails as a perf without
+/// the right to sample does (under target/: the sandbox hides /tmp).
 fn fake_perf_dir(script: &str) -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let p = d.path().join("perf");
     std::fs::write(&p, script).unwrap();
     let mut perm = std::fs::metadata(&p).unwrap().permissions();

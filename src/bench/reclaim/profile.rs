@@ -105,7 +105,9 @@ pub fn verdict_line(runs: &[Run], method: Method) -> Option<String> {
         .as_ref()
         .map(|c| format!("`{}` is in {:.0}% of them", c.name(), c.share * 100.0))
         .unwrap_or_else(|| "no one call is in most of them".into());
-    let me = w.reclaimer.as_ref().filter(|m| m.samples * 2 > w.samples);
+    // Another task's code is named only when the reclaimer had less than
+    // half of the stretch and one call holds most of it.
+    let me = w.reclaimer.as_ref().filter(|m| m.samples > 0 && (m.samples * 2 >= w.samples || w.call.is_none()));
     let Some(me) = me else {
         return Some(format!(
             "the longest stretch ({at}) is not the reclaiming task's ({:.0}% of its {} samples): {held}",
