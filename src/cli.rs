@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::bench::scale::SCALE_WORKER;
 use crate::sandbox::FsType;
 use crate::workload::lookup::Op;
 use crate::workload::{Kind, Layout};
@@ -139,9 +140,6 @@ pub struct ExporterArgs {
     #[command(flatten)]
     pub node: NodeArgs,
 }
-
-/// The hidden subcommand that `scale --procs` re-executes this binary with.
-pub const SCALE_WORKER: &str = "scale-worker";
 
 const SCALE_ABOUT: &str = "Path-lookup scalability across CPUs (seed 004, on today's RCU path walk).\n\n\
 For each operation and each worker count of the sweep, the workers repeat the operation for --seconds on a \

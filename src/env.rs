@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::procfs::ProcRoot;
 
+/// The kernel's default (and boot-time) watchdog_thresh, seconds.
+pub const DEFAULT_WATCHDOG_THRESH_SECONDS: u64 = 10;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {
     pub kernel: String,

@@ -3,16 +3,20 @@
 mod analysis;
 mod bench;
 mod cli;
+mod duration;
 mod env;
 mod error;
 mod exporter;
+mod histogram;
 mod output;
 mod probe;
 mod procfs;
 mod report;
+mod result;
 mod sandbox;
 mod size;
 mod state;
+mod stats;
 mod status;
 mod sys;
 mod workload;
@@ -243,7 +247,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         if result.fits.time_power.is_some() {
             let cal = state::Calibration {
                 schema: state::CALIBRATION_SCHEMA,
-                saved_at: bench::now_utc(),
+                saved_at: result::now_utc(),
                 kernel: result.environment.kernel.clone(),
                 preemption: result.environment.preemption.clone(),
                 fs: opts.fs.to_string(),
@@ -318,7 +322,7 @@ fn cmd_create(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
         announce(&format!(
             "reclaimed {} dentries by umount in {} ({})",
             size::grouped(rc.reclaimed.max(0) as u64),
-            report::secs(rc.umount_seconds),
+            duration::secs(rc.umount_seconds),
             rc.reason
         ));
     }

@@ -14,9 +14,7 @@ use std::collections::BTreeMap;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-/// The fields `perf script` must print for [`parse_script`]:
-/// `perf script -F comm,tid,time,ip,sym,dso --ns`.
-pub const SCRIPT_FIELDS: &str = "comm,tid,time,ip,sym,dso";
+pub use crate::probe::profile::SCRIPT_FIELDS;
 /// Stacks kept per window.
 pub const TOP_STACKS: usize = 5;
 /// Name of a frame perf could not resolve.

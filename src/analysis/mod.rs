@@ -4,11 +4,9 @@
 pub mod edge;
 pub mod fit;
 pub mod folded;
-pub mod histogram;
 pub mod oscillation;
 pub mod scaling;
 pub mod slowdown;
-pub mod stats;
 pub mod verdict;
 
 /// Reads a number that may have been written as `null`: serde_json writes

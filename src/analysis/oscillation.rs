@@ -18,7 +18,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::fit;
-use super::stats::{median, percentile_sorted};
+use crate::stats::{median, percentile_sorted};
 
 /// Share of the samples cut off at each end before analysing.
 pub const EDGE_SHARE: f64 = 0.1;

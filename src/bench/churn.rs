@@ -21,13 +21,13 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::oscillation::{self, Oscillation};
-use crate::analysis::stats::{median, percentile_sorted};
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::probe::counters::Counts;
 use crate::procfs::ProcRoot;
 use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
 use crate::size::{bytes, human};
+use crate::stats::{median, percentile_sorted};
 use crate::sys;
 use crate::workload::{self, CreateOutcome, CreateSpec, Kind, Layout, Progress, unlink};
 
@@ -120,7 +120,7 @@ pub struct HighWater {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChurnResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -189,7 +189,7 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
 
 /// Runs the benchmark. The sandbox must already be entered.
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ChurnResult> {
-    let header = crate::bench::Header::new("churn");
+    let header = crate::result::Header::new("churn");
     let environment = Environment::capture(proc);
     let entries = opts.files + u64::from(opts.dirs);
     let mut mount = sandbox.mount_remountable(opts.fs, &Capacity { entries, inodes: entries })?;
@@ -453,9 +453,9 @@ fn summary_lines(r: &ChurnResult) -> Vec<String> {
         human(r.unlinks_total),
         r.options.dirs,
         human(r.rmdir_freed.max(0) as u64),
-        crate::report::secs(r.rmdir_seconds),
+        crate::duration::secs(r.rmdir_seconds),
         human(r.umount_freed.max(0) as u64),
-        crate::report::secs(r.umount_seconds)
+        crate::duration::secs(r.umount_seconds)
     ));
     let osc = &r.oscillation;
     out.push(match (osc.oscillates, osc.period_seconds, osc.peak_trough_ratio) {

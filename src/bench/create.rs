@@ -39,7 +39,7 @@ pub struct Reclaim {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CreateResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -118,7 +118,7 @@ pub fn run(
     let took = mount.umount()?;
     let after = Counts::read(proc)?;
     Ok(CreateResult {
-        header: crate::bench::Header::new("create"),
+        header: crate::result::Header::new("create"),
         environment,
         options: opts.clone(),
         sandbox: sandbox.privilege,

@@ -24,13 +24,13 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::slowdown::{self, Effect, Ratio};
-use crate::analysis::stats::Spread;
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::probe::counters::Counts;
 use crate::procfs::ProcRoot;
 use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
 use crate::size::human;
+use crate::stats::Spread;
 use crate::sys;
 use crate::workload::hot::{self, POLLUTED, Probe, Prober, Timings};
 use crate::workload::{Kind, negative};
@@ -140,7 +140,7 @@ pub struct LevelSummary {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PolluteResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -201,7 +201,7 @@ const FS_CAPACITY: Capacity = Capacity { entries: 4 * hot::HOT_FILES as u64, ino
 
 /// Runs every repetition. The sandbox must already be entered.
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<PolluteResult> {
-    let header = crate::bench::Header::new("pollute");
+    let header = crate::result::Header::new("pollute");
     let environment = Environment::capture(proc);
     let allowed = sys::allowed_cpus()?;
     sys::pin_current_thread(opts.cpu)?;
@@ -349,7 +349,7 @@ pub fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
                     ProbeSummary {
                         probe,
                         calls,
-                        p50_ns: crate::analysis::stats::median(&medians),
+                        p50_ns: crate::stats::median(&medians),
                         p99_ns: runs.iter().map(|p| p.p99_ns).fold(f64::NAN, f64::max),
                         max_ns: runs.iter().map(|p| p.max_ns).max().unwrap_or(0),
                         mean_ns: if calls == 0 {
@@ -375,7 +375,7 @@ pub fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
                 nr_negative: spread(&|l| l.counts.dentry_state.nr_negative as f64),
                 nr_negative_added: spread(&|l| l.nr_negative_added as f64),
                 negatives_made: at[0].negatives_made,
-                pollute_rate_per_second: (!rate.is_empty()).then(|| crate::analysis::stats::median(&rate)),
+                pollute_rate_per_second: (!rate.is_empty()).then(|| crate::stats::median(&rate)),
                 probes,
             }
         })
@@ -488,10 +488,10 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
         out.push(format!(
             "a lookup that hits a cached negative dentry takes {} (p50) unpolluted and {} at {}; a miss (a name \
              never looked up, answered by the filesystem) takes {}, {:.1}× a hit",
-            crate::report::nanos(h0.p50_ns),
-            crate::report::nanos(h1.p50_ns),
+            crate::duration::nanos(h0.p50_ns),
+            crate::duration::nanos(h1.p50_ns),
             human(last.negatives),
-            crate::report::nanos(m.p50_ns),
+            crate::duration::nanos(m.p50_ns),
             m.p50_ns / h1.p50_ns
         ));
     }

@@ -24,7 +24,6 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{self, LinearFit, PowerFit};
-use crate::analysis::stats::{GapStats, Spread, median};
 use crate::analysis::verdict::{self, Verdict};
 use crate::env::Environment;
 use crate::error::UsageError;
@@ -35,6 +34,7 @@ use crate::procfs::ProcRoot;
 use crate::procfs::kmsg::{Alert, Kind as AlertKind};
 use crate::sandbox::{FsType, Privilege, Sandbox};
 use crate::size::human;
+use crate::stats::{GapStats, Spread, median};
 use crate::sys;
 use crate::workload::contend::{self, ContendStats, Contenders};
 use crate::workload::{self, CreateSpec, Kind, Layout};
@@ -121,7 +121,7 @@ pub struct Run {
     pub reclaim_task_pid: u32,
     /// With `--profile`: what held the CPU in the longest gap and over the reclaim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::probe::profile::RunProfile>,
+    pub profile: Option<profile::RunProfile>,
     /// With `--profile`: why this run has no profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_problem: Option<String>,
@@ -200,7 +200,7 @@ pub struct Refusal {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReclaimResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -315,7 +315,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         .map(|m| (m.fits.clone(), m.verdict.clone()))
         .unwrap_or_else(|| (fit_runs(&[]), None));
     Ok(ReclaimResult {
-        header: crate::bench::Header::new("reclaim"),
+        header: crate::result::Header::new("reclaim"),
         environment,
         options: opts.clone(),
         sandbox: sandbox.privilege,

@@ -18,14 +18,15 @@ use std::sync::Barrier;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::histogram::Histogram;
 use crate::analysis::scaling;
-use crate::analysis::stats::Spread;
 use crate::env::Environment;
 use crate::error::UsageError;
+use crate::histogram::Histogram;
+use crate::probe::StepHook;
 use crate::probe::perf::{self, Profile};
 use crate::procfs::ProcRoot;
 use crate::sandbox::{FsType, Privilege, Sandbox};
+use crate::stats::Spread;
 use crate::sys;
 use crate::workload::lookup::{self, Op, Outcome, Worker};
 
@@ -111,7 +112,7 @@ pub struct OpSeries {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScaleResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub options: Options,
     pub sandbox: Privilege,
@@ -231,7 +232,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 const FS_CAPACITY: crate::sandbox::Capacity = crate::sandbox::Capacity { entries: 200_000, inodes: 200_000 };
 
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ScaleResult> {
-    let header = crate::bench::Header::new("scale");
+    let header = crate::result::Header::new("scale");
     let environment = Environment::capture(proc);
     let max_workers = opts.threads.iter().copied().max().unwrap_or(1);
     let mut notes = Vec::new();
@@ -327,14 +328,6 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
     })
 }
 
-/// What a step does around its timed loop: profiling attaches here.
-pub trait StepHook {
-    /// All workers are ready (`pids`: the processes to watch); the loop starts after this returns.
-    fn before_go(&mut self, pids: &[u32]) -> Result<()>;
-    /// All workers are done.
-    fn after(&mut self) -> Result<()>;
-}
-
 /// Runs `n` workers of `op` for `opts.seconds`; returns each one's outcome.
 fn run_step(root: &Path, op: Op, n: usize, opts: &Options, hook: &mut dyn StepHook) -> Result<Vec<Outcome>> {
     match opts.mode {
@@ -396,7 +389,7 @@ fn run_processes(root: &Path, op: Op, n: usize, opts: &Options, hook: &mut dyn S
     let mut children = Children(Vec::with_capacity(n));
     for i in 0..n {
         let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg(crate::cli::SCALE_WORKER)
+        cmd.arg(SCALE_WORKER)
             .arg("--op")
             .arg(op.name())
             .arg("--root")
@@ -447,6 +440,9 @@ fn run_processes(root: &Path, op: Op, n: usize, opts: &Options, hook: &mut dyn S
     children.0.clear();
     Ok(outcomes)
 }
+
+/// The hidden subcommand that `scale --procs` re-executes this binary with.
+pub const SCALE_WORKER: &str = "scale-worker";
 
 /// What a worker process prints when it is ready for the start byte.
 pub const WORKER_READY: &str = "ready";

@@ -17,8 +17,6 @@ use crate::procfs::kmsg::Kind as AlertKind;
 use crate::sys::guardian::Guardian;
 
 pub const SYSCTL: &str = "/proc/sys/kernel/watchdog_thresh";
-/// The kernel's default (and boot-time) watchdog_thresh.
-pub const DEFAULT_THRESH_SECONDS: u64 = 10;
 /// Default `--watchdog-thresh` for a check: a 2 s soft-lockup threshold.
 pub const CHECK_THRESH_SECONDS: u64 = 1;
 

@@ -12,7 +12,7 @@ use anyhow::Result;
 use nix::sys::time::TimeSpec;
 use nix::time::{ClockId, ClockNanosleepFlags, clock_nanosleep};
 
-use crate::analysis::stats::GapStats;
+use crate::stats::GapStats;
 use crate::sys;
 
 /// Default sleep between wake-ups.

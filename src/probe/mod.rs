@@ -7,3 +7,11 @@ pub mod gap;
 pub mod kmsg;
 pub mod perf;
 pub mod profile;
+
+/// What a step does around its timed loop: profiling attaches here.
+pub trait StepHook {
+    /// All workers are ready (`pids`: the processes to watch); the loop starts after this returns.
+    fn before_go(&mut self, pids: &[u32]) -> anyhow::Result<()>;
+    /// All workers are done.
+    fn after(&mut self) -> anyhow::Result<()>;
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::bench::scale::StepHook;
+use super::StepHook;
 use crate::sys;
 
 /// The perf binary (found on PATH).

@@ -1,7 +1,7 @@
 //! `reclaim --profile`: perf samples the reclaiming CPU with call graphs
 //! while the latency probe runs, on the probe's clock (perf's
 //! `-k CLOCK_MONOTONIC`), so the samples inside the probe's longest gap
-//! name the code that held the CPU then ([`crate::analysis::folded`]).
+//! name the code that held the CPU then (folded by `analysis::folded`).
 //!
 //! perf records the whole CPU (`-C`), not one task: whatever held the CPU
 //! during the gap is in the samples (the reclaiming task, a kworker, or
@@ -10,31 +10,21 @@
 //! kernel symbols hidden) is said in one line and the run goes on without
 //! it; a stack is never guessed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
 
 use super::perf::{self, Attached, PERF};
-use crate::analysis::folded::{self, SCRIPT_FIELDS, Sample, Window};
 use crate::sys;
+
+/// The fields `perf script` prints for the folding:
+/// `perf script -F comm,tid,time,ip,sym,dso --ns`.
+pub const SCRIPT_FIELDS: &str = "comm,tid,time,ip,sym,dso";
 
 /// Samples per second on the reclaiming CPU (perf's own default rate;
 /// `cpu-clock` is a software timer, so no hardware PMU is needed).
 pub const FREQUENCY_HZ: u32 = 4000;
-
-/// What the samples said about one reclaim.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunProfile {
-    pub frequency_hz: u32,
-    /// Every sample perf took on the CPU while the probe ran.
-    pub samples: u64,
-    /// The probe's longest gap.
-    pub longest_gap: Window,
-    /// From the start of the reclaim call to its end.
-    pub reclaim: Window,
-}
 
 /// Whether perf can sample `cpu` with kernel call graphs here: Err is the
 /// one line that says why not.
@@ -112,20 +102,17 @@ impl Recorder {
         Ok(Recorder { perf: a })
     }
 
-    /// Stops perf and reads its samples.
-    pub fn finish(self) -> Result<Vec<Sample>> {
+    /// Stops perf and returns its samples as `perf script -F`
+    /// [`SCRIPT_FIELDS`] `--ns` text.
+    pub fn finish(self) -> Result<String> {
         let data = perf::stop(self.perf)?;
         let text = script(&data);
         let _ = std::fs::remove_file(&data);
-        let samples = folded::parse_script(&text?)?;
-        if let Some(why) = folded::unresolved_kernel(&samples) {
-            bail!(why);
-        }
-        Ok(samples)
+        text
     }
 }
 
-fn script(data: &PathBuf) -> Result<String> {
+fn script(data: &Path) -> Result<String> {
     let out = Command::new(PERF)
         .args(["script", "-F", SCRIPT_FIELDS, "--ns", "-i"])
         .arg(data)
@@ -137,17 +124,6 @@ fn script(data: &PathBuf) -> Result<String> {
         bail!("{PERF} script failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
     String::from_utf8(out.stdout).context("perf script wrote something that is not UTF-8")
-}
-
-/// Folds the samples of the longest gap and of the reclaim; `tid`: the
-/// task that ran the reclaim.
-pub fn summarise(samples: &[Sample], longest_gap: (u64, u64), reclaim: (u64, u64), tid: Option<u32>) -> RunProfile {
-    RunProfile {
-        frequency_hz: FREQUENCY_HZ,
-        samples: samples.len() as u64,
-        longest_gap: folded::window(samples, longest_gap.0, longest_gap.1, tid),
-        reclaim: folded::window(samples, reclaim.0, reclaim.1, tid),
-    }
 }
 
 #[cfg(test)]

@@ -7,12 +7,12 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use super::{markdown, svg};
-use crate::bench::SCHEMA;
 use crate::bench::churn::ChurnResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::ScaleResult;
 use crate::error::UsageError;
+use crate::result::SCHEMA;
 
 /// Benchmarks whose results `report` can render.
 pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale"];
@@ -216,7 +216,7 @@ pub fn reclaim_labels(results: &[&ReclaimResult]) -> (Vec<String>, String) {
 /// Labels from facets: what all results share becomes the subtitle (the
 /// first five facets at most), what tells them apart each one's label (the
 /// start time when nothing does).
-fn labels_of(results: &[(Vec<String>, &crate::bench::Header)]) -> (Vec<String>, String) {
+fn labels_of(results: &[(Vec<String>, &crate::result::Header)]) -> (Vec<String>, String) {
     let Some((first, _)) = results.first() else { return (Vec::new(), String::new()) };
     let differs: Vec<bool> = (0..first.len()).map(|i| results.iter().any(|(f, _)| f[i] != first[i])).collect();
     let subtitle = first

@@ -131,7 +131,7 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
 
 /// `report.md`: a title, the results it was rendered from, then one part
 /// per benchmark (each from its own `*_part` function).
-pub fn report(sources: &[(Option<String>, &crate::bench::Header)], parts: &[String]) -> String {
+pub fn report(sources: &[(Option<String>, &crate::result::Header)], parts: &[String]) -> String {
     let mut s = String::from("# dentrylab report\n\n");
     let _ = writeln!(s, "Rendered by `dentrylab report` from {} result file(s):\n", sources.len());
     for (label, h) in sources {
@@ -283,7 +283,7 @@ fn churn_body(r: &ChurnResult, level: usize) -> String {
         r.build.seconds,
         if o.warm { "removed with the cache warm (--warm)".to_string() } else { "unmounted and mounted again so the removal started with a cold cache".to_string() },
         r.workers.len(),
-        super::secs(o.interval_seconds)
+        crate::duration::secs(o.interval_seconds)
     );
     let _ = writeln!(s, "{h} Summary\n");
     for l in &r.summary {

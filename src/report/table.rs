@@ -164,14 +164,14 @@ pub fn status(st: &crate::status::StatusResult) -> String {
         _ => "–".into(),
     };
     let rows = vec![
-        vec!["predicted full reclaim time".into(), or_dash(p.predicted_reclaim_seconds.map(super::secs))],
+        vec!["predicted full reclaim time".into(), or_dash(p.predicted_reclaim_seconds.map(crate::duration::secs))],
         vec![
             "predicted longest stretch".into(),
-            or_dash(p.predicted_longest_stretch_seconds.map(|g| format!("{} ({stretch_kind})", super::secs(g)))),
+            or_dash(p.predicted_longest_stretch_seconds.map(|g| format!("{} ({stretch_kind})", crate::duration::secs(g)))),
         ],
         vec![
             "soft-lockup threshold".into(),
-            or_dash(p.soft_lockup_threshold_seconds.map(|t| format!("{} (2 × watchdog_thresh)", super::secs(t)))),
+            or_dash(p.soft_lockup_threshold_seconds.map(|t| format!("{} (2 × watchdog_thresh)", crate::duration::secs(t)))),
         ],
         vec!["distance: ratio".into(), or_dash(p.lockup_ratio.map(|r| format!("{} (1 = the watchdog fires)", ratio(r))))],
         vec!["distance: count".into(), distance],
@@ -234,8 +234,8 @@ pub fn scale(r: &ScaleResult) -> String {
                             s,
                             "    {:>9} waits, {} total, {} max  {} {}",
                             row.contended,
-                            super::nanos(row.total_wait_ns as f64),
-                            super::nanos(row.max_wait_ns as f64),
+                            crate::duration::nanos(row.total_wait_ns as f64),
+                            crate::duration::nanos(row.max_wait_ns as f64),
                             row.kind,
                             row.caller
                         );
@@ -298,7 +298,7 @@ pub fn churn(r: &ChurnResult) -> String {
         o.fs,
         r.workers.len(),
         if o.warm { "warm cache" } else { "cold cache: remounted first" },
-        super::secs(o.interval_seconds)
+        crate::duration::secs(o.interval_seconds)
     );
     let _ = writeln!(s, "{}\n", environment_line(&r.environment));
     let _ = writeln!(s, "Timeline of the removal");

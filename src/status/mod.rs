@@ -14,14 +14,12 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::edge::{self, Level, Prediction};
-use crate::env::Environment;
+use crate::env::{DEFAULT_WATCHDOG_THRESH_SECONDS, Environment};
 use crate::procfs::ProcRoot;
 use crate::procfs::meminfo::MemInfo;
 use crate::size::human;
 use calibration::{CalibrationUsed, DENTRY_OBJECT_BYTES, Source, Store};
 
-/// The kernel's default watchdog_thresh, assumed when it cannot be read.
-pub const DEFAULT_WATCHDOG_THRESH_SECONDS: u64 = crate::bench::watchdog::DEFAULT_THRESH_SECONDS;
 /// A prediction further than this many times beyond the largest calibrated
 /// count gets a note.
 const EXTRAPOLATION_NOTE_FACTOR: f64 = 10.0;
@@ -46,7 +44,7 @@ pub struct Dentries {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusResult {
     #[serde(flatten)]
-    pub header: crate::bench::Header,
+    pub header: crate::result::Header,
     pub environment: Environment,
     pub proc_root: String,
     pub dentries: Dentries,
@@ -92,7 +90,7 @@ impl Collector {
         let notes = notes(&environment, &cal, &prediction);
         let b = DENTRY_OBJECT_BYTES;
         Ok(StatusResult {
-            header: crate::bench::Header::new("status"),
+            header: crate::result::Header::new("status"),
             proc_root: proc.root().display().to_string(),
             dentries: Dentries {
                 nr_dentry: ds.nr_dentry,

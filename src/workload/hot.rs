@@ -20,7 +20,7 @@ use nix::fcntl::{AtFlags, OFlag, open, openat};
 use nix::sys::stat::{Mode, fstatat};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::histogram::Histogram;
+use crate::histogram::Histogram;
 use crate::sys;
 
 /// The directory the negative dentries go into (with its own hot files).

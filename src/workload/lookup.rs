@@ -17,7 +17,7 @@ use nix::sys::stat::{Mode, fstatat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::histogram::Histogram;
+use crate::histogram::Histogram;
 use crate::sys;
 
 /// Path components from the mount root to the deep file (seven directories and the file).

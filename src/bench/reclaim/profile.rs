@@ -6,11 +6,45 @@
 use std::path::Path;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use super::{Method, Run};
-use crate::probe::profile::{self, Recorder, RunProfile};
+use crate::analysis::folded::{self, Sample, Window};
+use crate::probe::profile::{self, Recorder};
 use crate::size::human;
 use crate::sys;
+
+/// What the samples said about one reclaim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunProfile {
+    pub frequency_hz: u32,
+    /// Every sample perf took on the CPU while the probe ran.
+    pub samples: u64,
+    /// The probe's longest gap.
+    pub longest_gap: Window,
+    /// From the start of the reclaim call to its end.
+    pub reclaim: Window,
+}
+
+/// Folds the samples of the longest gap and of the reclaim; `tid`: the
+/// task that ran the reclaim.
+pub fn summarise(samples: &[Sample], longest_gap: (u64, u64), reclaim: (u64, u64), tid: Option<u32>) -> RunProfile {
+    RunProfile {
+        frequency_hz: profile::FREQUENCY_HZ,
+        samples: samples.len() as u64,
+        longest_gap: folded::window(samples, longest_gap.0, longest_gap.1, tid),
+        reclaim: folded::window(samples, reclaim.0, reclaim.1, tid),
+    }
+}
+
+/// Parses perf's samples; refuses them when no kernel frame has a name.
+fn samples(text: &str) -> Result<Vec<Sample>> {
+    let samples = folded::parse_script(text)?;
+    if let Some(why) = folded::unresolved_kernel(&samples) {
+        anyhow::bail!(why);
+    }
+    Ok(samples)
+}
 
 /// Checks once whether perf works here; when it does not, says so in one
 /// line (stderr and the result's notes) and the sweep runs without it.
@@ -71,10 +105,10 @@ impl Recording {
     /// Stops perf and folds the longest gap's and the reclaim's samples.
     pub fn finish(self, longest_gap: Option<(u64, u64)>) -> (Option<RunProfile>, Option<String>) {
         let Some(rec) = self.recorder else { return (None, self.problem) };
-        match rec.finish() {
+        match rec.finish().and_then(|text| samples(&text)) {
             Ok(samples) => {
                 let gap = longest_gap.unwrap_or(self.reclaim);
-                (Some(profile::summarise(&samples, gap, self.reclaim, self.tid)), None)
+                (Some(summarise(&samples, gap, self.reclaim, self.tid)), None)
             }
             Err(e) => (None, Some(format!("perf: {e:#}"))),
         }

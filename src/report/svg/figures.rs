@@ -120,11 +120,11 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
                 gap.marks.push(Mark { x: c, y: thr, text: format!("{} dentries", human(c as u64)), colour: i });
             }
             if let Some(t) = v.extrapolated_reclaim_seconds {
-                time.marks.push(Mark { x: to, y: t, text: crate::report::secs(t), colour: i });
+                time.marks.push(Mark { x: to, y: t, text: crate::duration::secs(t), colour: i });
                 ns.marks.push(Mark { x: to, y: t * 1e9 / to, text: format!("{:.0} ns", t * 1e9 / to), colour: i });
             }
             if let Some(g) = v.extrapolated_max_gap_seconds {
-                gap.marks.push(Mark { x: to, y: g, text: crate::report::secs(g), colour: i });
+                gap.marks.push(Mark { x: to, y: g, text: crate::duration::secs(g), colour: i });
             }
         } else {
             targets.push(r.options.extrapolate);
