@@ -63,7 +63,7 @@ fn parse_time_ns(t: &str) -> Option<u64> {
         return None;
     }
     let frac_ns: u64 = format!("{frac:0<9}").parse().ok()?;
-    Some(s.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(frac_ns)?)
+    s.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(frac_ns)
 }
 
 /// The sample's first line: `comm tid time:` (a comm may hold spaces).
