@@ -366,6 +366,12 @@ pub struct ReclaimArgs {
     /// watchdog_thresh to use with --watchdog-check, seconds (soft lockup after twice this); a list (1,2) runs the sweep once per threshold and reports, for each, the observed edge (largest size the watchdog let pass, smallest it fired at) against the predicted edge's 90% interval.
     #[arg(long, value_name = "S,...", value_delimiter = ',', default_values_t = [crate::bench::reclaim::watchdog::CHECK_THRESH_SECONDS], value_parser = clap::value_parser!(u64).range(1..=60))]
     pub watchdog_thresh: Vec<u64>,
+    /// Sample the reclaiming CPU with perf (call graphs, 4000 Hz, on the probe's clock) during each reclaim and
+    /// report the kernel stacks that held it in the longest gap and over the whole reclaim; the verdict names
+    /// the path behind the longest stretch. Needs perf (Debian: linux-perf), root and readable kernel symbols:
+    /// without them, says so in one line and runs without it.
+    #[arg(long)]
+    pub profile: bool,
     /// Do not save the fit as this node's calibration (used by 'status').
     #[arg(long)]
     pub no_save: bool,

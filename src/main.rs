@@ -245,6 +245,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         probe_interval_us: a.probe_interval_us,
         force: a.force,
         unobserved_reps: a.unobserved_reps.unwrap_or(a.reps),
+        profile: a.profile,
     };
     bench::reclaim::validate(&opts)?;
     bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;

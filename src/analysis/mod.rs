@@ -4,6 +4,7 @@
 pub mod edge;
 pub mod fit;
 pub mod interval;
+pub mod folded;
 pub mod oscillation;
 pub mod scaling;
 pub mod slowdown;

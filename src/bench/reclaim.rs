@@ -17,6 +17,7 @@ mod checks;
 pub mod child;
 mod measure;
 pub mod methods;
+pub mod profile;
 pub mod watchdog;
 
 pub use analyse::fit_runs;
@@ -75,6 +76,10 @@ pub struct Options {
     /// (the times then include the probe's cost, and the output says so).
     #[serde(default)]
     pub unobserved_reps: u32,
+    /// `--profile`: perf call graphs of the reclaiming CPU (probed
+    /// repetitions only).
+    #[serde(default)]
+    pub profile: bool,
 }
 
 /// One repetition at one size.
@@ -124,6 +129,12 @@ pub struct Run {
     /// Thread id of the task that ran the reclaim (the one a soft-lockup
     /// message names).
     pub reclaim_task_pid: u32,
+    /// With `--profile`: what held the CPU in the longest gap and over the reclaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::RunProfile>,
+    /// With `--profile`: why this run has no profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_problem: Option<String>,
 }
 
 /// An unobserved repetition: the reclaim timed with no probe, no control
@@ -339,6 +350,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
     if opts.unobserved_reps == 0 {
         notes.push("no unobserved repetitions (--unobserved-reps 0): the times include the probe's cost".into());
     }
+    let profiling = profile::available(opts.profile, opts.cpu, sandbox.scratch(), &mut notes);
     let mut runs: Vec<Run> = Vec::new();
     let mut unobserved: Vec<Unobserved> = Vec::new();
     let mut refused = Vec::new();
@@ -365,7 +377,8 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
                     order.reverse();
                 }
                 for (observed, contenders) in order {
-                    let at = measure::At { target, rep, method, contenders, observed };
+                    let profile = profiling && observed && contenders == 0;
+                    let at = measure::At { target, rep, method, contenders, observed, profile };
                     let r = measure::one_run(opts, sandbox, proc, &kmsg, &at)?;
                     if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
                         bpd_measured = Some(r.bytes_per_dentry);
@@ -392,7 +405,12 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         ));
     }
     let sizes = analyse::summarise(&runs, &unobserved, opts);
-    let per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
+    let mut per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
+    for m in &mut per_method {
+        if let (Some(v), Some(line)) = (m.verdict.as_mut(), profile::verdict_line(&runs, m.method)) {
+            v.summary.push(line);
+        }
+    }
     let comparison = analyse::compare(&per_method, &sizes);
     let (fits, verdict) = per_method
         .first()

@@ -20,7 +20,7 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_micros(100);
 
 pub struct GapProbe {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Vec<u64>>,
+    handle: JoinHandle<(u64, Vec<u64>)>,
     ready: std::sync::mpsc::Receiver<Result<(), String>>,
     pub cpu: usize,
     interval: Duration,
@@ -35,19 +35,20 @@ impl GapProbe {
         let handle = std::thread::Builder::new().name(format!("probe-cpu{cpu}")).spawn(move || {
             if let Err(e) = sys::pin_current_thread(cpu) {
                 let _ = tx.send(Err(format!("{e:#}")));
-                return Vec::new();
+                return (0, Vec::new());
             }
             let _ = tx.send(Ok(()));
             let mut gaps = Vec::with_capacity(1 << 16);
             let ts = TimeSpec::from_duration(interval);
-            let mut prev = sys::monotonic_ns();
+            let start = sys::monotonic_ns();
+            let mut prev = start;
             while !stop2.load(Ordering::Relaxed) {
                 let _ = clock_nanosleep(ClockId::CLOCK_MONOTONIC, ClockNanosleepFlags::empty(), &ts);
                 let now = sys::monotonic_ns();
                 gaps.push(now - prev);
                 prev = now;
             }
-            gaps
+            (start, gaps)
         })?;
         let probe = GapProbe { stop, handle, ready, cpu, interval };
         match probe.ready.recv() {
@@ -61,9 +62,30 @@ impl GapProbe {
     /// (panicked) or saw no wake-up at all measured nothing: that is an
     /// error, never a longest gap of 0 s.
     pub fn finish(self) -> Result<GapStats> {
-        self.stop.store(true, Ordering::Relaxed);
-        summarise(self.cpu, self.interval, self.handle.join())
+        self.finish_with_longest().map(|(stats, _)| stats)
     }
+
+    /// The same, with when the longest gap began and ended
+    /// (CLOCK_MONOTONIC ns).
+    pub fn finish_with_longest(self) -> Result<(GapStats, Option<(u64, u64)>)> {
+        self.stop.store(true, Ordering::Relaxed);
+        let joined = self.handle.join();
+        let window = joined.as_ref().ok().and_then(|(start, gaps)| longest_window(*start, gaps));
+        Ok((summarise(self.cpu, self.interval, joined.map(|(_, gaps)| gaps))?, window))
+    }
+}
+
+/// Start and end of the longest of consecutive `gaps` that began at `start`.
+pub fn longest_window(start: u64, gaps: &[u64]) -> Option<(u64, u64)> {
+    let mut at = start;
+    let mut best: Option<(u64, u64)> = None;
+    for &g in gaps {
+        if best.is_none_or(|(a, b)| g > b - a) {
+            best = Some((at, at + g));
+        }
+        at += g;
+    }
+    best
 }
 
 /// What the probe thread on `cpu` returned, as statistics or as the error
@@ -111,5 +133,11 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         let s = p.finish().unwrap();
         assert!(s.samples > 0 && s.max_gap_seconds > 0.0, "{s:?}");
+    }
+
+    #[test]
+    fn longest_window_is_found_in_time() {
+        assert_eq!(longest_window(1_000, &[10, 50, 20, 50]), Some((1_010, 1_060)));
+        assert_eq!(longest_window(5, &[]), None);
     }
 }

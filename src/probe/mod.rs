@@ -6,6 +6,7 @@ pub mod counters;
 pub mod gap;
 pub mod kmsg;
 pub mod perf;
+pub mod profile;
 
 /// What a step does around its timed loop: profiling attaches here.
 pub trait StepHook {

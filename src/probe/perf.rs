@@ -16,7 +16,7 @@ use super::StepHook;
 use crate::sys;
 
 /// The perf binary (found on PATH).
-const PERF: &str = "perf";
+pub(crate) const PERF: &str = "perf";
 /// Rows kept from each report.
 pub const TOP_ROWS: usize = 12;
 /// How long perf may take to attach before the step gives up on it.
@@ -147,8 +147,8 @@ impl StepHook for NoProfile {
 /// One perf process attached to the step's workers, started with its
 /// events disabled and enabled through its control fifo just before the
 /// workers start, so it sees the whole loop and nothing of the setup.
-struct Attached {
-    child: Child,
+pub(crate) struct Attached {
+    pub(crate) child: Child,
     data: PathBuf,
     ctl: std::fs::File,
     ack: std::fs::File,
@@ -185,31 +185,10 @@ impl Profiler {
 
     fn attach(&self, kind: &str, pre: &[&str], pids: &[u32]) -> Result<Attached> {
         let base = self.dir.join(format!("perf-{}-{kind}", self.tag));
-        let data = base.with_extension("data");
-        let (ctl_path, ack_path) = (base.with_extension("ctl"), base.with_extension("ack"));
-        for p in [&ctl_path, &ack_path] {
-            let _ = std::fs::remove_file(p);
-            nix::unistd::mkfifo(p.as_path(), nix::sys::stat::Mode::from_bits_truncate(0o600))
-                .with_context(|| format!("mkfifo {}", p.display()))?;
-        }
         let pid_list = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-        let mut cmd = Command::new(PERF);
-        cmd.args(pre)
-            .arg("-o")
-            .arg(&data)
-            // --no-inherit: attach to the workers only, not to processes
-            // they (or this coordinator, e.g. the other perf) start later.
-            .args(["-q", "--no-inherit", "-D", "-1", "-p", &pid_list])
-            .arg(format!("--control=fifo:{},{}", ctl_path.display(), ack_path.display()))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let child = sys::spawn_tied(&mut cmd).with_context(|| format!("cannot start {PERF} {}", pre.join(" ")))?;
-        // Read+write opens of a fifo do not block on Linux.
-        let rw = |p: &Path| std::fs::OpenOptions::new().read(true).write(true).open(p);
-        let ctl = rw(&ctl_path).with_context(|| format!("open {}", ctl_path.display()))?;
-        let ack = rw(&ack_path).with_context(|| format!("open {}", ack_path.display()))?;
-        let mut a = Attached { child, data, ctl, ack };
+        // --no-inherit: attach to the workers only, not to processes
+        // they (or this coordinator, e.g. the other perf) start later.
+        let mut a = spawn_controlled(&base, pre, &["--no-inherit", "-p", &pid_list])?;
         command(&mut a, "enable").with_context(|| format!("{PERF} {} did not start", pre.join(" ")))?;
         Ok(a)
     }
@@ -269,8 +248,37 @@ impl StepHook for Profiler {
     }
 }
 
+/// Starts `perf <pre> -o <base>.data -q -D -1 <target>` with its events
+/// disabled and a control fifo (`<base>.ctl`, `<base>.ack`): [`command`]
+/// "enable" starts the recording, and is acknowledged once perf is ready.
+pub(crate) fn spawn_controlled(base: &Path, pre: &[&str], target: &[&str]) -> Result<Attached> {
+    let data = base.with_extension("data");
+    let (ctl_path, ack_path) = (base.with_extension("ctl"), base.with_extension("ack"));
+    for p in [&ctl_path, &ack_path] {
+        let _ = std::fs::remove_file(p);
+        nix::unistd::mkfifo(p.as_path(), nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .with_context(|| format!("mkfifo {}", p.display()))?;
+    }
+    let mut cmd = Command::new(PERF);
+    cmd.args(pre)
+        .arg("-o")
+        .arg(&data)
+        .args(["-q", "-D", "-1"])
+        .args(target)
+        .arg(format!("--control=fifo:{},{}", ctl_path.display(), ack_path.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = sys::spawn_tied(&mut cmd).with_context(|| format!("cannot start {PERF} {}", pre.join(" ")))?;
+    // Read+write opens of a fifo do not block on Linux.
+    let rw = |p: &Path| std::fs::OpenOptions::new().read(true).write(true).open(p);
+    let ctl = rw(&ctl_path).with_context(|| format!("open {}", ctl_path.display()))?;
+    let ack = rw(&ack_path).with_context(|| format!("open {}", ack_path.display()))?;
+    Ok(Attached { child, data, ctl, ack })
+}
+
 /// Sends a control command and waits for perf's "ack".
-fn command(a: &mut Attached, cmd: &str) -> Result<()> {
+pub(crate) fn command(a: &mut Attached, cmd: &str) -> Result<()> {
     use std::io::{Read, Write};
     use std::os::fd::AsFd;
     writeln!(a.ctl, "{cmd}").context("write to perf's control fifo")?;
@@ -297,7 +305,7 @@ fn command(a: &mut Attached, cmd: &str) -> Result<()> {
 }
 
 /// Stops perf with SIGINT (it then writes its data file); returns the file.
-fn stop(mut a: Attached) -> Result<PathBuf> {
+pub(crate) fn stop(mut a: Attached) -> Result<PathBuf> {
     let pid = nix::unistd::Pid::from_raw(a.child.id() as i32);
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
     let st = a.child.wait().context("waiting for perf")?;

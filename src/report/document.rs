@@ -135,7 +135,8 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 let rs: Vec<&ReclaimResult> =
                     results.iter().filter_map(|l| if let Loaded::Reclaim(r) = l { Some(r.as_ref()) } else { None }).collect();
                 let (labels, subtitle) = reclaim_labels(&rs);
-                let figures = svg::reclaim(&rs, &labels, &subtitle)?;
+                let mut figures = svg::reclaim(&rs, &labels, &subtitle)?;
+                figures.extend(svg::longest_stretch(&rs, &labels)?);
                 let part = markdown::reclaim_part(&rs, &labels, &subtitle, &figures);
                 (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect::<Vec<_>>())
             }

@@ -81,6 +81,24 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
             let _ = writeln!(s, "- {l}");
         }
     }
+    if let Some(g) = super::profile::runs_grid(r, true) {
+        let _ = writeln!(s, "\n{h} What held CPU {} (perf)\n", o.cpu);
+        let _ = writeln!(
+            s,
+            "perf sampled CPU {} with call graphs during each reclaim, on the probe's clock. The heaviest path runs \
+             from the root to the deepest frame that more than half of the window's samples pass through; shares \
+             count every task on the CPU.\n",
+            o.cpu
+        );
+        s += &render_grid(&g);
+        for (title, g) in super::profile::longest_stacks(r, true) {
+            let _ = writeln!(s, "\n{title}:\n");
+            s += &render_grid(&g);
+        }
+        for p in super::profile::problems(r) {
+            let _ = writeln!(s, "\n- {p}");
+        }
+    }
     for w in r.watchdog.iter().chain(&r.watchdog_more) {
         let _ = writeln!(s, "\n{h} Watchdog check\n");
         s += &render_grid(&super::watchdog_grid(w));

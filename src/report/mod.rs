@@ -7,6 +7,7 @@ pub mod json;
 pub mod markdown;
 pub mod mitigate;
 pub mod node;
+pub mod profile;
 pub mod svg;
 pub mod table;
 

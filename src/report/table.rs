@@ -87,6 +87,17 @@ pub fn reclaim(r: &ReclaimResult) -> String {
             let _ = writeln!(s, "  {l}");
         }
     }
+    if let Some(g) = super::profile::runs_grid(r, false) {
+        let _ = writeln!(s, "\nWhat held CPU {} (perf, --profile)", o.cpu);
+        s += &render_grid(&g);
+        for (title, g) in super::profile::longest_stacks(r, false) {
+            let _ = writeln!(s, "\n{title}");
+            s += &render_grid(&g);
+        }
+    }
+    for p in super::profile::problems(r) {
+        let _ = writeln!(s, "note: {p}");
+    }
     for w in r.watchdog.iter().chain(&r.watchdog_more) {
         let _ = writeln!(
             s,

@@ -35,6 +35,15 @@ pub fn unpin_current_thread(cpus: &[usize]) -> Result<()> {
     sched_setaffinity(Pid::from_raw(0), &set).context("cannot restore the thread's CPU affinity")
 }
 
+/// Lets process (or thread) `pid` run only on `cpus`.
+pub fn set_process_affinity(pid: u32, cpus: &[usize]) -> Result<()> {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c).with_context(|| format!("CPU {c} is out of range"))?;
+    }
+    sched_setaffinity(Pid::from_raw(pid as i32), &set).with_context(|| format!("cannot move process {pid} to CPUs {cpus:?}"))
+}
+
 /// User and system CPU time used so far by the calling thread.
 pub fn thread_cpu_times() -> (Duration, Duration) {
     match getrusage(UsageWho::RUSAGE_THREAD) {

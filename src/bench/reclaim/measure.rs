@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::methods::{self, StageSpec};
+use super::profile;
 use super::{Method, Options, PROBE_MARGIN, Run, fit_count};
 use crate::stats::GapStats;
 use crate::probe::counters::Counts;
@@ -50,6 +51,8 @@ pub(super) struct At {
     pub contenders: usize,
     /// False: an unobserved repetition (no probe, no control, no contenders).
     pub observed: bool,
+    /// Record this reclaim with perf (`--profile`).
+    pub profile: bool,
 }
 
 /// Runs one repetition. For an unobserved one, the returned run's `probe`
@@ -83,21 +86,27 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     // Both kinds wait the same margin on the pinned CPU before the reclaim,
     // so that they start alike (the probes get going meanwhile).
     std::thread::sleep(PROBE_MARGIN);
+    let tag = format!("{}-{}-{}", target, at.method.name(), rep);
+    let mut recording = profile::start(at.profile, opts.cpu, sandbox.scratch(), &tag)?;
     let start_ns = sys::monotonic_ns();
-    let done = staged.reclaim(proc);
+    let done = recording.time(reclaim_task, || staged.reclaim(proc));
     let end_ns = sys::monotonic_ns();
     if at.observed {
         std::thread::sleep(PROBE_MARGIN);
     }
-    let probe = probe.map(GapProbe::finish).transpose();
+    let probe = probe.map(GapProbe::finish_with_longest).transpose();
     let control = control.map(GapProbe::finish).transpose();
     let contention = contenders.map(Contenders::finish);
     sys::unpin_current_thread(&all)?;
     let done = done.with_context(|| format!("reclaiming by {}", at.method.name()))?;
     // A probe that died is an error, never a 0 s gap; an unobserved run has
     // no probe, and its empty gap statistics are never fitted.
-    let probe = probe.context("the gap probe")?.unwrap_or_else(|| GapStats::from_gaps_ns(opts.cpu, interval, &[]));
+    let (probe, longest_gap) = match probe.context("the gap probe")? {
+        Some((p, w)) => (p, w),
+        None => (GapStats::from_gaps_ns(opts.cpu, interval, &[]), None),
+    };
     let control = control.context("the control probe")?;
+    let (profile, profile_problem) = recording.finish(longest_gap);
     let (kernel_messages, _) = kmsg.take_between(start_ns, end_ns);
     // Dentries are freed to the slab after an RCU grace period: let those
     // land before the counts are read (the kmsg watch used to give them
@@ -157,6 +166,8 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
         control,
         kernel_messages,
         reclaim_task_pid: reclaim_task,
+        profile,
+        profile_problem,
     })
 }
 

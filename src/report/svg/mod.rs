@@ -13,10 +13,12 @@
 mod axis;
 mod containers;
 mod figures;
+mod flame;
 mod kinds;
 
 pub use containers::containers;
 pub use figures::{churn, pollute, reclaim, scale};
+pub use flame::longest_stretch;
 
 use plotters::prelude::*;
 

@@ -1,0 +1,140 @@
+//! `reclaim --profile` for people: per run, what held the reclaiming CPU
+//! in the longest gap and over the whole reclaim; for the longest stretch
+//! of each method, its top stacks. Tables only: the flame graph is in
+//! [`super::svg::longest_stretch`].
+
+use super::Grid;
+use crate::analysis::folded::{Window, short_stack};
+use crate::bench::reclaim::{ReclaimResult, profile::longest};
+use crate::size::human;
+
+/// Frames of a stack shown in a table (leaf first).
+const SHOWN_FRAMES: usize = 6;
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+/// Code spans for Markdown (kernel names start with `__`).
+fn code(s: String, md: bool) -> String {
+    if md { format!("`{s}`") } else { s }
+}
+
+/// The reclaiming task's heaviest path in a window, with its share of
+/// that task's samples (of all samples for results without a task).
+fn path_cell(w: &Window, md: bool) -> String {
+    let (path, samples) = match &w.reclaimer {
+        Some(r) => (&r.path, r.samples),
+        None => (&w.path, w.samples),
+    };
+    match path {
+        Some(p) if p.frames.len() >= 2 => format!("{} ({})", code(p.name(), md), pct(p.share)),
+        _ if samples == 0 => "no sample".into(),
+        _ => "no majority path".into(),
+    }
+}
+
+fn top_cell(w: &Window) -> String {
+    match &w.reclaimer {
+        Some(r) => r.top_stack.as_ref().map(|s| pct(s.share)).unwrap_or_else(|| "–".into()),
+        None if w.samples == 0 => "–".into(),
+        None => pct(w.top_share()),
+    }
+}
+
+/// One row per profiled run, when any run was profiled. `md`: cells for Markdown.
+pub fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
+    let many = r.options.methods.len() > 1;
+    let runs: Vec<_> = r.runs.iter().filter(|x| x.profile.is_some()).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let mut header: Vec<String> = Vec::new();
+    if many {
+        header.push("Method".into());
+    }
+    header.extend(
+        [
+            "Target",
+            "Rep",
+            "Longest gap",
+            "Samples",
+            "Reclaimer's share",
+            "Its heaviest path",
+            "Its top stack",
+            "All tasks: heaviest call",
+            "Whole reclaim: heaviest path",
+        ]
+        .map(String::from),
+    );
+    let rows = runs
+        .iter()
+        .map(|run| {
+            let p = run.profile.as_ref().expect("filtered");
+            let g = &p.longest_gap;
+            let mut row = Vec::new();
+            if many {
+                row.push(run.method.name().to_string());
+            }
+            row.extend([
+                human(run.target),
+                (run.rep + 1).to_string(),
+                format!("{:.0} ms", run.probe.max_gap_seconds * 1e3),
+                g.samples.to_string(),
+                g.reclaimer.as_ref().map(|m| pct(m.share)).unwrap_or_else(|| "–".into()),
+                path_cell(g, md),
+                top_cell(g),
+                g.call.as_ref().map(|c| format!("{} ({})", code(c.name(), md), pct(c.share))).unwrap_or_else(|| "–".into()),
+                path_cell(&p.reclaim, md),
+            ]);
+            row
+        })
+        .collect();
+    Some(Grid { header, rows })
+}
+
+/// A window's top stacks, leaf first (`md`: for Markdown).
+pub fn stacks_grid(w: &Window, md: bool) -> Grid {
+    let header = ["Share", "Samples", "Stack (leaf first)"].map(String::from).to_vec();
+    let rows = w
+        .stacks
+        .iter()
+        .map(|s| vec![pct(s.share), s.samples.to_string(), code(short_stack(&s.stack, SHOWN_FRAMES), md)])
+        .collect();
+    Grid { header, rows }
+}
+
+/// Per method: a title and the top stacks of its longest stretch, then of
+/// that run's whole reclaim.
+pub fn longest_stacks(r: &ReclaimResult, md: bool) -> Vec<(String, Grid)> {
+    let mut out = Vec::new();
+    for &m in &r.options.methods {
+        let Some(run) = longest(&r.runs, m) else { continue };
+        let Some(p) = run.profile.as_ref() else { continue };
+        let at = format!("{} {} rep {}", m.name(), human(run.target), run.rep + 1);
+        out.push((
+            format!(
+                "Longest stretch ({at}: {:.0} ms, {} samples at {} Hz): top stacks",
+                run.probe.max_gap_seconds * 1e3,
+                p.longest_gap.samples,
+                p.frequency_hz
+            ),
+            stacks_grid(&p.longest_gap, md),
+        ));
+        out.push((
+            format!("Whole reclaim ({at}: {} samples): top stacks", p.reclaim.samples),
+            stacks_grid(&p.reclaim, md),
+        ));
+    }
+    out
+}
+
+/// Why some runs have no profile.
+pub fn problems(r: &ReclaimResult) -> Vec<String> {
+    r.runs
+        .iter()
+        .filter_map(|x| {
+            x.profile_problem.as_ref().map(|p| format!("{} {} rep {}: no profile: {p}", x.method.name(), human(x.target), x.rep + 1))
+        })
+        .collect()
+}

@@ -1,0 +1,84 @@
+//! Flame graphs of the longest stretch: the folded stacks perf sampled in
+//! the probe's longest gap (`reclaim --profile`), drawn by inferno (the
+//! Rust port of Brendan Gregg's flamegraph.pl). Colours come from a hash
+//! of each function's name, so the same input gives the same SVG.
+
+use anyhow::{Context, Result};
+
+use super::Figure;
+use crate::bench::reclaim::{Method, ReclaimResult, profile::longest};
+use crate::size::human;
+
+/// Width of a flame graph, pixels.
+pub const FLAME_WIDTH: usize = 1200;
+/// Frames narrower than this many pixels are left out (flamegraph.pl's
+/// `--minwidth`): at [`FLAME_WIDTH`], stacks under about 0.17% of the
+/// samples, which would otherwise only make the graph tall.
+pub const FLAME_MIN_WIDTH_PX: f64 = 2.0;
+
+/// One flame graph per result and method that was profiled: the run with
+/// the longest gap.
+pub fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        for &method in &r.options.methods {
+            let Some(run) = longest(&r.runs, method) else { continue };
+            let Some(p) = run.profile.as_ref() else { continue };
+            if p.longest_gap.folded.is_empty() {
+                continue;
+            }
+            let mut file = "reclaim-longest-stretch".to_string();
+            if results.len() > 1 {
+                file += &format!("-{}", i + 1);
+            }
+            if r.options.methods.len() > 1 {
+                file += &format!("-{}", method.name());
+            }
+            file += ".svg";
+            let what = format!(
+                "{} of {} {} dentries on {}, rep {}",
+                method_words(method),
+                human(run.target),
+                r.options.kind.name(),
+                r.options.fs,
+                run.rep + 1
+            );
+            let label = if results.len() > 1 { format!("{}: ", labels[i]) } else { String::new() };
+            let caption = format!(
+                "{label}flame graph of the longest stretch ({:.0} ms, {} samples at {} Hz on CPU {}), {what}",
+                run.probe.max_gap_seconds * 1e3,
+                p.longest_gap.samples,
+                p.frequency_hz,
+                r.options.cpu
+            );
+            let mut o = inferno::flamegraph::Options::default();
+            o.title = format!("{label}What held CPU {} in the longest stretch", r.options.cpu);
+            o.subtitle = Some(format!(
+                "{what}: {:.0} ms, {} samples at {} Hz (all tasks on the CPU; kernel {})",
+                run.probe.max_gap_seconds * 1e3,
+                p.longest_gap.samples,
+                p.frequency_hz,
+                r.environment.kernel
+            ));
+            o.count_name = "samples".into();
+            o.deterministic = true;
+            o.image_width = Some(FLAME_WIDTH);
+            o.min_width = FLAME_MIN_WIDTH_PX;
+            let lines: Vec<String> = p.longest_gap.folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
+            let mut svg = Vec::new();
+            inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg)
+                .context("drawing the flame graph")?;
+            out.push(Figure { file, caption, svg: String::from_utf8(svg).context("flame graph SVG")? });
+        }
+    }
+    Ok(out)
+}
+
+fn method_words(m: Method) -> &'static str {
+    match m {
+        Method::Umount => "umount",
+        Method::NsExit => "namespace exit",
+        Method::DropCaches => "drop_caches",
+        Method::Memcg => "memory cgroup reclaim",
+    }
+}

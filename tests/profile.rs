@@ -1,0 +1,159 @@
+//! `reclaim --profile` (issue 16): perf samples of the reclaiming CPU, the
+//! longest gap's stacks, the verdict's line, the flame graph; and the one
+//! line said when perf cannot be used.
+
+mod common;
+
+use std::path::Path;
+
+use common::{bin, kernel_lock, run_json};
+use serde_json::Value;
+
+fn stacks(w: &Value) -> Vec<(String, u64)> {
+    w["folded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_str().unwrap().to_string(), p[1].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn profile_folds_the_umount_and_names_its_longest_stretch() {
+    require_root!();
+    let _g = kernel_lock();
+    let v = run_json(&["reclaim", "--profile", "--sizes", "30k", "--reps", "2", "--no-save"]);
+    let notes = v["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().starts_with("--profile: perf sampled CPU")), "{notes:?}");
+    for r in v["runs"].as_array().unwrap() {
+        assert!(r.get("profile_problem").is_none(), "{r}");
+        let p = &r["profile"];
+        assert_eq!(p["frequency_hz"], 4000);
+        // The longest gap's window is the probe's: same length, same clock.
+        let g = &p["longest_gap"];
+        let len = (g["end_ns"].as_u64().unwrap() - g["start_ns"].as_u64().unwrap()) as f64 / 1e9;
+        assert!((len - r["probe"]["max_gap_seconds"].as_f64().unwrap()).abs() < 1e-6, "{len} vs {}", r["probe"]);
+        let rec = &p["reclaim"];
+        assert!(rec["start_ns"].as_u64().unwrap() < rec["end_ns"].as_u64().unwrap());
+        // The reclaiming thread was sampled in its umount: the kernel's
+        // cleanup_mnt (task work on the way back from umount(2)).
+        let me = &rec["reclaimer"];
+        assert!(me["samples"].as_u64().unwrap() > 0, "{me}");
+        let all = stacks(rec);
+        assert_eq!(all.iter().map(|(_, c)| c).sum::<u64>(), rec["samples"].as_u64().unwrap());
+        assert!(all.iter().any(|(s, _)| s.contains(";cleanup_mnt;")), "{all:?}");
+        assert!(rec["stacks"].as_array().unwrap().len() <= 5);
+        for s in rec["stacks"].as_array().unwrap() {
+            let share = s["share"].as_f64().unwrap();
+            assert!(share > 0.0 && share <= 1.0);
+        }
+    }
+    let summary = v["verdict"]["summary"].as_array().unwrap();
+    assert!(
+        summary.iter().any(|l| l.as_str().unwrap().starts_with("the longest stretch (")),
+        "the verdict names the path: {summary:?}"
+    );
+}
+
+/// A directory whose only entry is a `perf` that fails as a perf without
+/// the right to sample does (under target/: the sandbox hides /tmp).
+fn fake_perf_dir(script: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let p = d.path().join("perf");
+    std::fs::write(&p, script).unwrap();
+    let mut perm = std::fs::metadata(&p).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&p, perm).unwrap();
+    d
+}
+
+fn without_perf(path: &Path) -> (String, Value) {
+    let out = bin()
+        .args(["reclaim", "--profile", "--sizes", "10k", "--reps", "1", "--no-save", "--json", "-"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "the run goes on without perf: {err}");
+    (err, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn check_degraded(err: &str, v: &Value, why: &str) {
+    // One line (the table's notes, also on stderr here, repeat it).
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("dentrylab: ") && l.contains("--profile")).collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    assert_eq!(err.lines().filter(|l| l.contains("--profile")).count(), 2, "the line and its note: {err}");
+    assert!(lines[0].starts_with("dentrylab: --profile: ") && lines[0].ends_with("; running without it"), "{}", lines[0]);
+    assert!(lines[0].contains(why), "{}", lines[0]);
+    let note = lines[0].trim_start_matches("dentrylab: ");
+    assert!(v["notes"].as_array().unwrap().iter().any(|n| n == note), "the note is in the result");
+    for r in v["runs"].as_array().unwrap() {
+        assert!(r.get("profile").is_none() && r.get("profile_problem").is_none(), "no stack is guessed: {r}");
+        assert!(r["probe"]["samples"].as_u64().unwrap() > 0, "the reclaim was still measured");
+    }
+}
+
+#[test]
+fn profile_without_perf_says_so_in_one_line() {
+    require_root!();
+    let _g = kernel_lock();
+    let empty = tempfile::tempdir().unwrap();
+    let (err, v) = without_perf(empty.path());
+    check_degraded(&err, &v, "cannot run perf");
+}
+
+#[test]
+fn profile_with_a_perf_that_cannot_sample_says_so_in_one_line() {
+    require_root!();
+    let _g = kernel_lock();
+    let d = fake_perf_dir("#!/bin/sh\necho 'Error: Access to performance monitoring and observability operations is limited.' >&2\nexit 255\n");
+    let (err, v) = without_perf(d.path());
+    check_degraded(&err, &v, "perf cannot sample CPU");
+    check_degraded(&err, &v, "Access to performance monitoring");
+}
+
+/// A real `reclaim --profile --sizes 100k,200k --reps 1` result from this
+/// kernel (6.18, a loaded machine): its report carries the tables and the
+/// flame graph.
+#[test]
+fn report_draws_the_longest_stretch() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/reclaim-profile-tmpfs.json");
+    let render = || {
+        let out = tempfile::tempdir().unwrap();
+        let st = bin().arg("report").arg(&fixture).arg("-o").arg(out.path()).output().unwrap();
+        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+        out
+    };
+    let (a, b) = (render(), render());
+    let svg = std::fs::read_to_string(a.path().join("reclaim-longest-stretch.svg")).unwrap();
+    assert_eq!(svg, std::fs::read_to_string(b.path().join("reclaim-longest-stretch.svg")).unwrap(), "same input, same SVG");
+    assert!(svg.starts_with("<?xml") && svg.contains("<svg"));
+    for frame in ["kill_litter_super", "d_walk", "cleanup_mnt"] {
+        assert!(svg.contains(frame), "the flame graph shows {frame}");
+    }
+    assert!(svg.contains("What held CPU 0 in the longest stretch"));
+    let md = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(md.contains("](reclaim-longest-stretch.svg)"), "the report links the flame graph");
+    assert!(md.contains("### What held CPU 0 (perf)"));
+    assert!(md.contains("`d_walk ← kill_litter_super` (100%)"), "{md}");
+    assert!(md.contains("- the longest stretch (46 ms, 200k rep 1) is not the reclaiming task's (38% of its 183 samples)"), "{md}");
+    // A result without --profile draws no flame graph.
+    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/reclaim-small.json");
+    let out = tempfile::tempdir().unwrap();
+    assert!(bin().arg("report").arg(&plain).arg("-o").arg(out.path()).status().unwrap().success());
+    assert!(!out.path().join("reclaim-longest-stretch.svg").exists());
+    assert!(!std::fs::read_to_string(out.path().join("report.md")).unwrap().contains("What held CPU"));
+    // rsvg-convert (CI installs it) draws it.
+    if std::process::Command::new("rsvg-convert").arg("--version").output().is_ok() {
+        let png = a.path().join("flame.png");
+        let st = std::process::Command::new("rsvg-convert")
+            .arg(a.path().join("reclaim-longest-stretch.svg"))
+            .arg("-o")
+            .arg(&png)
+            .status()
+            .unwrap();
+        assert!(st.success() && std::fs::metadata(&png).unwrap().len() > 5_000);
+    } else {
+        eprintln!("rsvg-convert not installed (apt-get install librsvg2-bin): the flame graph was not rendered");
+    }
+}
