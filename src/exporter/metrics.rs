@@ -236,7 +236,7 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
         );
         o.gauge(
             "dentrylab_seconds_to_lockup",
-            "Time until nr_dentry reaches the lockup count at the current growth (0 past it; absent when not growing).",
+            "Time until nr_dentry reaches the low end of the lockup count's 90% interval (the point without one) at the current growth (0 past it; absent when not growing).",
             g.seconds_to_lockup.map(sig6),
         );
     }

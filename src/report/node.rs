@@ -141,7 +141,11 @@ pub fn watch_line(st: &StatusResult, elapsed: f64) -> String {
                 signed_rate(g.rate.negative_per_second),
                 g.rate.window_seconds
             );
-            let edge = g.edge_dentries.map_or("–".into(), |e| human(e as u64));
+            let edge = match (g.edge_dentries, g.edge_low_dentries) {
+                (Some(e), Some(low)) => format!("{}, low end {}", human(e as u64), human(low as u64)),
+                (Some(e), None) => format!("{}, no interval", human(e as u64)),
+                _ => "–".into(),
+            };
             let _ = match g.seconds_to_lockup {
                 Some(0.0) => write!(s, "  past the edge ({edge})"),
                 Some(t) => write!(

@@ -52,9 +52,15 @@ impl Options {
 pub struct Growth {
     #[serde(flatten)]
     pub rate: growth::Rate,
-    /// The edge the time is measured to (the calibration's lockup count).
+    /// The calibration's lockup count (its point estimate).
     pub edge_dentries: Option<f64>,
-    /// `None` when the count is not growing or no edge is known; 0 past it.
+    /// The low end of its 90% interval, when the calibration has one: the
+    /// edge the time is measured to, as the level is (it errs early).
+    #[serde(default)]
+    pub edge_low_dentries: Option<f64>,
+    /// Time until the count reaches the low end (the point when there is no
+    /// interval). `None` when the count is not growing or no edge is known;
+    /// 0 past it.
     pub seconds_to_lockup: Option<f64>,
 }
 
@@ -158,8 +164,9 @@ impl Collector {
             let rate = w.rate()?;
             Some(Growth {
                 edge_dentries: prediction.lockup_dentries,
+                edge_low_dentries: prediction.lockup_dentries_low,
                 seconds_to_lockup: growth::seconds_to_edge(
-                    prediction.lockup_dentries,
+                    prediction.lockup_dentries_low.or(prediction.lockup_dentries),
                     ds.nr_dentry,
                     rate.dentries_per_second,
                 ),
