@@ -61,6 +61,25 @@ fn the_real_tmpfs_umount_lockup_is_in_the_dcache() {
     assert!(r["lines"].as_u64().unwrap() > 10, "one report gathered from many records: {r}");
 }
 
+/// Issue 14: the soft lockup the kernel logged for a 40M-link tmpfs umount
+/// (captured from /dev/kmsg on this project's VM): in the dcache, in
+/// `d_walk` under `kill_litter_super`, the task that ran the umount named.
+#[test]
+fn the_40m_tmpfs_umount_lockup_is_in_the_dcache() {
+    let k = json_of(&kernel_logs().join("soft-lockup-40M.kmsg"));
+    assert_eq!(k["soft_lockups"], 1);
+    assert_eq!(k["in_dcache"], 1);
+    let r = &k["reports"][0];
+    assert_eq!(r["kind"], "soft_lockup");
+    assert_eq!(r["task"], "dentrylab");
+    assert_eq!(r["pid"], 9692);
+    assert_eq!(r["dcache"], true);
+    assert_eq!(r["stack"][0], "d_walk");
+    assert_eq!(r["stack"][1], "kill_litter_super");
+    assert!(r["dcache_functions"].as_array().unwrap().contains(&serde_json::json!("d_walk")), "{r}");
+    assert!(r["lines"].as_u64().unwrap() > 30, "one report gathered from its many records: {r}");
+}
+
 #[test]
 fn rcu_stalls_from_journalctl_one_in_the_dcache() {
     let k = json_of(&kernel_logs().join("rcu-stall.journal"));
