@@ -49,9 +49,16 @@ fn profile_folds_the_umount_and_names_its_longest_stretch() {
         }
     }
     let summary = v["verdict"]["summary"].as_array().unwrap();
+    // At 30k the longest gap is a few ms and may hold no sample at all (when
+    // the CPU ran with the sampling timer unable to fire, as in softirq
+    // work): then the verdict says so instead of naming a path; it never
+    // stays silent about the stretch.
     assert!(
-        summary.iter().any(|l| l.as_str().unwrap().starts_with("the longest stretch (")),
-        "the verdict names the path: {summary:?}"
+        summary.iter().any(|l| {
+            let l = l.as_str().unwrap();
+            l.starts_with("the longest stretch (") || l.starts_with("perf took no sample in the longest stretch (")
+        }),
+        "the verdict names the path, or says why it cannot: {summary:?}"
     );
 }
 
