@@ -95,6 +95,29 @@ pub fn monotonic_ns() -> u64 {
 /// The running executable, reachable even where its path is not.
 pub const SELF_EXE: &str = "/proc/self/exe";
 
+/// A copy of dentrylab running hidden `subcommand` with one JSON argument,
+/// tied to this process ([`command_dies_with_parent`]), talking over its
+/// standard input and output (standard error goes to ours). Through
+/// /proc/self/exe: inside the sandbox the executable's own path may be
+/// hidden (a binary under /tmp is under the scratch tmpfs).
+pub struct SelfChild {
+    pub child: std::process::Child,
+    pub input: std::process::ChildStdin,
+    pub output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+/// Starts a [`SelfChild`]; `what` names it in the error.
+pub fn spawn_self(subcommand: &str, json: String, what: &str) -> Result<SelfChild> {
+    use std::process::Stdio;
+    let mut cmd = std::process::Command::new(SELF_EXE);
+    cmd.arg(subcommand).arg(json).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    command_dies_with_parent(&mut cmd);
+    let mut child = cmd.spawn().with_context(|| format!("cannot start {what}"))?;
+    let input = child.stdin.take().with_context(|| format!("{what}: no standard input"))?;
+    let output = std::io::BufReader::new(child.stdout.take().with_context(|| format!("{what}: no standard output"))?);
+    Ok(SelfChild { child, input, output })
+}
+
 /// Makes a child process get SIGKILL when the thread that spawns it exits
 /// (PR_SET_PDEATHSIG, set between fork and exec and kept across exec), and
 /// exit at once if dentrylab died before that was set: even a child killed

@@ -13,7 +13,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -67,16 +67,8 @@ pub type Output = BufReader<ChildStdout>;
 
 impl Container {
     pub fn spawn(spec: &Spec) -> Result<(Container, Output)> {
-        let mut cmd = Command::new(sys::SELF_EXE);
-        cmd.arg(CHILD_COMMAND)
-            .arg(serde_json::to_string(spec)?)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        sys::command_dies_with_parent(&mut cmd);
-        let mut child = cmd.spawn().context("cannot start a container")?;
-        let input = child.stdin.take().context("container stdin")?;
-        let output = BufReader::new(child.stdout.take().context("container stdout")?);
+        let sys::SelfChild { child, input, output } =
+            sys::spawn_self(CHILD_COMMAND, serde_json::to_string(spec)?, "a container")?;
         Ok((Container { id: spec.id, child, input }, output))
     }
 

@@ -15,7 +15,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,18 +59,8 @@ pub struct Generator {
 impl Generator {
     /// Starts the child; it waits for [`go`](Self::go).
     pub fn spawn(spec: &ChildSpec) -> Result<Generator> {
-        // Through /proc: inside the sandbox the executable's own path may be
-        // hidden (a binary under /tmp is under the scratch tmpfs).
-        let mut cmd = Command::new(sys::SELF_EXE);
-        cmd.arg(CHILD_COMMAND)
-            .arg(serde_json::to_string(spec)?)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        sys::command_dies_with_parent(&mut cmd);
-        let mut child = cmd.spawn().context("cannot start the generator child")?;
-        let input = child.stdin.take().context("child stdin")?;
-        let output = BufReader::new(child.stdout.take().context("child stdout")?);
+        let sys::SelfChild { child, input, output } =
+            sys::spawn_self(CHILD_COMMAND, serde_json::to_string(spec)?, "the generator child")?;
         Ok(Generator { child, input, output })
     }
 
