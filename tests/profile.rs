@@ -63,9 +63,13 @@ fn profile_folds_the_umount_and_names_its_longest_stretch() {
 }
 
 /// A directory whose only entry is a `perf` that fails as a perf without
-/// the right to sample does (under target/: the sandbox hides /tmp).
+/// the right to sample does. Not under /tmp, which the sandbox covers with
+/// its scratch tmpfs: under target/ unless the checkout itself is under
+/// /tmp (as a CI clone may be), then under /var/tmp.
 fn fake_perf_dir(script: &str) -> tempfile::TempDir {
-    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if target.starts_with("/tmp") { Path::new("/var/tmp") } else { target };
+    let d = tempfile::tempdir_in(base).unwrap();
     let p = d.path().join("perf");
     std::fs::write(&p, script).unwrap();
     let mut perm = std::fs::metadata(&p).unwrap().permissions();
