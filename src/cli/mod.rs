@@ -10,6 +10,12 @@ use crate::sandbox::FsType;
 use crate::workload::lookup::Op;
 use crate::workload::{Kind, Layout};
 
+mod experiments;
+mod node;
+
+pub use experiments::*;
+pub use node::*;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "dentrylab",
@@ -104,99 +110,6 @@ pub enum Command {
     },
 }
 
-const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and nr_negative from /proc/sys/fs/dentry-state \
-    and their bytes, memory, watchdog_thresh, vfs_cache_pressure and the preemption model; then, from the \
-    calibration that 'reclaim' saved in the state directory (or a built-in conservative default when there is \
-    none, named as such), the predicted time to reclaim every dentry in one walk, the predicted longest stretch \
-    without a reschedule, and the distance to the soft-lockup threshold (2 × watchdog_thresh) as a ratio and as \
-    a count.\n\nReads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
-    Levels: ok; warn when the predicted longest stretch is at least half the threshold (the stretch varies about \
-    2× from run to run); danger when it reaches the threshold.\n\n\
-    Exit status: 0; 3 when --fail-on warn and the level is warn; 4 when --fail-on is given and the level is \
-    danger; 1 on a failure; 2 on bad input.";
-
-const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prometheus metrics (dentrylab_* gauges, units in \
-    their names) on http://ADDR/metrics. Each scrape reads dentry-state, meminfo and two sysctls (never \
-    /proc/slabinfo) and reports its own duration; the calibration file is re-read when it changes. A fixed \
-    number of worker threads answers; further connections wait in the kernel's accept queue. Read-only, runs \
-    as any user; stops on SIGTERM or Ctrl-C.\n\n\
-    Every scrape adds a sample to a 10-minute window: dentrylab_dentries_growth_per_second and \
-    dentrylab_seconds_to_lockup appear from the second scrape on. --by-cgroup exports the --top cgroups \
-    (default 10) and one \"other\" series; --kernel-log [FILE] exports dentrylab_kernel_lockups_total \
-    {dcache=\"true|false\"} (re-reading /dev/kmsg or FILE at every scrape).";
-
-/// Where the node's figures and its calibration are read from.
-#[derive(Debug, Args)]
-pub struct NodeArgs {
-    /// Where the proc filesystem is: the host's /proc mounted in a container, or a fixture tree laid out like /proc.
-    #[arg(long, value_name = "DIR", default_value = "/proc")]
-    pub proc_root: PathBuf,
-    /// Directory holding the calibration saved by 'reclaim' [default: $DENTRYLAB_STATE_DIR, /var/lib/dentrylab as root, else ~/.local/state/dentrylab].
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-}
-
-/// What `status` and the exporter add to the node's figures on request.
-#[derive(Debug, Args)]
-pub struct NodeExtraArgs {
-    /// List the memory cgroups holding the most kernel slab, with estimated dentries and Kubernetes names.
-    #[arg(long)]
-    pub by_cgroup: bool,
-    /// With --by-cgroup: how many cgroups to list (the rest are summed as "other").
-    #[arg(long, value_name = "N", requires = "by_cgroup", default_value_t = crate::status::cgroups::DEFAULT_TOP as u32,
-          value_parser = clap::value_parser!(u32).range(1..=crate::status::cgroups::MAX_TOP as i64))]
-    pub top: u32,
-    /// With --by-cgroup: the memory cgroup hierarchy's root [default: found in /proc/self/mountinfo].
-    #[arg(long, value_name = "DIR", requires = "by_cgroup")]
-    pub cgroup_root: Option<PathBuf>,
-    /// With --by-cgroup: where debugfs is mounted (exact counts from shrinker/sb-*/count when the kernel has them).
-    #[arg(long, value_name = "DIR", requires = "by_cgroup", default_value = "/sys/kernel/debug")]
-    pub debugfs: PathBuf,
-    /// Find soft lockups, RCU stalls and hung tasks in the kernel log (/dev/kmsg, needs root) or in FILE (journalctl -k, dmesg, /dev/kmsg records), and whether each was in the dcache.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::status::kernel_log::KMSG)]
-    pub kernel_log: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct StatusArgs {
-    #[command(flatten)]
-    pub node: NodeArgs,
-    #[command(flatten)]
-    pub extra: NodeExtraArgs,
-    /// Sample every INTERVAL (1s, 500ms, 2m) until Ctrl-C: growth rate and the time to the lockup edge at that rate.
-    #[arg(long, value_name = "INTERVAL", value_parser = parse_watch)]
-    pub watch: Option<std::time::Duration>,
-    /// With --watch: the sliding window the growth is measured over.
-    #[arg(long, value_name = "DURATION", requires = "watch", default_value = "60s", value_parser = parse_watch)]
-    pub window: std::time::Duration,
-    /// With --watch: stop after N samples instead of at Ctrl-C.
-    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u32).range(2..))]
-    pub samples: Option<u32>,
-    /// Also write the metrics to PATH (must end in .prom) for node_exporter's textfile collector, atomically.
-    #[arg(long, value_name = "PATH")]
-    pub textfile: Option<PathBuf>,
-    /// Exit 3 (warn) or 4 (danger) when the level reaches LEVEL: 'warn' or 'danger'.
-    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
-    pub fail_on: Option<crate::analysis::edge::Level>,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct ExporterArgs {
-    /// Address to serve on (IP:PORT; port 0 picks a free one). Use 0.0.0.0:10366 to be scraped from other hosts.
-    #[arg(long, value_name = "ADDR", default_value = crate::exporter::DEFAULT_LISTEN, value_parser = parse_listen)]
-    pub listen: std::net::SocketAddr,
-    /// Worker threads answering scrapes.
-    #[arg(long, default_value_t = crate::exporter::DEFAULT_WORKERS as u32,
-          value_parser = clap::value_parser!(u32).range(1..=crate::exporter::MAX_WORKERS as i64))]
-    pub workers: u32,
-    #[command(flatten)]
-    pub node: NodeArgs,
-    #[command(flatten)]
-    pub extra: NodeExtraArgs,
-}
-
 const SCALE_ABOUT: &str = "Path-lookup scalability across CPUs (seed 004, on today's RCU path walk).\n\n\
 For each operation and each worker count of the sweep, the workers repeat the operation for --seconds on a \
 fresh filesystem in the sandbox. Operations: stat (an existing file 8 path components deep), stat-missing \
@@ -234,64 +147,6 @@ and whether the throughput oscillates: the autocorrelation of the detrended rate
 peak/trough ratio its depth (seed 002: about 20 s, 80k against 20k unlinks/s).\n\n\
 Sizes that would take more than half of MemAvailable (about 2000 bytes per file) are refused unless --force.";
 
-const CONTAINERS_ABOUT: &str = "A node's life in fast-forward. --count containers, --parallel at a time, each in a mount \
-namespace of its own with an overlay of one shared image (the lower layer, on an ext4 or xfs loop filesystem of \
-the sandbox) and a snapshot of its own (upper and work directories on the same filesystem, as containerd's \
-overlayfs snapshotter keeps them). Each runs --workload for --ops operations, then dies as a container does (its \
-last process exits and the overlay goes with its mount namespace), and its snapshot is removed.\n\n\
-Workloads: temp-tables (create, write 4 KiB, unlink: an on-disk temporary table), lookups (stat of names that do \
-not exist, over 8 directories), files (create and keep), mixed=temp-tables=60,lookups=30,files=10 (shares in \
-percent, summing to 100).\n\n\
-Per container: dentries created, freed at teardown and left on the host, teardown time and the longest stretch \
-on the teardown CPU (the latency probe). At the end the run's own filesystem is unmounted (untimed): what that \
-frees is exactly what the containers left, whatever else the node did. From that growth, at --rate containers \
-an hour, the time until the host reaches the lockup count of the calibration 'status' uses. Runs whose memory \
-estimate exceeds half of MemAvailable are refused unless --force. Needs root.";
-
-#[derive(Debug, Args)]
-pub struct ContainersArgs {
-    /// Containers to run, one after another or --parallel at a time (suffixes k allowed).
-    #[arg(long, default_value = crate::bench::containers::DEFAULT_COUNT, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
-    pub count: u64,
-    /// Containers running at once.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
-    pub parallel: u32,
-    /// temp-tables, lookups, files, or mixed=temp-tables=60,lookups=30,files=10.
-    #[arg(long, default_value = "temp-tables", value_parser = parse_mix)]
-    pub workload: crate::workload::container::Mix,
-    /// Operations per container (suffixes k, M); 0 measures the harness alone.
-    #[arg(long, default_value = crate::bench::containers::DEFAULT_OPS, value_parser = parse_op_count, allow_hyphen_values = true)]
-    pub ops: u64,
-    /// Containers started per hour on the node, for the projection to the lockup edge.
-    #[arg(long, default_value_t = crate::bench::containers::DEFAULT_RATE_PER_HOUR, allow_hyphen_values = true)]
-    pub rate: f64,
-    /// The host's disk filesystem holding the image and the snapshots: ext4 or xfs.
-    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
-    pub fs: FsType,
-    /// CPU the containers exit on and the teardown is probed on (default: the first allowed CPU).
-    #[arg(long)]
-    pub cpu: Option<usize>,
-    /// Probe wake-up interval in microseconds.
-    #[arg(long, default_value_t = crate::probe::gap::DEFAULT_INTERVAL.as_micros() as u64, value_parser = clap::value_parser!(u64).range(10..=100_000))]
-    pub probe_interval_us: u64,
-    /// Directory holding the calibration for the projection (as 'status --state-dir').
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// Run even if the memory estimate exceeds half of MemAvailable.
-    #[arg(long)]
-    pub force: bool,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// A count of operations, where 0 (the harness alone) is allowed.
-fn parse_op_count(s: &str) -> Result<u64, String> {
-    if s.trim() == "0" { Ok(0) } else { crate::size::parse_count(s) }
-}
-
-fn parse_mix(s: &str) -> Result<crate::workload::container::Mix, String> {
-    s.parse()
-}
 
 /// Output options every command shares.
 #[derive(Debug, Args)]
@@ -494,28 +349,6 @@ pub struct ChurnArgs {
     pub output: OutputArgs,
 }
 
-/// `--watch` and `--window`: `500ms`, `2s`, `5m`, from 100 ms to 1 day.
-fn parse_watch(s: &str) -> Result<std::time::Duration, String> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    let bad = || format!("{s:?} is not a duration from 100ms to 24h (write for example 2s, 500ms or 5m)");
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    let secs = v * scale;
-    if !secs.is_finite() || !(0.1..=86400.0).contains(&secs) {
-        return Err(bad());
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
-}
 
 /// A duration such as `100ms`, `0.5s` or `2s`, within the churn interval bounds.
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
@@ -614,82 +447,5 @@ fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse()
 }
 
-fn parse_level(s: &str) -> Result<crate::analysis::edge::Level, String> {
-    s.parse()
-}
 
-fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
-    s.parse().map_err(|_| format!("{s:?} is not an IP:PORT address (for example 127.0.0.1:10366 or [::1]:10366)"))
-}
 
-const MITIGATE_ABOUT: &str = "Runs a workload that grows the dentry cache under every combination of the --setting \
-values (the first values are the baseline), each combination in a fresh filesystem of the sandbox with the \
-workload's processes in a fresh memory cgroup limited to --memory-limit, so the memory pressure is the run's own. \
-Every second it samples dentry-state (total, unused, negative), the cgroup's kernel memory, the workload's \
-operations (queries for mariadb) and the longest stretch the latency probe sees on the workload's CPU. Per \
-combination: dentries at the end and at the peak, growth per minute and per 1,000 operations, the negative \
-share, the longest stretch, the throughput relative to the baseline (with its spread over --reps), and where 30 \
-days of that growth would put the node against its lockup edge. Then a verdict line per knob.\n\n\
-Knobs: vm.vfs_cache_pressure=N, vm.vfs_cache_pressure_denom=N, fs.dentry-negative=0|1, and \
-drop-caches-every=DURATION|off (dentrylab writes 2 to /proc/sys/vm/drop_caches on that period, from the \
-probed CPU, so the drops' own stretch is measured; one value compares it with no drops). All of them act on the \
-whole machine: --allow-global is required, and every sysctl's original value is written back when the run ends, \
-however it ends (a guardian process does it even after SIGKILL); the output names what was changed and \
-restored.\n\n\
-Workloads: temp-tables (create, write 4 KiB, unlink uniquely named files, as MariaDB's on-disk temporary \
-tables), lookups (stat names that do not exist), files (create files that stay), and mariadb: a real MariaDB \
-server (mariadbd, started by dentrylab with --no-defaults in the sandbox, as the mysql user, datadir and tmpdir on \
-the sandbox's filesystem, a unix socket, --skip-networking) driven by --clients connections with GROUP BY queries \
-that need an on-disk temporary table, Aria and InnoDB temporary tables and INFORMATION_SCHEMA scans. \
---mariadb-option NAME=VALUE (repeatable) adds one more row: the baseline settings with those server options \
-(for example tmp_table_size=256M and max_heap_table_size=256M). The containers workload is not available yet: \
-it comes with 'dentrylab containers'.\n\n\
-Default --memory-limit: the cgroup's usage once the workload is set up (for mariadb: the server started and its \
-tables loaded) plus 32 MiB, so the dentries and the page cache the workload makes compete for memory within \
-seconds. Keep runs that change sysctls short on shared machines.";
-
-#[derive(Debug, Args)]
-pub struct MitigateArgs {
-    /// What grows the dentry cache: temp-tables, lookups, files, mariadb (containers: not yet).
-    #[arg(long, value_parser = clap::value_parser!(crate::bench::mitigate::Workload))]
-    pub workload: crate::bench::mitigate::Workload,
-    /// KNOB=V1,V2,... (repeatable; first values = baseline): vm.vfs_cache_pressure, vm.vfs_cache_pressure_denom, fs.dentry-negative, drop-caches-every.
-    #[arg(long = "setting", value_name = "KNOB=V1,V2", value_parser = crate::bench::mitigate::knobs::parse_setting)]
-    pub settings: Vec<crate::bench::mitigate::knobs::Setting>,
-    /// Memory limit of the workload's cgroup: 256M, 1G (default: its usage once set up + 32 MiB).
-    #[arg(long, value_parser = crate::bench::mitigate::knobs::parse_memory)]
-    pub memory_limit: Option<u64>,
-    /// How long each combination runs: 10s, 60s, 2m (1s to 1h).
-    #[arg(long, default_value = crate::bench::mitigate::DEFAULT_DURATION, value_parser = parse_mitigate_duration)]
-    pub duration: f64,
-    /// Repetitions of every combination (interleaved).
-    #[arg(long, default_value_t = crate::bench::mitigate::DEFAULT_REPS, value_parser = clap::value_parser!(u32).range(1..=crate::bench::mitigate::MAX_REPS as i64))]
-    pub reps: u32,
-    /// mariadb: client connections.
-    #[arg(long, default_value_t = crate::bench::mitigate::DEFAULT_CLIENTS as u32, value_parser = clap::value_parser!(u32).range(1..=crate::bench::mitigate::MAX_CLIENTS as i64))]
-    pub clients: u32,
-    /// mariadb: NAME=VALUE server option for one more row (repeatable), e.g. tmp_table_size=256M.
-    #[arg(long = "mariadb-option", value_name = "NAME=VALUE", value_parser = crate::workload::mariadb::parse_option)]
-    pub mariadb_options: Vec<(String, String)>,
-    /// Filesystem of the workload: ext4 or xfs.
-    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
-    pub fs: FsType,
-    /// CPU the workload is pinned to and probed on (default: the last this process may use).
-    #[arg(long)]
-    pub cpu: Option<usize>,
-    /// Allow changing sysctls and dropping caches for the whole machine during the run.
-    #[arg(long)]
-    pub allow_global: bool,
-    /// Where the node's calibration is read from (for the distance to the lockup edge).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// `--duration`: any non-negative duration; the bounds are checked with the other options.
-fn parse_mitigate_duration(s: &str) -> Result<f64, String> {
-    crate::bench::mitigate::knobs::parse_duration(s)
-        .map(|d| d.as_secs_f64())
-        .ok_or_else(|| format!("{s:?} is not a duration (write for example 10s, 60s or 2m)"))
-}

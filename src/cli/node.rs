@@ -1,0 +1,131 @@
+//! The options of the node commands, `status` and `exporter`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::OutputArgs;
+
+pub(super) const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and nr_negative from /proc/sys/fs/dentry-state \
+    and their bytes, memory, watchdog_thresh, vfs_cache_pressure and the preemption model; then, from the \
+    calibration that 'reclaim' saved in the state directory (or a built-in conservative default when there is \
+    none, named as such), the predicted time to reclaim every dentry in one walk, the predicted longest stretch \
+    without a reschedule, and the distance to the soft-lockup threshold (2 × watchdog_thresh) as a ratio and as \
+    a count.\n\nReads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
+    Levels: ok; warn when the predicted longest stretch is at least half the threshold (the stretch varies about \
+    2× from run to run); danger when it reaches the threshold.\n\n\
+    Exit status: 0; 3 when --fail-on warn and the level is warn; 4 when --fail-on is given and the level is \
+    danger; 1 on a failure; 2 on bad input.";
+
+pub(super) const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prometheus metrics (dentrylab_* gauges, units in \
+    their names) on http://ADDR/metrics. Each scrape reads dentry-state, meminfo and two sysctls (never \
+    /proc/slabinfo) and reports its own duration; the calibration file is re-read when it changes. A fixed \
+    number of worker threads answers; further connections wait in the kernel's accept queue. Read-only, runs \
+    as any user; stops on SIGTERM or Ctrl-C.\n\n\
+    Every scrape adds a sample to a 10-minute window: dentrylab_dentries_growth_per_second and \
+    dentrylab_seconds_to_lockup appear from the second scrape on. --by-cgroup exports the --top cgroups \
+    (default 10) and one \"other\" series; --kernel-log [FILE] exports dentrylab_kernel_lockups_total \
+    {dcache=\"true|false\"} (re-reading /dev/kmsg or FILE at every scrape).";
+
+/// Where the node's figures and its calibration are read from.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// Where the proc filesystem is: the host's /proc mounted in a container, or a fixture tree laid out like /proc.
+    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    pub proc_root: PathBuf,
+    /// Directory holding the calibration saved by 'reclaim' [default: $DENTRYLAB_STATE_DIR, /var/lib/dentrylab as root, else ~/.local/state/dentrylab].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// What `status` and the exporter add to the node's figures on request.
+#[derive(Debug, Args)]
+pub struct NodeExtraArgs {
+    /// List the memory cgroups holding the most kernel slab, with estimated dentries and Kubernetes names.
+    #[arg(long)]
+    pub by_cgroup: bool,
+    /// With --by-cgroup: how many cgroups to list (the rest are summed as "other").
+    #[arg(long, value_name = "N", requires = "by_cgroup", default_value_t = crate::status::cgroups::DEFAULT_TOP as u32,
+          value_parser = clap::value_parser!(u32).range(1..=crate::status::cgroups::MAX_TOP as i64))]
+    pub top: u32,
+    /// With --by-cgroup: the memory cgroup hierarchy's root [default: found in /proc/self/mountinfo].
+    #[arg(long, value_name = "DIR", requires = "by_cgroup")]
+    pub cgroup_root: Option<PathBuf>,
+    /// With --by-cgroup: where debugfs is mounted (exact counts from shrinker/sb-*/count when the kernel has them).
+    #[arg(long, value_name = "DIR", requires = "by_cgroup", default_value = "/sys/kernel/debug")]
+    pub debugfs: PathBuf,
+    /// Find soft lockups, RCU stalls and hung tasks in the kernel log (/dev/kmsg, needs root) or in FILE (journalctl -k, dmesg, /dev/kmsg records), and whether each was in the dcache.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::status::kernel_log::KMSG)]
+    pub kernel_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    #[command(flatten)]
+    pub extra: NodeExtraArgs,
+    /// Sample every INTERVAL (1s, 500ms, 2m) until Ctrl-C: growth rate and the time to the lockup edge at that rate.
+    #[arg(long, value_name = "INTERVAL", value_parser = parse_watch)]
+    pub watch: Option<std::time::Duration>,
+    /// With --watch: the sliding window the growth is measured over.
+    #[arg(long, value_name = "DURATION", requires = "watch", default_value = "60s", value_parser = parse_watch)]
+    pub window: std::time::Duration,
+    /// With --watch: stop after N samples instead of at Ctrl-C.
+    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u32).range(2..))]
+    pub samples: Option<u32>,
+    /// Also write the metrics to PATH (must end in .prom) for node_exporter's textfile collector, atomically.
+    #[arg(long, value_name = "PATH")]
+    pub textfile: Option<PathBuf>,
+    /// Exit 3 (warn) or 4 (danger) when the level reaches LEVEL: 'warn' or 'danger'.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub fail_on: Option<crate::analysis::edge::Level>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address to serve on (IP:PORT; port 0 picks a free one). Use 0.0.0.0:10366 to be scraped from other hosts.
+    #[arg(long, value_name = "ADDR", default_value = crate::exporter::DEFAULT_LISTEN, value_parser = parse_listen)]
+    pub listen: std::net::SocketAddr,
+    /// Worker threads answering scrapes.
+    #[arg(long, default_value_t = crate::exporter::DEFAULT_WORKERS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=crate::exporter::MAX_WORKERS as i64))]
+    pub workers: u32,
+    #[command(flatten)]
+    pub node: NodeArgs,
+    #[command(flatten)]
+    pub extra: NodeExtraArgs,
+}
+
+/// `--watch` and `--window`: `500ms`, `2s`, `5m`, from 100 ms to 1 day.
+fn parse_watch(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let bad = || format!("{s:?} is not a duration from 100ms to 24h (write for example 2s, 500ms or 5m)");
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    let secs = v * scale;
+    if !secs.is_finite() || !(0.1..=86400.0).contains(&secs) {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+fn parse_level(s: &str) -> Result<crate::analysis::edge::Level, String> {
+    s.parse()
+}
+
+fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse().map_err(|_| format!("{s:?} is not an IP:PORT address (for example 127.0.0.1:10366 or [::1]:10366)"))
+}
