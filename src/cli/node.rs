@@ -101,25 +101,12 @@ pub struct ExporterArgs {
 
 /// `--watch` and `--window`: `500ms`, `2s`, `5m`, from 100 ms to 1 day.
 fn parse_watch(s: &str) -> Result<std::time::Duration, String> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
     let bad = || format!("{s:?} is not a duration from 100ms to 24h (write for example 2s, 500ms or 5m)");
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    let secs = v * scale;
-    if !secs.is_finite() || !(0.1..=86400.0).contains(&secs) {
+    let d = crate::bench::mitigate::knobs::parse_duration(s).ok_or_else(bad)?;
+    if !(0.1..=86400.0).contains(&d.as_secs_f64()) {
         return Err(bad());
     }
-    Ok(std::time::Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 fn parse_level(s: &str) -> Result<crate::analysis::edge::Level, String> {
