@@ -23,6 +23,7 @@
 # holds the sparse backing file, so nothing stays behind. Needs root.
 #
 #   bench/negative-rate.sh [COUNT] [ROUNDS]     (default 4M, 3 rounds)
+#   KINDS=negative bench/negative-rate.sh ...    (only one kind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count_h=${1:-4M}
@@ -61,7 +62,8 @@ print(round(c['rate_per_second']), c['cpu_seconds'] / c['entries'])"
 }
 
 echo "$count negative dentries on ext4, $rounds rounds, $cpus CPUs ($(uname -r)), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-for kind in negative unlinked; do
+for kind in ${KINDS:-negative unlinked}; do
+    case $kind in negative | unlinked) ;; *) echo "KINDS: unknown kind $kind (use negative, unlinked or both)" >&2; exit 2 ;; esac
     mode=stat; [ "$kind" = unlinked ] && mode=unlinked
     runs=("loop 1" "loop $cpus" "flat" "dirs=$cpus")
     : > "target/bench/negative-rate-$kind.txt"
