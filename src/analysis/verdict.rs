@@ -171,6 +171,13 @@ pub fn decide(i: &Inputs) -> Verdict {
         )),
         None => summary.push("No lockup count could be predicted: the fit does not grow with the count.".into()),
     }
+    if let Some(b) = governing.and_then(|p| p.band).filter(|b| b.birge_ratio > 1.0) {
+        summary.push(format!(
+            "The sizes' means scatter around the power law {:.1}× more than their repetitions' spread \
+             explains: the interval is widened by that misfit ({} degrees of freedom, one per size beyond two).",
+            b.birge_ratio, b.dof
+        ));
+    }
     if let (Governs::LongestStretch, Some(t), Some(g)) = (governs, by_time, by_gap) {
         summary.push(format!(
             "Total reclaim time alone would put the edge at {}; the measured stretch puts it at {} ({:.1}× {}).",
