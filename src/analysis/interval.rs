@@ -81,6 +81,9 @@ pub struct Band {
     /// not more than it says, or fewer than 3 sizes to tell).
     #[serde(default = "one")]
     pub birge_ratio: f64,
+    /// How many sizes the fit went through (0: saved before this was kept).
+    #[serde(default)]
+    pub sizes: u32,
 }
 
 fn one() -> f64 {
@@ -213,9 +216,10 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
         let means = (k > 2).then(|| ss_means / (k - 2) as f64);
         match means {
             Some(m) if m > points => {
-                Band { x_mean, sum_w, sxx_w, resid_var: m, dof: (k - 2) as u32, birge_ratio: (m / points).sqrt() }
+                let (dof, birge_ratio) = ((k - 2) as u32, (m / points).sqrt());
+                Band { x_mean, sum_w, sxx_w, resid_var: m, dof, birge_ratio, sizes: k as u32 }
             }
-            _ => Band { x_mean, sum_w, sxx_w, resid_var: points, dof, birge_ratio: 1.0 },
+            _ => Band { x_mean, sum_w, sxx_w, resid_var: points, dof, birge_ratio: 1.0, sizes: k as u32 },
         }
     });
     Some(PowerFit {
@@ -382,7 +386,7 @@ mod tests {
         // Clean: every mean on the curve, ±10% repetitions: no misfit.
         let clean = weighted_power(&scattered(0.1)).unwrap();
         let cb = clean.band.unwrap();
-        assert_eq!((cb.birge_ratio, cb.dof), (1.0, 6));
+        assert_eq!((cb.birge_ratio, cb.dof, cb.sizes), (1.0, 6, 4));
         // Clean but not exact: means off the curve by less than their
         // repetitions' spread says (±2% against ±10%): kept as it was.
         let mut near = scattered(0.1);

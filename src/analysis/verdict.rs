@@ -171,6 +171,13 @@ pub fn decide(i: &Inputs) -> Verdict {
         )),
         None => summary.push("No lockup count could be predicted: the fit does not grow with the count.".into()),
     }
+    if governing.and_then(|p| p.band).is_some_and(|b| b.sizes == 2) {
+        summary.push(
+            "Only two sizes enter the fit: how far their means lie off the power law cannot be seen, so the \
+             interval carries the repetitions' scatter only; run more sizes (--sizes auto) for an honest one."
+                .into(),
+        );
+    }
     if let Some(b) = governing.and_then(|p| p.band).filter(|b| b.birge_ratio > 1.0) {
         summary.push(format!(
             "The sizes' means scatter around the power law {:.1}× more than their repetitions' spread \
