@@ -12,6 +12,7 @@
 //! run ends. [`summary`] turns the samples into a row per combination and a
 //! verdict per knob.
 
+pub mod containers;
 pub mod knobs;
 pub mod one;
 pub mod summary;
@@ -27,6 +28,7 @@ use crate::env::Environment;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::sandbox::{FsType, Privilege, Sandbox};
+use crate::workload::container::Mix;
 use crate::workload::mariadb;
 use crate::workload::steady::Steady;
 use knobs::{Combination, Knob, Setting, SysctlChange, Sysctls, Value};
@@ -47,15 +49,18 @@ pub const MAX_CLIENTS: usize = 32;
 pub enum Workload {
     Steady(Steady),
     Mariadb,
+    /// `dentrylab containers`' life, over and over ([`containers`]).
+    Containers,
 }
 
 impl Workload {
-    pub const NAMES: &'static [&'static str] = &["temp-tables", "lookups", "files", "mariadb"];
+    pub const NAMES: &'static [&'static str] = &["temp-tables", "lookups", "files", "mariadb", "containers"];
 
     pub fn name(self) -> &'static str {
         match self {
             Workload::Steady(s) => s.name(),
             Workload::Mariadb => "mariadb",
+            Workload::Containers => "containers",
         }
     }
 }
@@ -68,9 +73,7 @@ impl std::str::FromStr for Workload {
             "lookups" => Ok(Workload::Steady(Steady::Lookups)),
             "files" => Ok(Workload::Steady(Steady::Files)),
             "mariadb" => Ok(Workload::Mariadb),
-            "containers" => Err("containers: not available in this dentrylab yet (it comes with `dentrylab \
-                                 containers`); use one of temp-tables, lookups, files, mariadb"
-                .into()),
+            "containers" => Ok(Workload::Containers),
             _ => Err(format!("unknown workload {s:?}: use one of {}", Workload::NAMES.join(", "))),
         }
     }
@@ -96,11 +99,20 @@ pub struct Options {
     pub reps: u32,
     pub clients: usize,
     pub mariadb_options: Vec<(String, String)>,
+    /// containers: each container's workload and operations.
+    #[serde(default = "default_mix")]
+    pub container_mix: Mix,
+    #[serde(default)]
+    pub container_ops: u64,
     pub fs: FsType,
     /// The CPU the workload is pinned to, probed, and drops caches on.
     pub cpu: usize,
     pub allow_global: bool,
     pub edge: Option<Edge>,
+}
+
+fn default_mix() -> Mix {
+    crate::workload::container::DEFAULT_MIX
 }
 
 /// One reading, every second of a run.
@@ -183,6 +195,13 @@ pub fn validate(opts: &Options) -> Result<()> {
     }
     if opts.workload == Workload::Mariadb {
         mariadb::locate()?;
+    }
+    if opts.workload == Workload::Containers && opts.container_ops > crate::bench::containers::MAX_OPS {
+        return usage(format!(
+            "--container-ops {}: at most {} operations per container",
+            opts.container_ops,
+            crate::size::human(crate::bench::containers::MAX_OPS)
+        ));
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{Options, Sample, Workload};
+use crate::bench::containers::ContainerRun;
 use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
 use crate::procfs::ProcRoot;
 use crate::sandbox::cgroup::MemCgroup;
@@ -38,6 +39,7 @@ const MARIADB_HEAP_TABLE_BYTES: u64 = 16 << 20;
 pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> u64 {
     match opts.workload {
         Workload::Steady(_) => DEFAULT_HEADROOM_BYTES,
+        Workload::Containers => super::containers::HEADROOM_BYTES,
         Workload::Mariadb => {
             let size = |name: &str| {
                 server_options
@@ -84,6 +86,9 @@ pub struct RunResult {
     pub samples: Vec<Sample>,
     /// Each drop_caches write: seconds from the start, and how long it took.
     pub drops: Vec<(f64, f64)>,
+    /// containers: each container torn down in the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<ContainerRun>,
     pub notes: Vec<String>,
 }
 
@@ -104,13 +109,14 @@ fn failcnt(cg: &MemCgroup) -> u64 {
 /// A running workload, however it is driven.
 enum Running {
     Worker { child: Child, reader: std::thread::JoinHandle<()> },
+    Containers { child: Child, reader: std::thread::JoinHandle<()>, runs: Arc<Mutex<Vec<ContainerRun>>> },
     Server { server: Arc<Server>, clients: Vec<std::thread::JoinHandle<Result<mariadb::ClientCounts>>>, stop: Arc<AtomicBool> },
 }
 
 /// Whether the workload stopped by itself.
 fn stopped_early(r: &mut Running) -> bool {
     match r {
-        Running::Worker { child, .. } => matches!(child.try_wait(), Ok(Some(_))),
+        Running::Worker { child, .. } | Running::Containers { child, .. } => matches!(child.try_wait(), Ok(Some(_))),
         Running::Server { clients, .. } => clients.iter().any(|c| c.is_finished()),
     }
 }
@@ -207,7 +213,7 @@ fn measure(
             server_start = Some(s.start_seconds);
             Some(s)
         }
-        Workload::Steady(_) => None,
+        Workload::Steady(_) | Workload::Containers => None,
     };
     let setup_usage = usage(cg);
     let limit = opts.memory_limit.unwrap_or(setup_usage + default_headroom(opts, server_options));
@@ -238,6 +244,19 @@ fn measure(
                 }
             });
             Running::Worker { child, reader }
+        }
+        (Workload::Containers, _) => {
+            let root = mount.path().join("containers");
+            let spec = super::containers::Spec { root, mix: opts.container_mix, ops: opts.container_ops, cpu: opts.cpu };
+            let mut c = super::containers::command(&spec)?;
+            c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            sys::command_in_cgroup(&mut c, &procs, Some(opts.cpu))?;
+            let mut child = sys::spawn_tied(&mut c).context("cannot start the containers worker")?;
+            let out = child.stdout.take().context("containers worker stdout")?;
+            let runs = Arc::new(Mutex::new(Vec::new()));
+            let (ops2, runs2) = (Arc::clone(&ops), Arc::clone(&runs));
+            let reader = std::thread::spawn(move || super::containers::read(out, ops2, runs2));
+            Running::Containers { child, reader, runs }
         }
         (Workload::Mariadb, Some(server)) => {
             let stop = Arc::new(AtomicBool::new(false));
@@ -305,7 +324,17 @@ fn measure(
 
     // Stop the workload, then the server; the cgroup goes last.
     let mut query_errors = 0;
+    let mut containers = Vec::new();
     match running {
+        Running::Containers { mut child, reader, runs } => {
+            let _ = child.kill();
+            let st = child.wait()?;
+            let _ = reader.join();
+            containers = std::mem::take(&mut *runs.lock().unwrap());
+            if worker_died {
+                bail!("the containers workload stopped early ({st}): {}", sys::child_stderr(&mut child));
+            }
+        }
         Running::Worker { mut child, reader } => {
             let _ = child.kill();
             let st = child.wait()?;
@@ -344,6 +373,7 @@ fn measure(
         fs_negative_at_end: 0,
         samples,
         drops,
+        containers,
         notes,
     })
 }
