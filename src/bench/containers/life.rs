@@ -198,7 +198,7 @@ impl Phase {
     pub fn task(self) -> &'static str {
         match self {
             Phase::Exit => "exiting container",
-            Phase::Removal => "harness removing the snapshot",
+            Phase::Removal => "snapshot-removing harness",
         }
     }
 }
