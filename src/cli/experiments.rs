@@ -104,6 +104,8 @@ mixed=temp-tables=60,lookups=30,files=10; default mixed) for --container-ops ope
 (the overlay goes with the namespace), its snapshot removed; per combination also the containers torn down per \
 minute, the dentries each left on the host (what the run's filesystem still held at the end, per container) and \
 the longest stretch of the teardowns (a probe of their own on the same CPU, during each teardown only).\n\n\
+A rep that the cgroup's OOM killer ends is named in the notes and the run goes on with the other \
+combinations, whose results are kept; the run fails only when every combination was OOM-killed.\n\n\
 Default --memory-limit: the cgroup's usage once the workload is set up (for mariadb: the server started and its \
 tables loaded) plus 32 MiB (64 MiB for containers: the container processes), so the dentries and the page cache the workload makes compete for memory within \
 seconds. Keep runs that change sysctls short on shared machines.";

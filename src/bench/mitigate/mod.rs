@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::env::Environment;
@@ -141,6 +141,10 @@ pub struct Row {
     pub server_options: Vec<(String, String)>,
     pub runs: Vec<one::RunResult>,
     pub summary: Option<summary::RowSummary>,
+    /// Reps the cgroup's OOM killer ended (the error, one line each); the
+    /// other rows' and reps' results are kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oom_killed: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -215,7 +219,7 @@ pub fn rows(opts: &Options) -> Vec<Row> {
             let o: Vec<String> = server_options.iter().map(|(k, v)| format!("{k}={v}")).collect();
             label = format!("{label} + server {}", o.join(" "));
         }
-        Row { label, settings, server_options, runs: Vec::new(), summary: None }
+        Row { label, settings, server_options, runs: Vec::new(), summary: None, oom_killed: Vec::new() }
     };
     let combos = knobs::combinations(&opts.settings);
     let mut out: Vec<Row> = combos.iter().map(|c| row(c.clone(), Vec::new())).collect();
@@ -251,6 +255,11 @@ pub fn run(
             c.restored.as_deref().unwrap_or("?")
         ));
     }
+    if rows.iter().all(|r| r.runs.is_empty())
+        && let Some(first) = rows.iter().find_map(|r| r.oom_killed.first())
+    {
+        bail!("every combination was OOM-killed; the first: {first}");
+    }
     let verdicts = summary::summarise(&mut rows, opts);
     let mut notes = vec![
         "dentries held = what the run's filesystem still had in the cache at the end (the drop of dentry-state \
@@ -260,6 +269,11 @@ pub fn run(
          an idle machine)"
             .to_string(),
     ];
+    for r in &rows {
+        for k in &r.oom_killed {
+            notes.push(format!("{}: {k} — the other combinations' results are kept", r.label));
+        }
+    }
     if rows.iter().flat_map(|r| &r.runs).any(|r| !r.limit_reached) {
         notes.push(
             "some runs never reached their memory limit: there the kernel had no reason to reclaim, and a knob that \
@@ -297,9 +311,15 @@ fn run_rows(
                 (Knob::DropCachesEvery, Value::Every(s)) => Some(*s),
                 _ => None,
             });
-            let r = one::run(opts, &row.server_options, drop_every, rep, sandbox, proc)
-                .with_context(|| format!("{} (rep {rep})", row.label))?;
-            row.runs.push(r);
+            match one::run(opts, &row.server_options, drop_every, rep, sandbox, proc) {
+                Ok(r) => row.runs.push(r),
+                Err(e) if e.downcast_ref::<one::OomKilled>().is_some() => {
+                    let line = format!("rep {rep}: {e:#}");
+                    announce(&format!("{}: {line}; going on with the other combinations", row.label));
+                    row.oom_killed.push(line);
+                }
+                Err(e) => return Err(e.context(format!("{} (rep {rep})", row.label))),
+            }
         }
     }
     Ok(())

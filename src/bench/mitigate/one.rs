@@ -54,6 +54,22 @@ pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> 
     }
 }
 
+/// A run ended by the cgroup's OOM killer (`.0` processes killed): the
+/// other combinations' results are kept.
+#[derive(Debug)]
+pub struct OomKilled(pub u64);
+
+impl std::fmt::Display for OomKilled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the memory cgroup's OOM killer killed {} of the workload's processes: the limit leaves too little for \
+             the workload's own memory; give a larger --memory-limit",
+            self.0
+        )
+    }
+}
+
 /// How many processes the cgroup's OOM killer killed.
 fn oom_kills(cg: &MemCgroup) -> u64 {
     let f = if cg.version == 2 { "memory.events" } else { "memory.oom_control" };
@@ -171,10 +187,7 @@ pub fn run(
     }
     drop(mount);
     let r = match (r, killed) {
-        (Err(e), k) if k > 0 => Err(e.context(format!(
-            "the memory cgroup's OOM killer killed {k} of the workload's processes: the limit leaves too little for \
-             the workload's own memory; give a larger --memory-limit"
-        ))),
+        (Err(e), k) if k > 0 => Err(e.context(OomKilled(k))),
         (r, _) => r,
     };
     let r = r?;

@@ -231,7 +231,8 @@ pub fn summarise(rows: &mut [Row], opts: &Options) -> Vec<String> {
     for (i, row) in rows.iter_mut().enumerate() {
         let runs: Vec<RunSummary> = row.runs.iter().filter_map(run_summary).collect();
         let reached = row.runs.iter().filter(|r| r.limit_reached).count();
-        row.summary = Some(row_summary(runs, (i > 0).then_some(&base[..]), reached, edge));
+        // A row whose every rep was OOM-killed has nothing to summarise.
+        row.summary = (!runs.is_empty()).then(|| row_summary(runs, (i > 0).then_some(&base[..]), reached, edge));
     }
     let mut out = Vec::new();
     let Some(baseline) = rows.first() else { return out };
@@ -317,6 +318,39 @@ mod tests {
         assert!((b - 2.0).abs() < 1e-12);
         assert!(se.abs() < 1e-9);
         assert_eq!(slope(&[(0.0, 1.0)]).0, 0.0);
+    }
+
+    /// A combination whose every rep was OOM-killed keeps no summary (and
+    /// no verdict), and the others are summarised as before.
+    #[test]
+    fn a_row_without_runs_has_no_summary() {
+        let opts = Options {
+            workload: super::super::Workload::Steady(crate::workload::steady::Steady::TempTables),
+            settings: Vec::new(),
+            memory_limit: None,
+            duration_seconds: 1.0,
+            reps: 1,
+            clients: 1,
+            mariadb_options: Vec::new(),
+            container_mix: crate::workload::container::DEFAULT_MIX,
+            container_ops: 0,
+            fs: crate::sandbox::FsType::Ext4,
+            cpu: 0,
+            allow_global: true,
+            edge: None,
+        };
+        let row = |label: &str, v: u64, oom: bool| Row {
+            label: label.into(),
+            settings: vec![(Knob::VfsCachePressure, Value::Number(v))],
+            server_options: Vec::new(),
+            runs: Vec::new(),
+            summary: None,
+            oom_killed: if oom { vec!["rep 1: OOM".into()] } else { Vec::new() },
+        };
+        let mut rows = vec![row("a", 100, true), row("b", 500, true)];
+        let verdicts = summarise(&mut rows, &opts);
+        assert!(rows.iter().all(|r| r.summary.is_none()));
+        assert!(verdicts.is_empty());
     }
 
     #[test]
