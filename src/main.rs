@@ -89,6 +89,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pollute(a) => cmd_pollute(a, &proc),
         Command::Churn(a) => cmd_churn(a, &proc),
         Command::Mitigate(a) => cmd_mitigate(a, &proc),
+        Command::MitigateContainers { spec } => {
+            bench::mitigate::containers::worker_main(&spec)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::MitigateWorker { workload, root } => {
             bench::mitigate::worker_main(&workload, &root)?;
             Ok(ExitCode::SUCCESS)
@@ -485,6 +489,8 @@ fn cmd_mitigate(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
             .lockup_dentries
             .map(|d| bench::mitigate::Edge { dentries: d, calibration: cal.name.clone() })
     });
+    let (container_mix, container_ops) =
+        bench::mitigate::containers::options(a.workload, a.container_workload, a.container_ops)?;
     let opts = bench::mitigate::Options {
         workload: a.workload,
         settings: a.settings,
@@ -493,6 +499,8 @@ fn cmd_mitigate(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
         reps: a.reps,
         clients: a.clients as usize,
         mariadb_options: a.mariadb_options,
+        container_mix,
+        container_ops,
         fs: a.fs,
         cpu,
         allow_global: a.allow_global,
@@ -523,6 +531,7 @@ fn cmd_containers(a: cli::ContainersArgs, proc: &ProcRoot) -> Result<ExitCode> {
         cpu,
         probe_interval_us: a.probe_interval_us,
         force: a.force,
+        profile: a.profile,
     };
     bench::containers::validate(&opts)?;
     bench::containers::preflight(&opts, proc)?;

@@ -64,7 +64,11 @@ fn bad_input_gets_one_line_and_exit_2() {
     usage_error("mitigate", &["--workload", "temp-tables", "--duration", "soon"], &["--duration", "\"soon\""]);
     usage_error("mitigate", &["--workload", "temp-tables", "--setting", "fs.dentry-negative=0,1"], &["--allow-global", "fs.dentry-negative"]);
     usage_error("mitigate", &["--workload", "temp-tables", "--setting", "drop-caches-every=10s"], &["--allow-global", "drops caches"]);
-    usage_error("mitigate", &["--workload", "containers"], &["containers", "not available", "dentrylab containers"]);
+    usage_error("mitigate", &["--workload", "lookups", "--container-ops", "10"], &["--container-ops", "only for --workload containers"]);
+    usage_error("mitigate", &["--workload", "files", "--container-workload", "lookups"], &["--container-workload", "only for --workload containers"]);
+    usage_error("mitigate", &["--workload", "containers", "--container-workload", "mixed=temp-tables=50"], &["--container-workload", "sum to 50"]);
+    usage_error("mitigate", &["--workload", "containers", "--container-workload", "sql"], &["--container-workload", "unknown workload"]);
+    usage_error("mitigate", &["--workload", "containers", "--container-ops", "20M"], &["--container-ops 20000000", "at most"]);
     usage_error("mitigate", &["--workload", "nope"], &["unknown workload"]);
     usage_error("mitigate", &["--workload", "lookups", "--mariadb-option", "tmp_table_size=256M"], &["--mariadb-option", "only for --workload mariadb"]);
     usage_error("mitigate", &["--workload", "mariadb", "--mariadb-option", "datadir=/x"], &["datadir", "sets this one itself"]);
@@ -79,10 +83,10 @@ fn bad_input_gets_one_line_and_exit_2() {
 }
 
 #[test]
-fn help_names_the_knobs_and_leaves_containers_out() {
+fn help_names_the_knobs_and_the_containers_workload() {
     let out = bin().args(["mitigate", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for needle in ["vm.vfs_cache_pressure_denom", "fs.dentry-negative", "drop-caches-every", "--allow-global", "containers workload is not available"] {
+    for needle in ["vm.vfs_cache_pressure_denom", "fs.dentry-negative", "drop-caches-every", "--allow-global", "--container-workload", "--container-ops", "life of 'dentrylab containers'"] {
         assert!(help.contains(needle), "--help lacks {needle:?}");
     }
 }
@@ -225,4 +229,59 @@ fn sigkill_stops_the_server() {
     let _ = child.wait();
     wait_until("mariadbd outlived dentrylab", Duration::from_secs(20), || mariadbd_pids() == before);
     wait_until("a cgroup stayed", Duration::from_secs(15), || cgroups_of(pid).is_empty());
+}
+
+/// Issue 13: without mariadbd, one line says how to install it (exit 2).
+/// DENTRYLAB_MARIADB_PATH names the only directories searched: an empty
+/// one stands for a machine without MariaDB.
+#[test]
+fn mariadb_missing_is_one_line_exit_2() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["mitigate", "--workload", "mariadb", "--duration", "2s"])
+        .env("DENTRYLAB_MARIADB_PATH", empty.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("--workload mariadb: mariadbd is not installed here"), "{err}");
+    assert!(err.contains("apt-get install mariadb-server"), "says how to install it: {err}");
+    assert!(out.stdout.is_empty());
+}
+
+/// `--workload containers`: containers live and die one after another in
+/// the cgroup; each did its lookups, each teardown was probed, the
+/// lookups' negative dentries in the image stay on the host, and nothing
+/// is left mounted.
+#[test]
+fn containers_workload_runs_containers_in_the_cgroup() {
+    require_root!();
+    let _g = kernel_lock();
+    let before = (sysctl(NEG), sysctl(PRESSURE));
+    let r = run_json(&[
+        "mitigate", "--workload", "containers", "--container-workload", "lookups", "--container-ops", "500", "--duration", "3s",
+        "--memory-limit", "1G",
+    ]);
+    assert_eq!(r["options"]["workload"], "containers");
+    let run = run_of(&r, 0);
+    let containers = run["containers"].as_array().unwrap();
+    assert!(containers.len() >= 2, "{} containers in 3 s", containers.len());
+    for c in containers {
+        assert_eq!(c["outcome"]["lookups"], 500, "{c}");
+        assert!(c["probe"]["samples"].as_u64().unwrap() > 0, "the teardown was probed: {c}");
+        assert!(c["teardown_seconds"].as_f64().unwrap() > 0.0);
+    }
+    // Operations are the containers' (those torn down).
+    assert_eq!(ops(run) as usize, 500 * containers.len());
+    let s = &r["rows"][0]["summary"]["containers"];
+    assert_eq!(s["containers"].as_f64().unwrap() as usize, containers.len());
+    assert!(s["teardown_stretch_seconds"].as_f64().unwrap() > 0.0);
+    // Under a 1 GiB limit nothing is reclaimed: the image keeps a negative
+    // dentry per lookup (the overlay looked each name up in the lower layer).
+    let per = s["left_negative_per_container"].as_f64().unwrap();
+    assert!(per >= 0.9 * 500.0, "{per} negative dentries left per container of 500 lookups");
+    assert_eq!((sysctl(NEG), sysctl(PRESSURE)), before);
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.lines().any(|l| l.starts_with("overlay ") && l.contains("dentrylab")), "{mounts}");
 }

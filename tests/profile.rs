@@ -1,4 +1,4 @@
-//! `reclaim --profile` (issue 16): perf samples of the reclaiming CPU, the
+//! `reclaim --profile` and `containers --profile` (issue 16): perf samples of the reclaiming CPU, the
 //! longest gap's stacks, the verdict's line, the flame graph; and the one
 //! line said when perf cannot be used.
 
@@ -67,9 +67,7 @@ fn profile_folds_the_umount_and_names_its_longest_stretch() {
 /// its scratch tmpfs: under target/ unless the checkout itself is under
 /// /tmp (as a CI clone may be), then under /var/tmp.
 fn fake_perf_dir(script: &str) -> tempfile::TempDir {
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let base = if target.starts_with("/tmp") { Path::new("/var/tmp") } else { target };
-    let d = tempfile::tempdir_in(base).unwrap();
+    let d = outside_tmp();
     let p = d.path().join("perf");
     std::fs::write(&p, script).unwrap();
     let mut perm = std::fs::metadata(&p).unwrap().permissions();
@@ -167,4 +165,131 @@ fn report_draws_the_longest_stretch() {
     } else {
         eprintln!("rsvg-convert not installed (apt-get install librsvg2-bin): the flame graph was not rendered");
     }
+}
+
+/// `containers --profile` (issue 16, "also for containers teardowns"):
+/// each teardown recorded on the probe's clock, the longest stretch's
+/// stacks and every teardown's added up, the path named in one line.
+#[test]
+fn containers_profile_folds_each_teardown() {
+    require_root!();
+    let _g = kernel_lock();
+    let v = run_json(&["containers", "--count", "3", "--ops", "500", "--workload", "mixed", "--profile"]);
+    let notes = v["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().starts_with("--profile: perf sampled CPU") && n.as_str().unwrap().contains("each teardown")),
+        "{notes:?}"
+    );
+    let mut teardown_samples = 0;
+    for c in v["containers"].as_array().unwrap() {
+        assert!(c.get("profile_problem").is_none(), "{c}");
+        let p = &c["profile"];
+        assert_eq!(p["frequency_hz"], 4000);
+        let g = &p["longest_gap"];
+        let len = (g["end_ns"].as_u64().unwrap() - g["start_ns"].as_u64().unwrap()) as f64 / 1e9;
+        assert!((len - c["probe"]["max_gap_seconds"].as_f64().unwrap()).abs() < 1e-6, "the probe's gap, on its clock: {len} vs {}", c["probe"]);
+        assert!(["exit", "removal"].contains(&c["profile_phase"].as_str().unwrap()), "{c}");
+        let t = &p["reclaim"];
+        assert!(t["start_ns"].as_u64().unwrap() < t["end_ns"].as_u64().unwrap());
+        assert_eq!(stacks(t).iter().map(|(_, n)| n).sum::<u64>(), t["samples"].as_u64().unwrap());
+        teardown_samples += t["samples"].as_u64().unwrap();
+    }
+    assert!(teardown_samples > 0, "perf sampled the teardowns");
+    let p = &v["profile"];
+    assert_eq!(p["profiled"], 3);
+    // Over all teardowns: the containers' windows added up.
+    assert_eq!(p["teardowns"]["samples"].as_u64().unwrap(), teardown_samples);
+    assert_eq!(stacks(&p["teardowns"]).iter().map(|(_, n)| n).sum::<u64>(), teardown_samples);
+    assert!(p["teardowns"]["stacks"].as_array().unwrap().len() <= 5);
+    let longest = v["containers"].as_array().unwrap().iter().max_by(|a, b| {
+        a["probe"]["max_gap_seconds"].as_f64().unwrap().total_cmp(&b["probe"]["max_gap_seconds"].as_f64().unwrap())
+    });
+    assert_eq!(p["longest_id"], longest.unwrap()["id"]);
+    assert_eq!(p["longest_gap"], longest.unwrap()["profile"]["longest_gap"]);
+    let line = p["verdict"].as_str().unwrap();
+    assert!(line.starts_with("teardown: the longest stretch (") || line.starts_with("teardown: perf took no sample"), "{line}");
+    assert!(notes.iter().any(|n| n == line), "the line is in the notes");
+}
+
+/// A directory the sandbox does not hide (see [`fake_perf_dir`]).
+fn outside_tmp() -> tempfile::TempDir {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if target.starts_with("/tmp") { Path::new("/var/tmp") } else { target };
+    tempfile::tempdir_in(base).unwrap()
+}
+
+/// A PATH with mkfs.ext4 (the sandbox's disk) and no perf.
+fn path_without_perf() -> tempfile::TempDir {
+    let d = outside_tmp();
+    for tool in ["mkfs.ext4", "mke2fs"] {
+        for dir in ["/usr/sbin", "/sbin", "/usr/bin"] {
+            let p = Path::new(dir).join(tool);
+            if p.exists() {
+                std::os::unix::fs::symlink(&p, d.path().join(tool)).unwrap();
+                break;
+            }
+        }
+    }
+    d
+}
+
+#[test]
+fn containers_profile_without_perf_says_so_in_one_line() {
+    require_root!();
+    let _g = kernel_lock();
+    let path = path_without_perf();
+    let out = bin()
+        .args(["containers", "--count", "2", "--ops", "100", "--profile", "--json", "-"])
+        .env("PATH", path.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the run goes on without perf: {err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("dentrylab: ") && l.contains("--profile")).collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    assert!(lines[0].contains("cannot run perf") && lines[0].ends_with("; running without it"), "{}", lines[0]);
+    let note = lines[0].trim_start_matches("dentrylab: ");
+    assert!(v["notes"].as_array().unwrap().iter().any(|n| n == note));
+    assert!(v.get("profile").is_none(), "no stack is guessed");
+    for c in v["containers"].as_array().unwrap() {
+        assert!(c.get("profile").is_none() && c.get("profile_problem").is_none(), "{c}");
+        assert!(c["probe"]["samples"].as_u64().unwrap() > 0, "the teardown was still probed");
+    }
+}
+
+/// A real `containers --count 3 --ops 1k --workload mixed --profile`
+/// result from this kernel (6.18, a loaded machine): its report carries
+/// the teardown stacks and the flame graph of the longest stretch.
+#[test]
+fn report_draws_the_longest_teardown_stretch() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/containers-profile.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let render = || {
+        let out = tempfile::tempdir().unwrap();
+        let st = bin().arg("report").arg(&fixture).arg("-o").arg(out.path()).output().unwrap();
+        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+        out
+    };
+    let (a, b) = (render(), render());
+    let file = "containers-longest-stretch.svg";
+    let svg = std::fs::read_to_string(a.path().join(file)).unwrap();
+    assert_eq!(svg, std::fs::read_to_string(b.path().join(file)).unwrap(), "same input, same SVG");
+    assert!(svg.starts_with("<?xml") && svg.contains("What held CPU 0 in the longest teardown stretch"));
+    // The heaviest stack's leaf is drawn.
+    let top = v["profile"]["longest_gap"]["stacks"][0]["stack"].as_str().unwrap();
+    let leaf = top.rsplit(';').next().unwrap().replace('<', "&lt;").replace('>', "&gt;");
+    assert!(svg.contains(&leaf), "the flame graph shows {leaf}");
+    let md = std::fs::read_to_string(a.path().join("report.md")).unwrap();
+    assert!(md.contains(&format!("]({file})")), "the report links the flame graph");
+    assert!(md.contains("What held CPU 0 in the teardowns (perf)"), "{md}");
+    assert!(md.contains("Longest teardown stretch (container "), "{md}");
+    assert!(md.contains("All 3 recorded teardowns ("), "{md}");
+    assert!(md.contains(v["profile"]["verdict"].as_str().unwrap()), "the one line is in the report");
+    // A containers result without --profile draws no flame graph.
+    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/containers-mixed.json");
+    let out = tempfile::tempdir().unwrap();
+    assert!(bin().arg("report").arg(&plain).arg("-o").arg(out.path()).status().unwrap().success());
+    assert!(!out.path().join(file).exists());
+    assert!(!std::fs::read_to_string(out.path().join("report.md")).unwrap().contains("in the teardowns (perf)"));
 }

@@ -304,8 +304,13 @@ pub fn window(samples: &[Sample], start_ns: u64, end_ns: u64, tid: Option<u32>) 
             top_stack: f.first().map(|(s, c)| Stack { stack: s.clone(), samples: *c, share: *c as f64 / n as f64 }),
         }
     });
-    let total = mine.len() as u64;
     let folded = fold(mine);
+    from_folded(start_ns, end_ns, folded, reclaimer)
+}
+
+/// A window from its folded stacks (most samples first).
+fn from_folded(start_ns: u64, end_ns: u64, folded: Vec<(String, u64)>, reclaimer: Option<Reclaimer>) -> Window {
+    let total: u64 = folded.iter().map(|(_, c)| c).sum();
     let share = |c: u64| if total == 0 { 0.0 } else { c as f64 / total as f64 };
     let stacks = folded
         .iter()
@@ -321,6 +326,23 @@ pub fn window(samples: &[Sample], start_ns: u64, end_ns: u64, tid: Option<u32>) 
     let mut tasks: Vec<(String, u64)> = by_task.into_iter().collect();
     tasks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     Window { start_ns, end_ns, samples: total, stacks, folded, path, call, tasks, reclaimer }
+}
+
+/// Several windows as one (their stacks added up): what held the CPU over
+/// all of them, from the first start to the last end. No task is singled out.
+pub fn combine<'a>(windows: impl IntoIterator<Item = &'a Window>) -> Window {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut start, mut end) = (u64::MAX, 0);
+    for w in windows {
+        start = start.min(w.start_ns);
+        end = end.max(w.end_ns);
+        for (s, c) in &w.folded {
+            *counts.entry(s.clone()).or_default() += c;
+        }
+    }
+    let mut folded: Vec<(String, u64)> = counts.into_iter().collect();
+    folded.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    from_folded(start.min(end), end, folded, None)
 }
 
 /// A stack for people: its last `keep` frames, leaf first, `←` between.
@@ -484,6 +506,25 @@ mod tests {
         // A window with no sample has no path.
         let empty = window(&samples, 1, 2, None);
         assert_eq!((empty.samples, empty.path.clone(), empty.top_share()), (0, None, 0.0));
+    }
+
+    #[test]
+    fn combined_windows_add_their_stacks() {
+        let (samples, start, end) = fixture();
+        let mid = start + (end - start) / 2;
+        let (a, b) = (window(&samples, start, mid, None), window(&samples, mid + 1, end, None));
+        let both = combine([&a, &b]);
+        let whole = window(&samples, start, end, None);
+        assert_eq!((both.start_ns, both.end_ns), (start, end));
+        assert_eq!(both.samples, a.samples + b.samples);
+        assert_eq!(both.samples, whole.samples);
+        assert_eq!(both.folded, whole.folded);
+        assert_eq!(both.stacks, whole.stacks);
+        assert_eq!(both.path, whole.path);
+        assert_eq!(both.tasks, whole.tasks);
+        assert!(both.reclaimer.is_none());
+        let none = combine(std::iter::empty());
+        assert_eq!((none.samples, none.path), (0, None));
     }
 
     #[test]

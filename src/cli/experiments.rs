@@ -20,7 +20,14 @@ Per container: dentries created, freed at teardown and left on the host, teardow
 on the teardown CPU (the latency probe). At the end the run's own filesystem is unmounted (untimed): what that \
 frees is exactly what the containers left, whatever else the node did. From that growth, at --rate containers \
 an hour, the time until the host reaches the lockup count of the calibration 'status' uses. Runs whose memory \
-estimate exceeds half of MemAvailable are refused unless --force. Needs root.";
+estimate exceeds half of MemAvailable are refused unless --force. Needs root.\n\n\
+--profile: perf samples the teardown CPU with call graphs during each teardown (at 4000 Hz, perf itself on the \
+other CPUs, timestamps on the probe's clock); for the container with the longest teardown stretch the stacks \
+inside that stretch (top 5 with their share, counted for the task of the phase it lies in: the exiting container \
+or the harness removing the snapshot), over all teardowns the top stacks, and one line naming the path. The JSON \
+carries the folded stacks; 'report' draws the flame graph. Where perf or kernel symbols are not available, one \
+line says so and the run goes on without it. Starting and stopping perf around each teardown makes the run \
+slower (the harness time is not comparable with a run without --profile).";
 
 #[derive(Debug, Args)]
 pub struct ContainersArgs {
@@ -54,6 +61,9 @@ pub struct ContainersArgs {
     /// Run even if the memory estimate exceeds half of MemAvailable.
     #[arg(long)]
     pub force: bool,
+    /// Sample the teardown CPU with perf call graphs during each teardown and name the code behind the longest stretch.
+    #[arg(long)]
+    pub profile: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -87,15 +97,22 @@ server (mariadbd, started by dentrylab with --no-defaults in the sandbox, as the
 the sandbox's filesystem, a unix socket, --skip-networking) driven by --clients connections with GROUP BY queries \
 that need an on-disk temporary table, Aria and InnoDB temporary tables and INFORMATION_SCHEMA scans. \
 --mariadb-option NAME=VALUE (repeatable) adds one more row: the baseline settings with those server options \
-(for example tmp_table_size=256M and max_heap_table_size=256M). The containers workload is not available yet: \
-it comes with 'dentrylab containers'.\n\n\
+(for example tmp_table_size=256M and max_heap_table_size=256M). containers: the life of 'dentrylab containers' \
+over and over, one container at a time, all of it in the cgroup: a container in a mount namespace of its own on \
+an overlay of a shared image, --container-workload (temp-tables, lookups, files or \
+mixed=temp-tables=60,lookups=30,files=10; default mixed) for --container-ops operations (default 1k), its exit \
+(the overlay goes with the namespace), its snapshot removed; per combination also the containers torn down per \
+minute, the dentries each left on the host (what the run's filesystem still held at the end, per container) and \
+the longest stretch of the teardowns (a probe of their own on the same CPU, during each teardown only).\n\n\
+A rep that the cgroup's OOM killer ends is named in the notes and the run goes on with the other \
+combinations, whose results are kept; the run fails only when every combination was OOM-killed.\n\n\
 Default --memory-limit: the cgroup's usage once the workload is set up (for mariadb: the server started and its \
-tables loaded) plus 32 MiB, so the dentries and the page cache the workload makes compete for memory within \
+tables loaded) plus 32 MiB (64 MiB for containers: the container processes), so the dentries and the page cache the workload makes compete for memory within \
 seconds. Keep runs that change sysctls short on shared machines.";
 
 #[derive(Debug, Args)]
 pub struct MitigateArgs {
-    /// What grows the dentry cache: temp-tables, lookups, files, mariadb (containers: not yet).
+    /// What grows the dentry cache: temp-tables, lookups, files, mariadb, containers.
     #[arg(long, value_parser = clap::value_parser!(crate::bench::mitigate::Workload))]
     pub workload: crate::bench::mitigate::Workload,
     /// KNOB=V1,V2,... (repeatable; first values = baseline): vm.vfs_cache_pressure, vm.vfs_cache_pressure_denom, fs.dentry-negative, drop-caches-every.
@@ -116,6 +133,12 @@ pub struct MitigateArgs {
     /// mariadb: NAME=VALUE server option for one more row (repeatable), e.g. tmp_table_size=256M.
     #[arg(long = "mariadb-option", value_name = "NAME=VALUE", value_parser = crate::workload::mariadb::parse_option)]
     pub mariadb_options: Vec<(String, String)>,
+    /// containers: each container's workload, as 'containers --workload' (default: mixed=temp-tables=60,lookups=30,files=10).
+    #[arg(long, value_name = "MIX", value_parser = parse_mix)]
+    pub container_workload: Option<crate::workload::container::Mix>,
+    /// containers: operations per container, as 'containers --ops' (default: 1k; suffixes k, M; 0: the harness alone).
+    #[arg(long, value_parser = parse_op_count, allow_hyphen_values = true)]
+    pub container_ops: Option<u64>,
     /// Filesystem of the workload: ext4 or xfs.
     #[arg(long, default_value = "ext4", value_parser = parse_fs)]
     pub fs: FsType,

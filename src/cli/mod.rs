@@ -80,6 +80,12 @@ pub enum Command {
     /// Containers on overlayfs run a workload and die: what each leaves on the host, teardown stretch, time to the lockup edge.
     #[command(long_about = CONTAINERS_ABOUT)]
     Containers(ContainersArgs),
+    /// Internal: the containers worker of 'mitigate --workload containers'.
+    #[command(name = "__mitigate-containers", hide = true)]
+    MitigateContainers {
+        /// The worker's spec, as JSON.
+        spec: String,
+    },
     /// Internal: one container of 'containers'.
     #[command(name = "__container-child", hide = true)]
     ContainerChild {

@@ -132,6 +132,13 @@ pub fn table(r: &ContainersResult) -> String {
     for l in lines(r) {
         let _ = writeln!(s, "{l}");
     }
+    for (title, g) in super::profile::containers_stacks(r, false) {
+        let _ = writeln!(s, "\n{title} (perf, --profile; stacks leaf first)");
+        s += &super::table::render_grid(&g);
+    }
+    for p in super::profile::containers_problems(r) {
+        let _ = writeln!(s, "{p}");
+    }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }
@@ -174,6 +181,18 @@ fn body(r: &ContainersResult, level: usize) -> String {
     s.push('\n');
     for l in lines(r) {
         let _ = writeln!(s, "- {l}");
+    }
+    let stacks = super::profile::containers_stacks(r, true);
+    if !stacks.is_empty() {
+        let _ = writeln!(s, "\n{h} What held CPU {} in the teardowns (perf)\n", o.cpu);
+        for (title, g) in stacks {
+            let _ = writeln!(s, "{title}:\n");
+            s += &super::markdown::render_grid(&g);
+            s.push('\n');
+        }
+    }
+    for p in super::profile::containers_problems(r) {
+        let _ = writeln!(s, "- {p}");
     }
     s += &super::markdown::closing(&h, &r.notes, &r.header.command, &r.environment);
     s

@@ -196,7 +196,8 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                         })
                         .collect::<Vec<_>>(),
                 );
-                let figures = svg::containers(&rs, &labels, &subtitle)?;
+                let mut figures = svg::containers(&rs, &labels, &subtitle)?;
+                figures.extend(svg::containers_longest_stretch(&rs, &labels)?);
                 let part = super::containers::part(&rs, &labels, &subtitle, &figures);
                 (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
             }

@@ -39,6 +39,11 @@ pub fn grid(r: &MitigateResult) -> Grid {
         "30 days: share of lockup edge".into(),
         "limit reached".into(),
     ];
+    let containers = r.options.workload == crate::bench::mitigate::Workload::Containers;
+    let mut header = header;
+    if containers {
+        header.extend(["containers/min", "left per container (negative)", "teardown (longest stretch)"].map(String::from));
+    }
     let rows = r
         .rows
         .iter()
@@ -66,6 +71,19 @@ pub fn grid(r: &MitigateResult) -> Grid {
                 }),
                 format!("{}/{}", s.limit_reached_runs, s.runs.len()),
             ])
+            .map(|mut cells: Vec<String>| {
+                if containers {
+                    match s.containers {
+                        Some(c) => cells.extend([
+                            format!("{:.0}", c.containers_per_minute),
+                            format!("{:.0} ({:.0})", c.left_per_container, c.left_negative_per_container),
+                            format!("{} ({})", secs(c.teardown_seconds), secs(c.teardown_stretch_seconds)),
+                        ]),
+                        None => cells.extend(["–", "–", "–"].map(String::from)),
+                    }
+                }
+                cells
+            })
         })
         .collect();
     Grid { header, rows }
@@ -95,6 +113,14 @@ fn method(r: &MitigateResult) -> String {
     );
     if o.workload == crate::bench::mitigate::Workload::Mariadb {
         let _ = write!(s, ", {} client connection(s)", o.clients);
+    }
+    if o.workload == crate::bench::mitigate::Workload::Containers {
+        let _ = write!(
+            s,
+            ", one container at a time, each running {} × {} operations",
+            o.container_mix.name(),
+            crate::size::human(o.container_ops)
+        );
     }
     s.push('.');
     s

@@ -5,6 +5,7 @@
 
 use super::Grid;
 use crate::analysis::folded::{Window, short_stack};
+use crate::bench::containers::ContainersResult;
 use crate::bench::reclaim::{ReclaimResult, profile::longest};
 use crate::size::human;
 
@@ -136,5 +137,35 @@ pub fn problems(r: &ReclaimResult) -> Vec<String> {
         .filter_map(|x| {
             x.profile_problem.as_ref().map(|p| format!("{} {} rep {}: no profile: {p}", x.method.name(), human(x.target), x.rep + 1))
         })
+        .collect()
+}
+
+/// `containers --profile`: the longest teardown stretch's top stacks, then
+/// every teardown's added up.
+pub fn containers_stacks(r: &ContainersResult, md: bool) -> Vec<(String, Grid)> {
+    let Some(p) = r.profile.as_ref() else { return Vec::new() };
+    vec![
+        (
+            format!(
+                "Longest teardown stretch (container {}: {:.1} ms, {} samples at {} Hz): top stacks",
+                p.longest_id,
+                p.longest_gap_seconds * 1e3,
+                p.longest_gap.samples,
+                p.frequency_hz
+            ),
+            stacks_grid(&p.longest_gap, md),
+        ),
+        (
+            format!("All {} recorded teardowns ({} samples): top stacks", p.profiled, p.teardowns.samples),
+            stacks_grid(&p.teardowns, md),
+        ),
+    ]
+}
+
+/// Why some containers' teardowns have no profile.
+pub fn containers_problems(r: &ContainersResult) -> Vec<String> {
+    r.containers
+        .iter()
+        .filter_map(|c| c.profile_problem.as_ref().map(|p| format!("container {}: no profile: {p}", c.id)))
         .collect()
 }

@@ -64,12 +64,20 @@ pub struct Binaries {
     pub install_db: PathBuf,
 }
 
+/// When set, the only directories (`:`-separated) searched for the
+/// server's binaries, instead of PATH and the usual places: for a MariaDB
+/// installed elsewhere (and for the test of the message said without one).
+pub const PATH_ENV: &str = "DENTRYLAB_MARIADB_PATH";
+
 fn find(name: &str, extra: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(extra.iter().map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    let dirs: Vec<PathBuf> = match std::env::var_os(PATH_ENV) {
+        Some(only) => std::env::split_paths(&only).collect(),
+        None => {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            std::env::split_paths(&path).chain(extra.iter().map(PathBuf::from)).collect()
+        }
+    };
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// Finds `mariadbd` and `mariadb-install-db`; missing is the user's to fix (exit 2).

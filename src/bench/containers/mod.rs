@@ -15,10 +15,11 @@
 //! that frees is what the containers left on the host, and nobody else's.
 
 pub mod child;
+pub mod life;
+pub mod profile;
 pub mod summary;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -28,14 +29,13 @@ use serde::{Deserialize, Serialize};
 use crate::stats::GapStats;
 use crate::env::Environment;
 use crate::error::UsageError;
-use crate::probe::gap::GapProbe;
 use crate::procfs::ProcRoot;
 use crate::procfs::dentry_state::DentryState;
-use crate::sandbox::overlay::Layers;
 use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
 use crate::sys;
 use crate::workload::container::{self as work, Mix, Outcome};
-use child::{Container, Output, Report, Spec};
+use child::{Output, Report};
+use life::{Running, Watch};
 pub use summary::{Projection, Summary};
 
 pub const DEFAULT_COUNT: &str = "100";
@@ -53,8 +53,6 @@ const BYTES_PER_LIVE_FILE: u64 = 1200;
 /// them (or in the filesystem's positive dentries) that counts as noise.
 const WITNESS_QUIET: Duration = Duration::from_millis(50);
 const WITNESS_SLACK: i64 = 32;
-/// How long the probe runs before and after a teardown.
-const PROBE_MARGIN: Duration = Duration::from_millis(2);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Options {
@@ -68,6 +66,9 @@ pub struct Options {
     pub cpu: usize,
     pub probe_interval_us: u64,
     pub force: bool,
+    /// `--profile`: perf call graphs of the teardown CPU during each teardown.
+    #[serde(default)]
+    pub profile: bool,
 }
 
 /// What the projection needs from the calibration `status` uses.
@@ -109,6 +110,17 @@ pub struct ContainerRun {
     pub probe: GapStats,
     /// The host's dentry-state after the teardown.
     pub host_after: DentryState,
+    /// With `--profile`: what held the CPU in the longest gap of the
+    /// teardown (`longest_gap`) and over the whole teardown (`reclaim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::bench::reclaim::profile::RunProfile>,
+    /// With `--profile`: why this container has no profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_problem: Option<String>,
+    /// With `--profile`: the phase the longest gap lies in (whose task's
+    /// stacks `profile.longest_gap.reclaimer` counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_phase: Option<life::Phase>,
 }
 
 /// What the disk filesystem still held when the last container was gone,
@@ -150,6 +162,10 @@ pub struct ContainersResult {
     pub witness: Witness,
     pub summary: Summary,
     pub projection: Projection,
+    /// With `--profile`: the longest teardown stretch's stacks and the top
+    /// stacks over all teardowns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::ContainersProfile>,
     pub wall_seconds: f64,
     pub notes: Vec<String>,
 }
@@ -197,14 +213,6 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
     )
 }
 
-/// A container on its way: spawned, workload running.
-struct Running {
-    container: Container,
-    spawned: Instant,
-    layers: Layers,
-    merged: PathBuf,
-}
-
 /// The reader threads hand the container's output back with its report.
 type Ready = (u32, Result<Report>, Output);
 
@@ -229,8 +237,16 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
     let mut running: HashMap<u32, Running> = HashMap::new();
     let mut runs: Vec<ContainerRun> = Vec::new();
     let mut next: u64 = 0;
-    let interval = Duration::from_micros(opts.probe_interval_us);
-    let all = sys::allowed_cpus()?;
+    let mut notes = Vec::new();
+    let scratch = sandbox.scratch().to_path_buf();
+    let profiling = crate::bench::reclaim::profile::available_for(opts.profile, opts.cpu, &scratch, "teardown", &mut notes);
+    let watch = Watch {
+        cpu: opts.cpu,
+        interval: Duration::from_micros(opts.probe_interval_us),
+        all: sys::allowed_cpus()?,
+        proc,
+        profile: profiling.then_some(scratch.as_path()),
+    };
     let outcome = (|| -> Result<()> {
         while (runs.len() as u64) < opts.count {
             while running.len() < opts.parallel as usize && next < opts.count {
@@ -239,63 +255,10 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
                 let r = start(id, opts, &image, &snapshots, sandbox, &tx)?;
                 running.insert(id, r);
             }
-            let (id, report, mut output) = rx.recv().context("every container reader is gone")?;
+            let (id, report, output) = rx.recv().context("every container reader is gone")?;
             let r = running.remove(&id).context("internal error: a report from an unknown container")?;
-            let (setup_seconds, before, after, outcome) = match report {
-                Ok(Report::Ready { setup_seconds, before, after, outcome }) => (setup_seconds, before, after, outcome),
-                Ok(other) => {
-                    r.container.kill();
-                    bail!("container {id} answered {other:?} before its workload was done");
-                }
-                Err(e) => {
-                    r.container.kill();
-                    return Err(e.context(format!("container {id}")));
-                }
-            };
-            // Teardown on the probed CPU: the container exits there, and
-            // the snapshot is removed from there.
-            sys::pin_current_thread(opts.cpu)?;
-            let before_teardown = proc.dentry_state()?;
-            let probe = GapProbe::start(opts.cpu, interval)?;
-            std::thread::sleep(PROBE_MARGIN);
-            let t = Instant::now();
-            let exited = r.container.exit(&mut output);
-            let exit_seconds = t.elapsed().as_secs_f64();
-            let t2 = Instant::now();
-            let snapshot = r.layers.upper.parent().map(PathBuf::from).unwrap_or_default();
-            let removed = std::fs::remove_dir_all(&snapshot);
-            let remove_seconds = t2.elapsed().as_secs_f64();
-            std::thread::sleep(PROBE_MARGIN);
-            let probe = probe.finish();
-            let host_after = proc.dentry_state()?;
-            sys::unpin_current_thread(&all)?;
-            let probe = probe.with_context(|| format!("probing the teardown of container {id}"))?;
-            exited.with_context(|| format!("tearing down container {id}"))?;
-            removed.with_context(|| format!("cannot remove the snapshot {}", snapshot.display()))?;
-            let _ = std::fs::remove_dir(&r.merged);
-            let d = |a: &DentryState, b: &DentryState| a.nr_dentry as i64 - b.nr_dentry as i64;
-            let n = |a: &DentryState, b: &DentryState| a.nr_negative as i64 - b.nr_negative as i64;
-            let (created, created_negative) = (d(&after, &before), n(&after, &before));
-            let (freed, freed_negative) = (d(&before_teardown, &host_after), n(&before_teardown, &host_after));
-            let workload_seconds = outcome.seconds;
-            runs.push(ContainerRun {
-                id,
-                index: runs.len() as u64,
-                outcome,
-                setup_seconds,
-                harness_seconds: (r.spawned.elapsed().as_secs_f64() - workload_seconds).max(0.0),
-                created,
-                created_negative,
-                freed,
-                freed_negative,
-                left: created - freed,
-                left_negative: created_negative - freed_negative,
-                exit_seconds,
-                remove_seconds,
-                teardown_seconds: exit_seconds + remove_seconds,
-                probe,
-                host_after,
-            });
+            let run = life::tear_down(r, report, output, runs.len() as u64, &watch)?;
+            runs.push(run);
             let done = runs.len() as u64;
             if done.is_multiple_of(100) || done == opts.count {
                 announce(&format!("containers: {done} of {} torn down", opts.count));
@@ -335,7 +298,11 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
     let witness = Witness { dentries, negative, image_dentries, umount_seconds: umount.as_secs_f64(), noise, disturbed };
     let summary = summary::summarise(&runs, &witness);
     let projection = summary::project(&summary, edge, opts.rate_per_hour, after_umount.nr_dentry);
-    let notes = summary::notes(opts, &summary, &witness);
+    notes.extend(summary::notes(opts, &summary, &witness));
+    let profile = profile::summarise(&runs);
+    if let Some(line) = profile.as_ref().and_then(|p| p.verdict.clone()) {
+        notes.push(line);
+    }
     Ok(ContainersResult {
         header: crate::result::Header::new("containers"),
         environment,
@@ -345,23 +312,16 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
         witness,
         summary,
         projection,
+        profile,
         wall_seconds,
         notes,
     })
 }
 
-/// Makes the container's snapshot and root, spawns it, and starts a
-/// thread that waits for its first report.
+/// Spawns container `id` and starts a thread that waits for its first report.
 fn start(id: u32, opts: &Options, image: &std::path::Path, snapshots: &std::path::Path, sandbox: &mut Sandbox, tx: &mpsc::Sender<Ready>) -> Result<Running> {
-    let snap = snapshots.join(id.to_string());
-    let layers = Layers { lower: image.to_path_buf(), upper: snap.join("fs"), work: snap.join("work") };
-    for d in [&layers.upper, &layers.work] {
-        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
-    }
     let merged = sandbox.mount_point()?;
-    let spec = Spec { id, layers: layers.clone(), merged: merged.clone(), mix: opts.mix, ops: opts.ops, cpu: opts.cpu };
-    let spawned = Instant::now();
-    let (container, mut output) = Container::spawn(&spec)?;
+    let (running, mut output) = life::spawn(id, opts.mix, opts.ops, opts.cpu, image, snapshots, merged)?;
     let tx = tx.clone();
     std::thread::Builder::new()
         .name(format!("container-{id}"))
@@ -370,7 +330,7 @@ fn start(id: u32, opts: &Options, image: &std::path::Path, snapshots: &std::path
             let _ = tx.send((id, report, output));
         })
         .context("cannot start a thread to wait for a container")?;
-    Ok(Running { container, spawned, layers, merged })
+    Ok(running)
 }
 
 /// Directories under (and including) `dir`: the dentries the image has.

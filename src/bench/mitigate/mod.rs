@@ -12,6 +12,7 @@
 //! run ends. [`summary`] turns the samples into a row per combination and a
 //! verdict per knob.
 
+pub mod containers;
 pub mod knobs;
 pub mod one;
 pub mod summary;
@@ -20,13 +21,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::sandbox::{FsType, Privilege, Sandbox};
+use crate::workload::container::Mix;
 use crate::workload::mariadb;
 use crate::workload::steady::Steady;
 use knobs::{Combination, Knob, Setting, SysctlChange, Sysctls, Value};
@@ -47,15 +49,18 @@ pub const MAX_CLIENTS: usize = 32;
 pub enum Workload {
     Steady(Steady),
     Mariadb,
+    /// `dentrylab containers`' life, over and over ([`containers`]).
+    Containers,
 }
 
 impl Workload {
-    pub const NAMES: &'static [&'static str] = &["temp-tables", "lookups", "files", "mariadb"];
+    pub const NAMES: &'static [&'static str] = &["temp-tables", "lookups", "files", "mariadb", "containers"];
 
     pub fn name(self) -> &'static str {
         match self {
             Workload::Steady(s) => s.name(),
             Workload::Mariadb => "mariadb",
+            Workload::Containers => "containers",
         }
     }
 }
@@ -68,9 +73,7 @@ impl std::str::FromStr for Workload {
             "lookups" => Ok(Workload::Steady(Steady::Lookups)),
             "files" => Ok(Workload::Steady(Steady::Files)),
             "mariadb" => Ok(Workload::Mariadb),
-            "containers" => Err("containers: not available in this dentrylab yet (it comes with `dentrylab \
-                                 containers`); use one of temp-tables, lookups, files, mariadb"
-                .into()),
+            "containers" => Ok(Workload::Containers),
             _ => Err(format!("unknown workload {s:?}: use one of {}", Workload::NAMES.join(", "))),
         }
     }
@@ -96,11 +99,20 @@ pub struct Options {
     pub reps: u32,
     pub clients: usize,
     pub mariadb_options: Vec<(String, String)>,
+    /// containers: each container's workload and operations.
+    #[serde(default = "default_mix")]
+    pub container_mix: Mix,
+    #[serde(default)]
+    pub container_ops: u64,
     pub fs: FsType,
     /// The CPU the workload is pinned to, probed, and drops caches on.
     pub cpu: usize,
     pub allow_global: bool,
     pub edge: Option<Edge>,
+}
+
+fn default_mix() -> Mix {
+    crate::workload::container::DEFAULT_MIX
 }
 
 /// One reading, every second of a run.
@@ -129,6 +141,10 @@ pub struct Row {
     pub server_options: Vec<(String, String)>,
     pub runs: Vec<one::RunResult>,
     pub summary: Option<summary::RowSummary>,
+    /// Reps the cgroup's OOM killer ended (the error, one line each); the
+    /// other rows' and reps' results are kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oom_killed: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -184,6 +200,13 @@ pub fn validate(opts: &Options) -> Result<()> {
     if opts.workload == Workload::Mariadb {
         mariadb::locate()?;
     }
+    if opts.workload == Workload::Containers && opts.container_ops > crate::bench::containers::MAX_OPS {
+        return usage(format!(
+            "--container-ops {}: at most {} operations per container",
+            opts.container_ops,
+            crate::size::human(crate::bench::containers::MAX_OPS)
+        ));
+    }
     Ok(())
 }
 
@@ -196,7 +219,7 @@ pub fn rows(opts: &Options) -> Vec<Row> {
             let o: Vec<String> = server_options.iter().map(|(k, v)| format!("{k}={v}")).collect();
             label = format!("{label} + server {}", o.join(" "));
         }
-        Row { label, settings, server_options, runs: Vec::new(), summary: None }
+        Row { label, settings, server_options, runs: Vec::new(), summary: None, oom_killed: Vec::new() }
     };
     let combos = knobs::combinations(&opts.settings);
     let mut out: Vec<Row> = combos.iter().map(|c| row(c.clone(), Vec::new())).collect();
@@ -232,6 +255,11 @@ pub fn run(
             c.restored.as_deref().unwrap_or("?")
         ));
     }
+    if rows.iter().all(|r| r.runs.is_empty())
+        && let Some(first) = rows.iter().find_map(|r| r.oom_killed.first())
+    {
+        bail!("every combination was OOM-killed; the first: {first}");
+    }
     let verdicts = summary::summarise(&mut rows, opts);
     let mut notes = vec![
         "dentries held = what the run's filesystem still had in the cache at the end (the drop of dentry-state \
@@ -241,6 +269,11 @@ pub fn run(
          an idle machine)"
             .to_string(),
     ];
+    for r in &rows {
+        for k in &r.oom_killed {
+            notes.push(format!("{}: {k} — the other combinations' results are kept", r.label));
+        }
+    }
     if rows.iter().flat_map(|r| &r.runs).any(|r| !r.limit_reached) {
         notes.push(
             "some runs never reached their memory limit: there the kernel had no reason to reclaim, and a knob that \
@@ -278,9 +311,15 @@ fn run_rows(
                 (Knob::DropCachesEvery, Value::Every(s)) => Some(*s),
                 _ => None,
             });
-            let r = one::run(opts, &row.server_options, drop_every, rep, sandbox, proc)
-                .with_context(|| format!("{} (rep {rep})", row.label))?;
-            row.runs.push(r);
+            match one::run(opts, &row.server_options, drop_every, rep, sandbox, proc) {
+                Ok(r) => row.runs.push(r),
+                Err(e) if e.downcast_ref::<one::OomKilled>().is_some() => {
+                    let line = format!("rep {rep}: {e:#}");
+                    announce(&format!("{}: {line}; going on with the other combinations", row.label));
+                    row.oom_killed.push(line);
+                }
+                Err(e) => return Err(e.context(format!("{} (rep {rep})", row.label))),
+            }
         }
     }
     Ok(())

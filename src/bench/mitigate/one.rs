@@ -4,7 +4,7 @@
 
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{Options, Sample, Workload};
+use crate::bench::containers::ContainerRun;
 use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
 use crate::procfs::ProcRoot;
 use crate::sandbox::cgroup::MemCgroup;
@@ -38,6 +39,7 @@ const MARIADB_HEAP_TABLE_BYTES: u64 = 16 << 20;
 pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> u64 {
     match opts.workload {
         Workload::Steady(_) => DEFAULT_HEADROOM_BYTES,
+        Workload::Containers => super::containers::HEADROOM_BYTES,
         Workload::Mariadb => {
             let size = |name: &str| {
                 server_options
@@ -49,6 +51,22 @@ pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> 
             let table = size("tmp_table_size").min(size("max_heap_table_size"));
             MARIADB_HEADROOM_BYTES + opts.clients as u64 * table
         }
+    }
+}
+
+/// A run ended by the cgroup's OOM killer (`.0` processes killed): the
+/// other combinations' results are kept.
+#[derive(Debug)]
+pub struct OomKilled(pub u64);
+
+impl std::fmt::Display for OomKilled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the memory cgroup's OOM killer killed {} of the workload's processes: the limit leaves too little for \
+             the workload's own memory; give a larger --memory-limit",
+            self.0
+        )
     }
 }
 
@@ -84,6 +102,9 @@ pub struct RunResult {
     pub samples: Vec<Sample>,
     /// Each drop_caches write: seconds from the start, and how long it took.
     pub drops: Vec<(f64, f64)>,
+    /// containers: each container torn down in the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<ContainerRun>,
     pub notes: Vec<String>,
 }
 
@@ -104,13 +125,14 @@ fn failcnt(cg: &MemCgroup) -> u64 {
 /// A running workload, however it is driven.
 enum Running {
     Worker { child: Child, reader: std::thread::JoinHandle<()> },
+    Containers { child: Child, reader: std::thread::JoinHandle<()>, runs: Arc<Mutex<Vec<ContainerRun>>> },
     Server { server: Arc<Server>, clients: Vec<std::thread::JoinHandle<Result<mariadb::ClientCounts>>>, stop: Arc<AtomicBool> },
 }
 
 /// Whether the workload stopped by itself.
 fn stopped_early(r: &mut Running) -> bool {
     match r {
-        Running::Worker { child, .. } => matches!(child.try_wait(), Ok(Some(_))),
+        Running::Worker { child, .. } | Running::Containers { child, .. } => matches!(child.try_wait(), Ok(Some(_))),
         Running::Server { clients, .. } => clients.iter().any(|c| c.is_finished()),
     }
 }
@@ -165,10 +187,7 @@ pub fn run(
     }
     drop(mount);
     let r = match (r, killed) {
-        (Err(e), k) if k > 0 => Err(e.context(format!(
-            "the memory cgroup's OOM killer killed {k} of the workload's processes: the limit leaves too little for \
-             the workload's own memory; give a larger --memory-limit"
-        ))),
+        (Err(e), k) if k > 0 => Err(e.context(OomKilled(k))),
         (r, _) => r,
     };
     let r = r?;
@@ -207,7 +226,7 @@ fn measure(
             server_start = Some(s.start_seconds);
             Some(s)
         }
-        Workload::Steady(_) => None,
+        Workload::Steady(_) | Workload::Containers => None,
     };
     let setup_usage = usage(cg);
     let limit = opts.memory_limit.unwrap_or(setup_usage + default_headroom(opts, server_options));
@@ -238,6 +257,19 @@ fn measure(
                 }
             });
             Running::Worker { child, reader }
+        }
+        (Workload::Containers, _) => {
+            let root = mount.path().join("containers");
+            let spec = super::containers::Spec { root, mix: opts.container_mix, ops: opts.container_ops, cpu: opts.cpu };
+            let mut c = super::containers::command(&spec)?;
+            c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            sys::command_in_cgroup(&mut c, &procs, Some(opts.cpu))?;
+            let mut child = sys::spawn_tied(&mut c).context("cannot start the containers worker")?;
+            let out = child.stdout.take().context("containers worker stdout")?;
+            let runs = Arc::new(Mutex::new(Vec::new()));
+            let (ops2, runs2) = (Arc::clone(&ops), Arc::clone(&runs));
+            let reader = std::thread::spawn(move || super::containers::read(out, ops2, runs2));
+            Running::Containers { child, reader, runs }
         }
         (Workload::Mariadb, Some(server)) => {
             let stop = Arc::new(AtomicBool::new(false));
@@ -305,7 +337,17 @@ fn measure(
 
     // Stop the workload, then the server; the cgroup goes last.
     let mut query_errors = 0;
+    let mut containers = Vec::new();
     match running {
+        Running::Containers { mut child, reader, runs } => {
+            let _ = child.kill();
+            let st = child.wait()?;
+            let _ = reader.join();
+            containers = std::mem::take(&mut *runs.lock().unwrap());
+            if worker_died {
+                bail!("the containers workload stopped early ({st}): {}", sys::child_stderr(&mut child));
+            }
+        }
         Running::Worker { mut child, reader } => {
             let _ = child.kill();
             let st = child.wait()?;
@@ -344,6 +386,7 @@ fn measure(
         fs_negative_at_end: 0,
         samples,
         drops,
+        containers,
         notes,
     })
 }

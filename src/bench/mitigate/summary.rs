@@ -50,6 +50,62 @@ pub struct RunSummary {
     pub longest_drop_stretch_seconds: Option<f64>,
     /// Longest drop_caches write (wall time).
     pub longest_drop_write_seconds: Option<f64>,
+    /// containers: what is particular to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containers: Option<ContainerFigures>,
+}
+
+/// `--workload containers`: per run (and per row, medians over reps, the
+/// longest stretch the longest).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct ContainerFigures {
+    /// Containers torn down in the run.
+    pub containers: f64,
+    pub containers_per_minute: f64,
+    /// Dentries (negative ones) the run's filesystem still held at the end
+    /// per container torn down: what each left on the host, after the
+    /// cgroup's reclaim and the knobs had their say.
+    pub left_per_container: f64,
+    pub left_negative_per_container: f64,
+    /// The median container's dentry-state left (machine-wide counters
+    /// around its life: noisy on a busy machine).
+    pub machine_left_per_container: f64,
+    pub teardown_seconds: f64,
+    /// Longest gap on the teardown CPU during any teardown.
+    pub teardown_stretch_seconds: f64,
+}
+
+fn container_figures(r: &RunResult, elapsed: f64) -> Option<ContainerFigures> {
+    if r.containers.is_empty() {
+        return None;
+    }
+    let n = r.containers.len() as f64;
+    Some(ContainerFigures {
+        containers: n,
+        containers_per_minute: n / (elapsed / 60.0),
+        left_per_container: r.fs_dentries_at_end as f64 / n,
+        left_negative_per_container: r.fs_negative_at_end as f64 / n,
+        machine_left_per_container: median(&r.containers.iter().map(|c| c.left as f64).collect::<Vec<_>>()),
+        teardown_seconds: median(&r.containers.iter().map(|c| c.teardown_seconds).collect::<Vec<_>>()),
+        teardown_stretch_seconds: r.containers.iter().map(|c| c.probe.max_gap_seconds).fold(0.0, f64::max),
+    })
+}
+
+fn row_containers(runs: &[RunSummary]) -> Option<ContainerFigures> {
+    let c: Vec<ContainerFigures> = runs.iter().filter_map(|r| r.containers).collect();
+    if c.is_empty() {
+        return None;
+    }
+    let m = |f: &dyn Fn(&ContainerFigures) -> f64| median(&c.iter().map(f).collect::<Vec<_>>());
+    Some(ContainerFigures {
+        containers: m(&|x| x.containers),
+        containers_per_minute: m(&|x| x.containers_per_minute),
+        left_per_container: m(&|x| x.left_per_container),
+        left_negative_per_container: m(&|x| x.left_negative_per_container),
+        machine_left_per_container: m(&|x| x.machine_left_per_container),
+        teardown_seconds: m(&|x| x.teardown_seconds),
+        teardown_stretch_seconds: c.iter().map(|x| x.teardown_stretch_seconds).fold(0.0, f64::max),
+    })
 }
 
 /// A row over its reps: medians, and spreads where they matter.
@@ -77,6 +133,8 @@ pub struct RowSummary {
     pub projected_30d_dentries: Spread,
     pub projected_30d_edge_share: Option<Spread>,
     pub limit_reached_runs: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containers: Option<ContainerFigures>,
 }
 
 /// Slope of y on x and its standard error.
@@ -131,6 +189,7 @@ pub fn run_summary(r: &RunResult) -> Option<RunSummary> {
         longest_stretch_seconds: r.samples.iter().map(|s| s.max_gap_seconds).fold(0.0, f64::max),
         longest_drop_stretch_seconds: (!drop_gaps.is_empty()).then(|| drop_gaps.iter().copied().fold(0.0, f64::max)),
         longest_drop_write_seconds: (!r.drops.is_empty()).then(|| r.drops.iter().map(|d| d.1).fold(0.0, f64::max)),
+        containers: container_figures(r, elapsed),
     })
 }
 
@@ -159,6 +218,7 @@ fn row_summary(runs: Vec<RunSummary>, baseline: Option<&[RunSummary]>, limit_rea
         projected_30d_edge_share: edge.map(|e| Spread::of(&projected.iter().map(|p| p / e).collect::<Vec<_>>())),
         projected_30d_dentries: Spread::of(&projected),
         limit_reached_runs: limit_reached,
+        containers: row_containers(&runs),
         runs,
     }
 }
@@ -171,7 +231,8 @@ pub fn summarise(rows: &mut [Row], opts: &Options) -> Vec<String> {
     for (i, row) in rows.iter_mut().enumerate() {
         let runs: Vec<RunSummary> = row.runs.iter().filter_map(run_summary).collect();
         let reached = row.runs.iter().filter(|r| r.limit_reached).count();
-        row.summary = Some(row_summary(runs, (i > 0).then_some(&base[..]), reached, edge));
+        // A row whose every rep was OOM-killed has nothing to summarise.
+        row.summary = (!runs.is_empty()).then(|| row_summary(runs, (i > 0).then_some(&base[..]), reached, edge));
     }
     let mut out = Vec::new();
     let Some(baseline) = rows.first() else { return out };
@@ -231,6 +292,19 @@ fn verdict(what: &str, b: &RowSummary, s: &RowSummary, ops: &str) -> String {
     if let Some(d) = s.longest_drop_stretch_seconds {
         line.push_str(&format!(" (the drops themselves: up to {:.1} ms)", d * 1e3));
     }
+    if let (Some(bc), Some(sc)) = (b.containers, s.containers) {
+        line.push_str(&format!(
+            "; containers: left on the host per container {:.0} → {:.0} ({}), {:.0} → {:.0} containers/min, teardown \
+             stretch up to {:.1} → {:.1} ms",
+            bc.left_per_container,
+            sc.left_per_container,
+            pct(bc.left_per_container, sc.left_per_container),
+            bc.containers_per_minute,
+            sc.containers_per_minute,
+            bc.teardown_stretch_seconds * 1e3,
+            sc.teardown_stretch_seconds * 1e3
+        ));
+    }
     line
 }
 
@@ -244,6 +318,39 @@ mod tests {
         assert!((b - 2.0).abs() < 1e-12);
         assert!(se.abs() < 1e-9);
         assert_eq!(slope(&[(0.0, 1.0)]).0, 0.0);
+    }
+
+    /// A combination whose every rep was OOM-killed keeps no summary (and
+    /// no verdict), and the others are summarised as before.
+    #[test]
+    fn a_row_without_runs_has_no_summary() {
+        let opts = Options {
+            workload: super::super::Workload::Steady(crate::workload::steady::Steady::TempTables),
+            settings: Vec::new(),
+            memory_limit: None,
+            duration_seconds: 1.0,
+            reps: 1,
+            clients: 1,
+            mariadb_options: Vec::new(),
+            container_mix: crate::workload::container::DEFAULT_MIX,
+            container_ops: 0,
+            fs: crate::sandbox::FsType::Ext4,
+            cpu: 0,
+            allow_global: true,
+            edge: None,
+        };
+        let row = |label: &str, v: u64, oom: bool| Row {
+            label: label.into(),
+            settings: vec![(Knob::VfsCachePressure, Value::Number(v))],
+            server_options: Vec::new(),
+            runs: Vec::new(),
+            summary: None,
+            oom_killed: if oom { vec!["rep 1: OOM".into()] } else { Vec::new() },
+        };
+        let mut rows = vec![row("a", 100, true), row("b", 500, true)];
+        let verdicts = summarise(&mut rows, &opts);
+        assert!(rows.iter().all(|r| r.summary.is_none()));
+        assert!(verdicts.is_empty());
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub fn summarise(samples: &[Sample], longest_gap: (u64, u64), reclaim: (u64, u64
 }
 
 /// Parses perf's samples; refuses them when no kernel frame has a name.
-fn samples(text: &str) -> Result<Vec<Sample>> {
+pub fn samples(text: &str) -> Result<Vec<Sample>> {
     let samples = folded::parse_script(text)?;
     if let Some(why) = folded::unresolved_kernel(&samples) {
         anyhow::bail!(why);
@@ -49,14 +49,19 @@ fn samples(text: &str) -> Result<Vec<Sample>> {
 /// Checks once whether perf works here; when it does not, says so in one
 /// line (stderr and the result's notes) and the sweep runs without it.
 pub fn available(wanted: bool, cpu: usize, scratch: &Path, notes: &mut Vec<String>) -> bool {
+    available_for(wanted, cpu, scratch, "reclaim", notes)
+}
+
+/// The same for another benchmark's `what` (a reclaim, a teardown).
+pub fn available_for(wanted: bool, cpu: usize, scratch: &Path, what: &str, notes: &mut Vec<String>) -> bool {
     if !wanted {
         return false;
     }
     match profile::check(cpu, scratch) {
         Ok(()) => {
             notes.push(format!(
-                "--profile: perf sampled CPU {cpu} at {} Hz with call graphs during each reclaim (perf itself ran on \
-                 the other CPUs); the sampling slows the reclaim a little: compare with a run without --profile",
+                "--profile: perf sampled CPU {cpu} at {} Hz with call graphs during each {what} (perf itself ran on \
+                 the other CPUs); the sampling slows the {what} a little: compare with a run without --profile",
                 profile::FREQUENCY_HZ
             ));
             true
@@ -126,13 +131,16 @@ pub fn longest(runs: &[Run], method: Method) -> Option<&Run> {
 pub fn verdict_line(runs: &[Run], method: Method) -> Option<String> {
     let r = longest(runs, method)?;
     let p = r.profile.as_ref()?;
-    let w = &p.longest_gap;
     let at = format!("{:.0} ms, {} rep {}", r.probe.max_gap_seconds * 1e3, human(r.target), r.rep + 1);
+    Some(name_stretch(p, &at, "reclaiming task"))
+}
+
+/// One line naming the code behind a longest stretch (`at`: which, for
+/// people); `task`: what the window's own task is called.
+pub fn name_stretch(p: &RunProfile, at: &str, task: &str) -> String {
+    let w = &p.longest_gap;
     if w.samples == 0 {
-        return Some(format!(
-            "perf took no sample in the longest stretch ({at}) at {} Hz: too short to name",
-            p.frequency_hz
-        ));
+        return format!("perf took no sample in the longest stretch ({at}) at {} Hz: too short to name", p.frequency_hz);
     }
     let held = w
         .call
@@ -143,11 +151,11 @@ pub fn verdict_line(runs: &[Run], method: Method) -> Option<String> {
     // half of the stretch and one call holds most of it.
     let me = w.reclaimer.as_ref().filter(|m| m.samples > 0 && (m.samples * 2 >= w.samples || w.call.is_none()));
     let Some(me) = me else {
-        return Some(format!(
-            "the longest stretch ({at}) is not the reclaiming task's ({:.0}% of its {} samples): {held}",
+        return format!(
+            "the longest stretch ({at}) is not the {task}'s ({:.0}% of its {} samples): {held}",
             w.reclaimer.as_ref().map_or(0.0, |m| m.share * 100.0),
             w.samples
-        ));
+        );
     };
     let others = if me.samples < w.samples {
         format!(" (it had {:.0}% of the stretch's {} samples)", me.share * 100.0, w.samples)
@@ -155,16 +163,16 @@ pub fn verdict_line(runs: &[Run], method: Method) -> Option<String> {
         String::new()
     };
     let top = me.top_stack.as_ref().map(|s| format!("; top stack {:.0}%", s.share * 100.0)).unwrap_or_default();
-    Some(match &me.path {
+    match &me.path {
         Some(path) if path.frames.len() >= 2 => format!(
-            "the longest stretch ({at}) is `{}`: {:.0}% of the reclaiming task's {} samples in it{top}{others}",
+            "the longest stretch ({at}) is `{}`: {:.0}% of the {task}'s {} samples in it{top}{others}",
             path.name(),
             path.share * 100.0,
             me.samples
         ),
         _ => format!(
-            "the longest stretch ({at}): no one path holds most of the reclaiming task's {} samples in it{top}{others}",
+            "the longest stretch ({at}): no one path holds most of the {task}'s {} samples in it{top}{others}",
             me.samples
         ),
-    })
+    }
 }

@@ -1,11 +1,12 @@
 //! Flame graphs of the longest stretch: the folded stacks perf sampled in
-//! the probe's longest gap (`reclaim --profile`), drawn by inferno (the
+//! the probe's longest gap (`reclaim --profile`, `containers --profile`), drawn by inferno (the
 //! Rust port of Brendan Gregg's flamegraph.pl). Colours come from a hash
 //! of each function's name, so the same input gives the same SVG.
 
 use anyhow::{Context, Result};
 
 use super::Figure;
+use crate::bench::containers::ContainersResult;
 use crate::bench::reclaim::{Method, ReclaimResult, profile::longest};
 use crate::size::human;
 
@@ -51,25 +52,75 @@ pub fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Result<
                 p.frequency_hz,
                 r.options.cpu
             );
-            let mut o = inferno::flamegraph::Options::default();
-            o.title = format!("{label}What held CPU {} in the longest stretch", r.options.cpu);
-            o.subtitle = Some(format!(
+            let title = format!("{label}What held CPU {} in the longest stretch", r.options.cpu);
+            let subtitle = format!(
                 "{what}: {:.0} ms, {} samples at {} Hz (all tasks on the CPU; kernel {})",
                 run.probe.max_gap_seconds * 1e3,
                 p.longest_gap.samples,
                 p.frequency_hz,
                 r.environment.kernel
-            ));
-            o.count_name = "samples".into();
-            o.deterministic = true;
-            o.image_width = Some(FLAME_WIDTH);
-            o.min_width = FLAME_MIN_WIDTH_PX;
-            let lines: Vec<String> = p.longest_gap.folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
-            let mut svg = Vec::new();
-            inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg)
-                .context("drawing the flame graph")?;
-            out.push(Figure { file, caption, svg: String::from_utf8(svg).context("flame graph SVG")? });
+            );
+            let svg = draw(title, subtitle, &p.longest_gap.folded)?;
+            out.push(Figure { file, caption, svg });
         }
+    }
+    Ok(out)
+}
+
+/// One flame graph of folded stacks (`stack count`), the same for the same input.
+fn draw(title: String, subtitle: String, folded: &[(String, u64)]) -> Result<String> {
+    let mut o = inferno::flamegraph::Options::default();
+    o.title = title;
+    o.subtitle = Some(subtitle);
+    o.count_name = "samples".into();
+    o.deterministic = true;
+    o.image_width = Some(FLAME_WIDTH);
+    o.min_width = FLAME_MIN_WIDTH_PX;
+    let lines: Vec<String> = folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg).context("drawing the flame graph")?;
+    String::from_utf8(svg).context("flame graph SVG")
+}
+
+/// `containers --profile`: the flame graph of the longest teardown
+/// stretch, one per result that was profiled.
+pub fn containers_longest_stretch(results: &[&ContainersResult], labels: &[String]) -> Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        let Some(p) = r.profile.as_ref() else { continue };
+        if p.longest_gap.folded.is_empty() {
+            continue;
+        }
+        let file = if results.len() > 1 {
+            format!("containers-longest-stretch-{}.svg", i + 1)
+        } else {
+            "containers-longest-stretch.svg".to_string()
+        };
+        let label = if results.len() > 1 { format!("{}: ", labels[i]) } else { String::new() };
+        let what = format!(
+            "teardown of container {} of {} ({} × {} operations, overlay on {})",
+            p.longest_id,
+            r.options.count,
+            r.options.mix.name(),
+            human(r.options.ops),
+            r.options.fs
+        );
+        let caption = format!(
+            "{label}flame graph of the longest teardown stretch ({:.1} ms, {} samples at {} Hz on CPU {}), {what}",
+            p.longest_gap_seconds * 1e3,
+            p.longest_gap.samples,
+            p.frequency_hz,
+            r.options.cpu
+        );
+        let title = format!("{label}What held CPU {} in the longest teardown stretch", r.options.cpu);
+        let subtitle = format!(
+            "{what}: {:.1} ms, {} samples at {} Hz (all tasks on the CPU; kernel {})",
+            p.longest_gap_seconds * 1e3,
+            p.longest_gap.samples,
+            p.frequency_hz,
+            r.environment.kernel
+        );
+        out.push(Figure { file, caption, svg: draw(title, subtitle, &p.longest_gap.folded)? });
     }
     Ok(out)
 }

@@ -18,7 +18,7 @@ mod kinds;
 
 pub use containers::containers;
 pub use figures::{churn, pollute, reclaim, scale};
-pub use flame::longest_stretch;
+pub use flame::{containers_longest_stretch, longest_stretch};
 
 use plotters::prelude::*;
 
