@@ -11,13 +11,14 @@
 //! out, and a count whose correction is uncertain by more than
 //! [`DRIFT_SHARE`] of it is flagged as disturbed.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::probe::gap::GapProbe;
 use crate::procfs::ProcRoot;
+use crate::procfs::dentry_state::DentryState;
 use crate::sandbox::overlay::{Stack, StackMounts};
 use crate::sandbox::{FsType, Mount, Sandbox};
 use crate::workload::CreateSpec;
@@ -86,11 +87,70 @@ impl StackTeardown {
     }
 }
 
+/// dentry-state read around one teardown: a quiet window before it, and
+/// (after the RCU-deferred frees landed) one after it.
+pub struct Window {
+    a: DentryState,
+    b: DentryState,
+    at_b: Instant,
+}
+
+/// What one teardown freed, by both counters.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted {
+    pub total: Witnessed,
+    pub negative: Witnessed,
+}
+
+impl Counted {
+    pub fn uncertainty(&self) -> f64 {
+        self.total.uncertainty.max(self.negative.uncertainty)
+    }
+    pub fn drift(&self) -> f64 {
+        self.total.others.abs().max(self.negative.others.abs())
+    }
+}
+
+impl Window {
+    pub fn open(proc: &ProcRoot) -> Result<Window> {
+        let a = proc.dentry_state()?;
+        std::thread::sleep(QUIET);
+        let b = proc.dentry_state()?;
+        Ok(Window { a, b, at_b: Instant::now() })
+    }
+
+    pub fn close(self, proc: &ProcRoot) -> Result<Counted> {
+        std::thread::sleep(SETTLE);
+        let c = proc.dentry_state()?;
+        let scale = self.at_b.elapsed().as_secs_f64() / QUIET.as_secs_f64();
+        std::thread::sleep(QUIET);
+        let d = proc.dentry_state()?;
+        let (a, b) = (self.a, self.b);
+        Ok(Counted {
+            total: Witnessed::of(a.nr_dentry, b.nr_dentry, c.nr_dentry, d.nr_dentry, scale),
+            negative: Witnessed::of(a.nr_negative, b.nr_negative, c.nr_negative, d.nr_negative, scale),
+        })
+    }
+}
+
+/// A row of the table from what a teardown freed.
+pub fn counted_row(layer: &str, fs: &str, counted: &Counted, seconds: f64, max_gap_seconds: Option<f64>) -> LayerUmount {
+    LayerUmount {
+        layer: layer.into(),
+        fs: fs.into(),
+        dentries: counted.total.freed,
+        negative: counted.negative.freed,
+        umount_seconds: seconds,
+        max_gap_seconds,
+        drift: Some(counted.drift()),
+        uncertainty: Some(counted.uncertainty()),
+        disturbed: is_disturbed(counted.uncertainty(), counted.total.freed),
+    }
+}
+
 /// Unmounts one layer with the probe on `cpu`, counting around it.
 pub fn umount_counted(layer: &str, fs: &str, mount: &mut Mount, proc: &ProcRoot, cpu: usize) -> Result<LayerUmount> {
-    let a = proc.dentry_state()?;
-    std::thread::sleep(QUIET);
-    let b = proc.dentry_state()?;
+    let window = Window::open(proc)?;
     let all = sys::allowed_cpus()?;
     sys::pin_current_thread(cpu)?;
     let probe = GapProbe::start(cpu, crate::probe::gap::DEFAULT_INTERVAL);
@@ -103,26 +163,8 @@ pub fn umount_counted(layer: &str, fs: &str, mount: &mut Mount, proc: &ProcRoot,
     });
     sys::unpin_current_thread(&all)?;
     let (took, gaps) = took.with_context(|| format!("unmounting the overlay's {layer} filesystem"))?;
-    std::thread::sleep(SETTLE);
-    let c = proc.dentry_state()?;
-    std::thread::sleep(QUIET);
-    let d = proc.dentry_state()?;
-    let window = 2.0 * PROBE_MARGIN.as_secs_f64() + took.as_secs_f64() + SETTLE.as_secs_f64();
-    let scale = window / QUIET.as_secs_f64();
-    let total = Witnessed::of(a.nr_dentry, b.nr_dentry, c.nr_dentry, d.nr_dentry, scale);
-    let negative = Witnessed::of(a.nr_negative, b.nr_negative, c.nr_negative, d.nr_negative, scale);
-    let uncertainty = total.uncertainty.max(negative.uncertainty);
-    Ok(LayerUmount {
-        layer: layer.into(),
-        fs: fs.into(),
-        dentries: total.freed,
-        negative: negative.freed,
-        umount_seconds: took.as_secs_f64(),
-        max_gap_seconds: Some(gaps.max_gap_seconds),
-        drift: Some(total.others.abs().max(negative.others.abs())),
-        uncertainty: Some(uncertainty),
-        disturbed: is_disturbed(uncertainty, total.freed),
-    })
+    let counted = window.close(proc)?;
+    Ok(counted_row(layer, fs, &counted, took.as_secs_f64(), Some(gaps.max_gap_seconds)))
 }
 
 /// One counter read around an umount: `a`→`b` a quiet window before it,
@@ -176,21 +218,6 @@ pub fn unmount_in_turn(mut s: StackMounts, proc: &ProcRoot, cpu: usize) -> Resul
     Ok(vec![upper, lower])
 }
 
-/// The row of the overlay itself when its teardown was the timed reclaim.
-pub fn overlay_row(dentries: i64, negative: i64, seconds: f64, max_gap_seconds: Option<f64>) -> LayerUmount {
-    LayerUmount {
-        layer: "overlay".into(),
-        fs: "overlay".into(),
-        dentries,
-        negative,
-        umount_seconds: seconds,
-        max_gap_seconds,
-        drift: None,
-        uncertainty: None,
-        disturbed: false,
-    }
-}
-
 /// The default upper filesystem: the lower's type, as the overlayfs
 /// snapshotter keeps the snapshots beside the image.
 pub fn stack(lower: Option<FsType>, upper: Option<FsType>) -> Stack {
@@ -233,14 +260,19 @@ mod tests {
         assert_eq!(stack(None, Some(FsType::Tmpfs)).upper, FsType::Tmpfs);
     }
 
+    fn row(layer: &str, gap: Option<f64>) -> LayerUmount {
+        let quiet = Witnessed::of(0, 0, 0, 0, 1.0);
+        let mut r = counted_row(layer, "tmpfs", &Counted { total: quiet, negative: quiet }, 0.1, gap);
+        r.disturbed = false;
+        r
+    }
+
     #[test]
     fn longest_is_the_probed_layer_with_the_largest_gap() {
-        let mut up = overlay_row(10, 0, 1.0, Some(0.16));
-        up.layer = "upper".into();
         let t = StackTeardown {
             stack: stack(None, Some(FsType::Tmpfs)),
             cpu: 0,
-            layers: vec![overlay_row(10, 0, 0.005, None), up, overlay_row(3, 3, 0.2, Some(0.01))],
+            layers: vec![row("overlay", None), row("upper", Some(0.16)), row("lower", Some(0.01))],
         };
         assert_eq!(t.longest().unwrap().layer, "upper");
         assert_eq!(t.layer("upper").unwrap().max_gap_seconds, Some(0.16));

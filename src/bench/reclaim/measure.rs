@@ -113,7 +113,7 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     // this time by sleeping before it handed its messages over).
     std::thread::sleep(COUNT_SETTLE);
     let after_reclaim = Counts::read(proc)?;
-    let layers = super::overlay::teardown(&mut staged, opts, at.observed, proc, &after_create, &after_reclaim, &done, &probe)?;
+    let layers = super::overlay::teardown(&mut staged, opts, at.observed, proc, &done, &probe)?;
     let after_cleanup = if staged.finish()? { Some(Counts::read(proc)?) } else { None };
 
     let witness = |c: &Counts| {

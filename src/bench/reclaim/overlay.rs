@@ -13,7 +13,6 @@ use super::methods::{Reclaimed, Staged};
 use super::{Method, Options};
 use crate::bench::layers::{self, StackTeardown};
 use crate::error::UsageError;
-use crate::probe::counters::Counts;
 use crate::procfs::ProcRoot;
 use crate::stats::GapStats;
 
@@ -35,33 +34,24 @@ pub fn validate(opts: &Options) -> Result<()> {
     Ok(())
 }
 
-/// After the reclaim and its counts: unmounts the upper and lower
-/// filesystems (counted and probed) and returns the stack's rows, the
-/// overlay's from the reclaim itself. Only observed repetitions keep them;
-/// the others still unmount the layers, so that nothing carries over.
-#[allow(clippy::too_many_arguments)]
+/// After the reclaim: unmounts the upper and lower filesystems (counted
+/// and probed) and returns the stack's rows, the overlay's from the reclaim
+/// itself. Only observed repetitions keep them; the others still unmount
+/// the layers, so that nothing carries over.
 pub(super) fn teardown(
     staged: &mut Staged,
     opts: &Options,
     observed: bool,
     proc: &ProcRoot,
-    after_create: &Counts,
-    after_reclaim: &Counts,
     done: &Reclaimed,
     probe: &GapStats,
 ) -> Result<Option<StackTeardown>> {
     let (Some(stack), Some(rest)) = (opts.overlay, staged.unmount_layers(proc, opts.cpu)?) else {
         return Ok(None);
     };
-    if !observed {
+    let Some(counted) = staged.overlay_counted().filter(|_| observed) else {
         return Ok(None);
-    }
-    let ds = |c: &Counts| c.dentry_state;
-    let top = layers::overlay_row(
-        ds(after_create).nr_dentry as i64 - ds(after_reclaim).nr_dentry as i64,
-        ds(after_create).nr_negative as i64 - ds(after_reclaim).nr_negative as i64,
-        done.took.as_secs_f64(),
-        Some(probe.max_gap_seconds),
-    );
+    };
+    let top = layers::counted_row("overlay", "overlay", counted, done.took.as_secs_f64(), Some(probe.max_gap_seconds));
     Ok(Some(StackTeardown { stack, cpu: opts.cpu, layers: std::iter::once(top).chain(rest).collect() }))
 }
