@@ -200,3 +200,31 @@ fn sigkill_at_several_moments_leaves_no_overlay_or_loop_device() {
         assert!(!mounts.contains("dentrylab-overlay"), "an overlay is still mounted");
     }
 }
+
+/// A real `reclaim --fs overlay` result (tests/fixtures/results/
+/// reclaim-overlay.json, upper tmpfs) renders its layers: the section, one
+/// row per layer, the legend and the longest-stretch line; a result
+/// without an overlay renders no such section (the field is optional).
+#[test]
+fn report_renders_the_layers_of_an_overlay_result() {
+    let render = |fixture: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bin().args(["report", fixture, "--output"]).arg(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(dir.path().join("report.md")).unwrap()
+    };
+    let md = render("tests/fixtures/results/reclaim-overlay.json");
+    for want in [
+        "### Layers of the overlay",
+        "| overlay | overlay |",
+        "| upper | tmpfs |",
+        "| lower | ext4 |",
+        "stayed in lower, freed by its umount",
+        "Longest stretch on the CPU at ",
+        "overlay (lower ext4, upper tmpfs)",
+    ] {
+        assert!(md.contains(want), "report.md lacks {want:?}");
+    }
+    let plain = render("tests/fixtures/results/reclaim-small.json");
+    assert!(!plain.contains("Layers of the overlay"), "a plain result has no layers section");
+}

@@ -57,23 +57,29 @@ fn header(cpu: usize) -> Vec<String> {
         .collect()
 }
 
+/// The counts are the median of the undisturbed repetitions when there are
+/// any (the note says how many were left out); times and gaps are of all.
 fn row(size: &str, first: &LayerUmount, ls: &[&LayerUmount]) -> Vec<String> {
-    let med = |f: &dyn Fn(&LayerUmount) -> f64| median(&ls.iter().map(|l| f(l)).collect::<Vec<_>>());
+    let quiet: Vec<&LayerUmount> = ls.iter().copied().filter(|l| !l.disturbed).collect();
+    let counted = if quiet.is_empty() { ls } else { &quiet[..] };
+    let med_of = |of: &[&LayerUmount], f: &dyn Fn(&LayerUmount) -> f64| median(&of.iter().map(|l| f(l)).collect::<Vec<_>>());
+    let med = |f: &dyn Fn(&LayerUmount) -> f64| med_of(ls, f);
     let gaps: Vec<f64> = ls.iter().filter_map(|l| l.max_gap_seconds).collect();
-    let disturbed = ls.iter().filter(|l| l.disturbed).count();
-    let note = if disturbed > 0 {
-        format!("{disturbed} of {} disturbed by other activity", ls.len())
-    } else if let Some(u) = ls.iter().filter_map(|l| l.uncertainty).reduce(f64::max) {
-        format!("± {}", signed(u))
-    } else {
-        String::new()
+    let disturbed = ls.len() - quiet.len();
+    let uncertainty = counted.iter().filter_map(|l| l.uncertainty).reduce(f64::max);
+    let note = match (disturbed, uncertainty) {
+        (0, Some(u)) => format!("± {}", signed(u)),
+        (0, None) => String::new(),
+        (d, _) if d == ls.len() => format!("all {d} disturbed by other activity"),
+        (d, Some(u)) => format!("± {} ({d} of {} disturbed, left out)", signed(u), ls.len()),
+        (d, None) => format!("{d} of {} disturbed, left out", ls.len()),
     };
     vec![
         size.to_string(),
         first.layer.clone(),
         first.fs.clone(),
-        signed(med(&|l| l.dentries as f64)),
-        signed(med(&|l| l.negative as f64)),
+        signed(med_of(counted, &|l| l.dentries as f64)),
+        signed(med_of(counted, &|l| l.negative as f64)),
         role(&first.layer).into(),
         ms(med(&|l| l.umount_seconds)),
         if gaps.is_empty() { "–".into() } else { ms(median(&gaps)) },
