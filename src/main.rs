@@ -253,8 +253,9 @@ fn generator_threads(asked: Option<u32>) -> usize {
 fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let (cpu, control_cpu) = bench::reclaim::choose_cpus(a.cpu)?;
     let (fs, overlay) = fs_of(&a.workload)?;
+    let (policy, policy_why) = probe::gap::Policy::choose(a.probe_policy)?;
     let opts = bench::reclaim::Options {
-        sizes: a.sizes.0.clone(),
+        sizes: a.sizes.list.clone(),
         reps: a.reps,
         kind: a.workload.kind,
         layout: a.workload.layout,
@@ -271,6 +272,9 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         unobserved_reps: a.unobserved_reps.unwrap_or(a.reps),
         profile: a.profile,
         overlay,
+        auto: a.sizes.auto,
+        probe_policy: policy,
+        probe_policy_why: policy_why,
     };
     bench::reclaim::validate(&opts)?;
     bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;

@@ -33,6 +33,13 @@ fn size_negative() {
 }
 
 #[test]
+fn auto_sizes_and_probe_policy_bad_values() {
+    expect_error(&["reclaim", "--sizes", "auto:0"], 2, &["--sizes", "auto:SIZE caps", "at least 1"]);
+    expect_error(&["reclaim", "--sizes", "auto:lots"], 2, &["--sizes", "\"lots\"", "not a number"]);
+    expect_error(&["reclaim", "--probe-policy", "rr"], 2, &["--probe-policy", "\"rr\"", "fifo or other"]);
+}
+
+#[test]
 fn size_bad_suffix() {
     expect_error(&["reclaim", "--sizes", "1.5X"], 2, &["--sizes", "unknown suffix 'X'"]);
     expect_error(&["reclaim", "--sizes", "100k,abc"], 2, &["\"abc\"", "not a number"]);

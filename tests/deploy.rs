@@ -187,5 +187,22 @@ fn calibration_job_writes_where_the_daemonset_reads() {
     }
     // The sizes it asks for parse.
     let sizes = flag("--sizes");
-    assert!(sizes == "quick" || sizes == "auto" || sizes.chars().next().unwrap().is_ascii_digit());
+    assert!(
+        sizes == "quick" || sizes.starts_with("auto") || sizes.chars().next().unwrap().is_ascii_digit(),
+        "{sizes}"
+    );
+    // An auto sweep inside the pod stops at a cap that fits the pod's
+    // memory limit: the sweep's own limit reads the host's MemAvailable.
+    if let Some(cap) = sizes.strip_prefix("auto:") {
+        let cap: f64 = cap.trim_end_matches('M').parse::<f64>().unwrap() * 1e6;
+        let limit = s(&c["resources"]["limits"]["memory"], "memory limit");
+        let gib: f64 = limit.trim_end_matches("Gi").parse().unwrap();
+        // 227 bytes per hard link measured on 6.18, twice for the process and slack.
+        assert!(cap * 227.0 * 2.0 <= gib * (1u64 << 30) as f64, "auto:{cap} does not fit in {limit}");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dentrylab"))
+        .args(["reclaim", "--sizes", sizes, "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "--sizes {sizes} parses: {}", String::from_utf8_lossy(&out.stderr));
 }

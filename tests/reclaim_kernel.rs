@@ -52,6 +52,25 @@ fn hardlinks_flat_umount_counts_move() {
     assert!(near(nr_dentry(), before), "dentry count returned near {before}: {}", nr_dentry());
 }
 
+/// Issue 11: `--sizes auto:SIZE` runs through the real sweep (a cap under
+/// the first 500k makes it one small size), says what stopped it, and runs
+/// the probes under the policy it names.
+#[test]
+fn auto_sizes_stop_at_the_cap_and_say_so() {
+    require_root!();
+    let _g = kernel_lock();
+    let v = run_json(&["reclaim", "--sizes", "auto:20k", "--reps", "1", "--unobserved-reps", "1", "--no-save"]);
+    check_runs(&v, 1);
+    assert_eq!(v["auto"]["sizes"], serde_json::json!([20_000]));
+    assert_eq!(v["auto"]["stopped_by"], "cap");
+    assert_eq!(v["options"]["sizes"], serde_json::json!([20_000]));
+    let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(notes.iter().any(|n| n.starts_with("--sizes auto ran 20k; stopped by the cap")), "{notes:?}");
+    // As root SCHED_FIFO is permitted: the default is fifo, and it says why.
+    assert_eq!(v["options"]["probe_policy"], "fifo");
+    assert!(notes.iter().any(|n| n.starts_with("probes: SCHED_FIFO priority 99 (the default")), "{notes:?}");
+}
+
 #[test]
 fn files_in_dirs_with_threads() {
     require_root!();

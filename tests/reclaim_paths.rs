@@ -163,6 +163,35 @@ fn create_holds_negative_dentries_on_ext4() {
     assert!(neg >= 19_000, "{neg}");
 }
 
+/// The runs bench/negative-rate.sh compares: both negative kinds, all in one
+/// directory and one directory per thread, make exactly what was asked,
+/// dentry-state sees the negatives, and the generator's CPU time is its
+/// threads' own (above 0, at most threads x wall time).
+#[test]
+fn create_negative_kinds_in_one_directory_and_one_per_thread() {
+    require_root_and!("mkfs.ext4");
+    let _g = lock();
+    for kind in ["negative", "unlinked"] {
+        for (layout, dirs) in [("flat", 1), ("dirs=2", 2)] {
+            let out = dentrylab()
+                .args(["create", "--count", "20k", "--fs", "ext4", "--kind", kind, "--layout", layout])
+                .args(["--threads", "2", "--hold", "0", "--json", "-"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{kind} {layout}: {}", String::from_utf8_lossy(&out.stderr));
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let c = &v["create"];
+            assert_eq!(c["entries"].as_u64(), Some(20_000), "{kind} {layout}: {c}");
+            assert_eq!((c["threads"].as_u64(), c["dirs"].as_u64()), (Some(2), Some(dirs)), "{kind} {layout}: {c}");
+            let neg = v["after_create"]["dentry_state"]["nr_negative"].as_i64().unwrap()
+                - v["before"]["dentry_state"]["nr_negative"].as_i64().unwrap();
+            assert!(neg >= 19_000, "{kind} {layout}: {neg} new negative dentries");
+            let (cpu, wall) = (c["cpu_seconds"].as_f64().unwrap(), c["seconds"].as_f64().unwrap());
+            assert!(cpu > 0.0 && cpu <= 2.0 * wall + 0.01, "{kind} {layout}: {cpu} s of CPU in {wall} s");
+        }
+    }
+}
+
 // ---- kill -9 leaves nothing ----
 
 /// Every process of the tree rooted at `pid`.

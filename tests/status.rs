@@ -7,7 +7,7 @@ mod metrics;
 
 use std::process::{Command, Output};
 
-use metrics::{assert_golden, calibration_dir, fixture, proc_root_with};
+use metrics::{assert_golden, builtin_ns_per_dentry, calibration_dir, fixture, proc_root_with};
 
 fn status(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dentrylab")).arg("status").args(args).output().unwrap()
@@ -46,7 +46,19 @@ fn prints_figures_and_names_the_builtin_calibration() {
     }
     assert_eq!(row(&out, "all (nr_dentry)"), "all (nr_dentry) 37,475 6.9 MiB");
     assert_eq!(row(&out, "negative (nr_negative)"), "negative (nr_negative) 6,072 1.1 MiB");
-    assert_eq!(row(&out, "distance: count"), "distance: count 46.2M dentries to the edge (edge at 46.2M (no interval))");
+    // The built-in edge: 20 s at the worst cost per dentry, less the 37,475 dentries there.
+    let edge = 20.0 / (builtin_ns_per_dentry() * 1e-9);
+    let human = |n: f64| {
+        // As the table prints counts (size::human).
+        let (v, suf) = if n >= 1e9 { (n / 1e9, "G") } else { (n / 1e6, "M") };
+        let s = if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") };
+        let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+        format!("{s}{suf}")
+    };
+    assert_eq!(
+        row(&out, "distance: count"),
+        format!("distance: count {} dentries to the edge (edge at {} (no interval))", human(edge - 37_475.0), human(edge))
+    );
     assert_eq!(row(&out, "level"), "level ok");
 }
 
@@ -75,9 +87,11 @@ fn json_output() {
     assert_eq!(v["calibration"]["source"], "builtin");
     assert_eq!(v["calibration"]["calibration"]["validated_by_watchdog"], false);
     assert_eq!(v["prediction"]["soft_lockup_threshold_seconds"], 20.0);
-    assert_eq!(v["prediction"]["level"], "ok");
     let r = v["prediction"]["lockup_ratio"].as_f64().unwrap();
-    assert!((r - 4.33 / 20.0).abs() < 0.01, "{r}");
+    let want = builtin_ns_per_dentry() * 1e-9 * 9_999_922.0 / 20.0;
+    assert!((r - want).abs() < 1e-6 * want, "{r} {want}");
+    assert_eq!(v["prediction"]["level"], if want >= 1.0 { "danger" } else if want >= 0.5 { "warn" } else { "ok" });
+    assert_eq!(v["prediction"]["governs"], "total_time", "the built-in default never yields");
     assert_eq!(v["environment"]["kernel"], "5.10.207");
 }
 
@@ -85,9 +99,11 @@ fn json_output() {
 fn fail_on_sets_the_exit_status() {
     let state = tempfile::tempdir().unwrap();
     let sd = p(state.path()).to_string();
-    // Built-in default: 433 ns per dentry against 20 s.
-    let warn = proc_root_with("30000000 29000000 45 0 1000 0\n", "10\n"); // 13 s: ratio 0.65
-    let danger = proc_root_with("100000000 99000000 45 0 1000 0\n", "10\n"); // 43 s: ratio 2.2
+    // Built-in default: the worst cost per dentry against 20 s; ratios 0.65 and 2.2.
+    let edge = 20.0 / (builtin_ns_per_dentry() * 1e-9);
+    let state_of = |n: f64| format!("{} {} 45 0 1000 0\n", n as u64, n as u64 / 2);
+    let warn = proc_root_with(&state_of(0.65 * edge), "10\n");
+    let danger = proc_root_with(&state_of(2.2 * edge), "10\n");
     let code = |root: &tempfile::TempDir, extra: &[&str]| {
         let mut a = vec!["--proc-root", p(root.path()), "--state-dir", &sd];
         a.extend_from_slice(extra);
@@ -104,8 +120,8 @@ fn fail_on_sets_the_exit_status() {
     assert_eq!(c, 4);
     assert!(out.contains("dentries past the edge"), "{out}");
     assert_eq!(code(&danger, &["--fail-on", "danger"]).0, 4);
-    // A smaller watchdog_thresh moves the edge: 30M against 2 s is danger.
-    let tight = proc_root_with("30000000 29000000 45 0 1000 0\n", "1\n");
+    // A smaller watchdog_thresh moves the edge: the warn count against 2 s is danger.
+    let tight = proc_root_with(&state_of(0.65 * edge), "1\n");
     assert_eq!(code(&tight, &["--fail-on", "danger"]).0, 4);
 }
 

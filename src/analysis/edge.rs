@@ -9,9 +9,10 @@ use super::fit::PowerFit;
 use super::verdict::Governs;
 
 /// Ratio (predicted longest stretch / soft-lockup threshold) from which the
-/// level is `warn`. The longest stretch is noisy from run to run (SPEC: 10M
-/// links gave 1.5 s once and 2.8 s another time, close to 2×), so at half
-/// the threshold one unlucky reclaim can already trip the watchdog.
+/// level is `warn`. The longest stretch is noisy from run to run (the README's
+/// `--watchdog-check` table: 513–675 ms between two repetitions at 5M, and
+/// quick sweeps whose edges lie 1.7× apart), so at half the threshold one
+/// unlucky reclaim can already trip the watchdog.
 pub const WARN_RATIO: f64 = 0.5;
 /// Ratio from which the level is `danger`: the prediction reaches the threshold.
 pub const DANGER_RATIO: f64 = 1.0;

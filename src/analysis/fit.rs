@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn power_law_recovers_exponent() {
-        // SPEC facts: 3M → 2.6 s, 5M → 3.9 s, 10M → 11.8 s, 36M → 36.8 s.
+        // Synthetic umount times with an exponent a little over 1.
         let pts = [(3e6, 2.6), (5e6, 3.9), (10e6, 11.8), (36e6, 36.8)];
         let p = power(&pts).unwrap();
         assert!(p.exponent > 1.0 && p.exponent < 1.2, "{p:?}");

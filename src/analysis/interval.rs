@@ -11,6 +11,21 @@
 //! the inverse of that band (the calibration interval: where the band's
 //! upper edge reaches the value is the low end, where its lower edge does is
 //! the high end; with a slope not clear of zero the high end is unbounded).
+//!
+//! The scale is honest about misfit between sizes (issue 11: three idle
+//! quick sweeps gave points 1.7× apart whose intervals missed each other).
+//! The repetitions of one size say how much one reclaim scatters; they say
+//! nothing about how far the size's mean lies off the power law, and with
+//! every repetition a point that misfit is diluted as if it averaged away
+//! with more repetitions. So the residuals are split as in a lack-of-fit
+//! test: the scatter of the size means around the line (k − 2 degrees of
+//! freedom, k sizes) against the scatter of all points (N − 2). When the
+//! means scatter more than the repetitions' spread says (the Birge ratio,
+//! √ of the ratio of the two scales, is over 1), the band is scaled by the
+//! means' scatter and Student's t takes the means' k − 2 degrees of freedom:
+//! the sizes, not the repetitions, are what the line is fitted through.
+//! Clean data (means on the curve, or within their repetitions' spread) keep
+//! the band as it was; the point estimate never changes.
 
 use serde::{Deserialize, Serialize};
 
@@ -57,9 +72,22 @@ pub struct Band {
     pub sum_w: f64,
     /// Σ w·(x − x̄)².
     pub sxx_w: f64,
-    /// Σ w·residual² / dof: the scale of the relative weights.
+    /// Σ w·residual² / dof: the scale of the relative weights (the
+    /// means' scale when they misfit, see the module's doc).
     pub resid_var: f64,
     pub dof: u32,
+    /// √(means' scale ÷ points' scale) when over 1: how much the sizes'
+    /// means misfit the power law beyond their repetitions' spread (1:
+    /// not more than it says, or fewer than 3 sizes to tell).
+    #[serde(default = "one")]
+    pub birge_ratio: f64,
+    /// How many sizes the fit went through (0: saved before this was kept).
+    #[serde(default)]
+    pub sizes: u32,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// A 90% interval; `high` is `None` when unbounded.
@@ -172,7 +200,28 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
     let a = y_mean - b * x_mean;
     let ssr: f64 = pts.iter().map(|p| p.2 * (p.1 - a - b * p.0).powi(2)).sum();
     let dof = pts.len().saturating_sub(2) as u32;
-    let band = (dof > 0).then(|| Band { x_mean, sum_w, sxx_w, resid_var: ssr / dof as f64, dof });
+    // The size means' share of the residuals (lack of fit), weighted as
+    // the mean of n points of weight w weighs: n·w.
+    let sizes_fitted: Vec<(f64, f64, f64)> = logs
+        .iter()
+        .map(|(x, v)| {
+            let m = v.iter().sum::<f64>() / v.len() as f64;
+            (v.len() as f64 * weight(v), m - a - b * x, *x)
+        })
+        .collect();
+    let k = sizes_fitted.len();
+    let ss_means: f64 = sizes_fitted.iter().map(|(nw, r, _)| nw * r * r).sum();
+    let band = (dof > 0).then(|| {
+        let points = ssr / dof as f64;
+        let means = (k > 2).then(|| ss_means / (k - 2) as f64);
+        match means {
+            Some(m) if m > points => {
+                let (dof, birge_ratio) = ((k - 2) as u32, (m / points).sqrt());
+                Band { x_mean, sum_w, sxx_w, resid_var: m, dof, birge_ratio, sizes: k as u32 }
+            }
+            _ => Band { x_mean, sum_w, sxx_w, resid_var: points, dof, birge_ratio: 1.0, sizes: k as u32 },
+        }
+    });
     Some(PowerFit {
         coefficient: a.exp(),
         exponent: b,
@@ -327,6 +376,49 @@ mod tests {
         assert_eq!(count_with_interval(2e8, Some(1.5e8), None), "200M (150M–unbounded)");
         assert_eq!(count_with_interval(205e6, Some(150e6), Some(290e6)), "205M (150M–290M)");
         assert_eq!(count_with_interval(205e6, None, None), "205M (no interval)");
+    }
+
+    /// Issue 11, the interval's honesty: sizes whose means scatter around
+    /// the power law more than their repetitions do widen the interval;
+    /// clean data keep it; the point never moves.
+    #[test]
+    fn misfit_between_sizes_widens_the_interval_and_clean_data_do_not() {
+        // Clean: every mean on the curve, ±10% repetitions: no misfit.
+        let clean = weighted_power(&scattered(0.1)).unwrap();
+        let cb = clean.band.unwrap();
+        assert_eq!((cb.birge_ratio, cb.dof, cb.sizes), (1.0, 6, 4));
+        // Clean but not exact: means off the curve by less than their
+        // repetitions' spread says (±2% against ±10%): kept as it was.
+        let mut near = scattered(0.1);
+        for (j, s) in near.iter_mut().enumerate() {
+            let f = [1.02, 0.98, 0.98, 1.02][j];
+            s.values.iter_mut().for_each(|v| *v *= f);
+        }
+        let nb = weighted_power(&near).unwrap().band.unwrap();
+        assert_eq!(nb.birge_ratio, 1.0);
+        // The same repetitions with the sizes' means scattered ±30% around
+        // the curve (symmetric, so the fitted line stays where it was).
+        let mut off = scattered(0.1);
+        for (j, s) in off.iter_mut().enumerate() {
+            let f = [1.3, 1.0 / 1.3, 1.0 / 1.3, 1.3][j];
+            s.values.iter_mut().for_each(|v| *v *= f);
+        }
+        let wide = weighted_power(&off).unwrap();
+        let wb = wide.band.unwrap();
+        // By hand: residuals of the means ±ln 1.3 at x = ln2·{0,1,2,3},
+        // fitted by b = 1.2 exactly (the ± pattern is orthogonal to x);
+        // each size weighs w = 1/(2·0.1²) = 50 per point, so the means'
+        // scale is 4 × 2·50·ln²1.3 / (k − 2) with k − 2 = 2.
+        assert!(close(wide.exponent, 1.2, 1e-9) && close(wide.coefficient, clean.coefficient, 1e-9), "{wide:?}");
+        assert_eq!(wb.dof, 2);
+        assert!(close(wb.resid_var, 200.0 * 1.3f64.ln().powi(2), 1e-9), "{wb:?}");
+        assert!(wb.birge_ratio > 1.0);
+        let (ci, wi) = (cb.count_reaching(&clean, 20.0).unwrap(), wb.count_reaching(&wide, 20.0));
+        let point = clean.solve(20.0).unwrap();
+        assert!(close(wide.solve(20.0).unwrap(), point, 1e-9));
+        // Wider on both sides (or unbounded above).
+        let wi = wi.unwrap();
+        assert!(wi.low < ci.low && wi.high.is_none_or(|h| h > ci.high.unwrap()), "{wi:?} {ci:?}");
     }
 
     #[test]

@@ -159,11 +159,31 @@ pub fn decide(i: &Inputs) -> Verdict {
     }
     match lockup_count {
         Some(n) => summary.push(format!(
-            "Predicted soft lockup from about {} dentries per reclaim on this kernel (90% interval; status and \
-             the exporter use its low end).",
-            count_with_interval(n, count_interval.map(|c| c.low), count_interval.and_then(|c| c.high))
+            "Predicted soft lockup from about {} dentries per reclaim on this kernel{}.",
+            count_with_interval(n, count_interval.map(|c| c.low), count_interval.and_then(|c| c.high)),
+            // Only an interval gets the interval's parenthetical (issue 11:
+            // "398M (no interval) … (90% interval; …)").
+            if count_interval.is_some() {
+                " (90% interval; status and the exporter use its low end)"
+            } else {
+                " (status and the exporter use this point: there is no interval)"
+            }
         )),
         None => summary.push("No lockup count could be predicted: the fit does not grow with the count.".into()),
+    }
+    if governing.and_then(|p| p.band).is_some_and(|b| b.sizes == 2) {
+        summary.push(
+            "Only two sizes enter the fit: how far their means lie off the power law cannot be seen, so the \
+             interval carries the repetitions' scatter only; run more sizes (--sizes auto) for an honest one."
+                .into(),
+        );
+    }
+    if let Some(b) = governing.and_then(|p| p.band).filter(|b| b.birge_ratio > 1.0) {
+        summary.push(format!(
+            "The sizes' means scatter around the power law {:.1}× more than their repetitions' spread \
+             explains: the interval is widened by that misfit ({} degrees of freedom, one per size beyond two).",
+            b.birge_ratio, b.dof
+        ));
     }
     if let (Governs::LongestStretch, Some(t), Some(g)) = (governs, by_time, by_gap) {
         summary.push(format!(
@@ -370,7 +390,7 @@ mod tests {
 
     #[test]
     fn yielding_kernel_is_governed_by_the_gap() {
-        // SPEC facts: umount 3M 2.6 s / 10M 11.8 s / 36M 36.8 s; gaps 0.36 / 2.8 / 4.2 s.
+        // Synthetic, shaped like a tmpfs umount on 6.18: the walk yields, the gap grows slower than the time.
         let time = [(3e6, 2.6), (10e6, 11.8), (36e6, 36.8)];
         let gap = [(3e6, 0.36), (10e6, 2.8), (36e6, 4.2)];
         let v = decide(&inputs(&time, &gap, 4.2 / 36.8));
@@ -383,6 +403,30 @@ mod tests {
         let row = v.thresholds.iter().find(|r| r.label == "extrapolation target").unwrap();
         assert_eq!(row.dentries, 1.5e9);
         assert!(row.exceeds_by_time);
+    }
+
+    /// Issue 11: without an interval the verdict printed "398M (no
+    /// interval) … (90% interval; …)".
+    #[test]
+    fn the_interval_parenthetical_appears_only_with_an_interval() {
+        let time = [(3e6, 2.6), (10e6, 11.8), (36e6, 36.8)];
+        let gap = [(3e6, 0.36), (10e6, 2.8), (36e6, 4.2)];
+        let v = decide(&inputs(&time, &gap, 4.2 / 36.8));
+        assert!(v.lockup_count_low.is_none());
+        let line = v.summary.iter().find(|l| l.starts_with("Predicted soft lockup")).unwrap();
+        assert!(line.contains("(no interval)") && !line.contains("90% interval"), "{line}");
+        // With repetitions there is a band, and the parenthetical.
+        use crate::analysis::interval::{SizeValues, weighted_power};
+        let sized = |pts: &[(f64, f64)]| -> Vec<SizeValues> {
+            pts.iter().map(|&(n, v)| SizeValues { count: n, values: vec![v * 1.1, v / 1.1] }).collect()
+        };
+        let mut i = inputs(&time, &gap, 4.2 / 36.8);
+        i.gap_power = weighted_power(&sized(&gap));
+        i.time_power = weighted_power(&sized(&time));
+        let v = decide(&i);
+        assert!(v.lockup_count_low.is_some());
+        let line = v.summary.iter().find(|l| l.starts_with("Predicted soft lockup")).unwrap();
+        assert!(line.contains("90% interval") && !line.contains("no interval"), "{line}");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! doing path lookups in the same filesystem on the other CPUs.
 
 mod analyse;
+pub mod auto;
 mod checks;
 pub mod child;
 mod measure;
@@ -81,6 +82,16 @@ pub struct Options {
     /// repetitions only).
     #[serde(default)]
     pub profile: bool,
+    /// `--sizes auto`: the sweep doubles from 500k instead of running
+    /// `sizes` (which then holds the sizes it ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<auto::Auto>,
+    /// How the probe threads are scheduled (`--probe-policy`).
+    #[serde(default)]
+    pub probe_policy: crate::probe::gap::Policy,
+    /// Why that policy (said in the output).
+    #[serde(default)]
+    pub probe_policy_why: String,
     /// `--fs overlay`: the dentries are made through an overlay over these
     /// filesystems (`fs` is then the lower's type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -337,6 +348,9 @@ pub struct ReclaimResult {
     /// Present when run with `--watchdog-check`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog: Option<watchdog::WatchdogReport>,
+    /// With `--sizes auto`: the sizes it ran and what stopped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<auto::Outcome>,
     /// With a list of thresholds: the checks at the others, in order (each
     /// from its own sweep).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -373,12 +387,38 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
     let mut refused = Vec::new();
     let mut bpd_measured: Option<f64> = None;
     let contention: Vec<usize> = if opts.contend > 0 { vec![0, opts.contend] } else { vec![0] };
-    'sizes: for &target in &opts.sizes {
+    notes.push(format!("probes: {} ({})", opts.probe_policy.describe(), opts.probe_policy_why));
+    let mut listed = opts.sizes.iter().copied();
+    let mut ran: Vec<u64> = Vec::new();
+    let mut auto_stop: Option<(auto::StoppedBy, String)> = None;
+    'sizes: loop {
+        let target = match opts.auto {
+            None => match listed.next() {
+                Some(t) => t,
+                None => break 'sizes,
+            },
+            Some(a) => {
+                let last = ran.last().map(|&t| (t, auto::median_gap(&runs, t)));
+                match auto::next(last, checks::memory_limit(opts, bpd_measured, proc)?, a.cap) {
+                    Ok(t) => t,
+                    Err(stop) => {
+                        auto_stop = Some(stop);
+                        break 'sizes;
+                    }
+                }
+            }
+        };
         if let Some(reason) = checks::refuse(opts, target, bpd_measured, &runs, proc)? {
+            if opts.auto.is_some() {
+                // An auto sweep stopped by the checks is done, not failed.
+                auto_stop = Some((auto::StoppedBy::SafetyCheck, format!("size {}: {reason}", human(target))));
+                break 'sizes;
+            }
             eprintln!("dentrylab: refusing size {}: {reason}", human(target));
             refused.push(Refusal { target, reason });
             break 'sizes;
         }
+        ran.push(target);
         for &method in &opts.methods {
             for rep in 0..opts.reps.max(opts.unobserved_reps) {
                 // Unobserved and probed alternate, the order swapped every
@@ -421,6 +461,12 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
             r.target
         ));
     }
+    let auto = auto_stop.map(|(stopped_by, reason)| auto::Outcome { sizes: ran.clone(), stopped_by, reason });
+    if let Some(a) = &auto {
+        notes.push(a.line());
+        eprintln!("dentrylab: {}", a.line());
+    }
+    let opts = &if opts.auto.is_some() { Options { sizes: ran, ..opts.clone() } } else { opts.clone() };
     let sizes = analyse::summarise(&runs, &unobserved, opts);
     let mut per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
     for m in &mut per_method {
@@ -451,6 +497,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         refused,
         notes,
         watchdog: None,
+        auto,
         watchdog_more: Vec::new(),
     })
 }

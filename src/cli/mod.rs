@@ -212,9 +212,12 @@ fn parse_lower_fs(s: &str) -> Result<FsType, String> {
 
 #[derive(Debug, Args)]
 pub struct ReclaimArgs {
-    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (100k,500k,1M,2M) or 'seed' (seed 000's 100k…10M).
-    #[arg(long, default_value = "quick", value_parser = parse_sizes, allow_hyphen_values = true)]
-    pub sizes: Sizes,
+    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (100k,500k,1M,2M), 'seed' (seed 000's 100k…10M), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
+    #[arg(long, default_value = "quick", value_parser = parse_sweep_sizes, allow_hyphen_values = true)]
+    pub sizes: SweepSizes,
+    /// How the probe threads are scheduled: fifo (SCHED_FIFO at the top priority, as the watchdog's per-CPU stopper thread runs; needs root or CAP_SYS_NICE) or other (SCHED_OTHER). Default: fifo where permitted, else other; the output says which and why.
+    #[arg(long, value_name = "POLICY", value_parser = parse_probe_policy)]
+    pub probe_policy: Option<crate::probe::gap::Policy>,
     /// Repetitions of each size (the longest gap is noisy: repeat and read the spread).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub reps: u32,
@@ -466,6 +469,31 @@ pub struct Sizes(pub Vec<u64>);
 
 fn parse_sizes(s: &str) -> Result<Sizes, String> {
     crate::size::parse_sizes(s).map(Sizes)
+}
+
+/// The sizes of a reclaim sweep: a list, or `auto` (the list then holds
+/// the first size).
+#[derive(Debug, Clone)]
+pub struct SweepSizes {
+    pub list: Vec<u64>,
+    pub auto: Option<crate::bench::reclaim::auto::Auto>,
+}
+
+fn parse_sweep_sizes(s: &str) -> Result<SweepSizes, String> {
+    use crate::bench::reclaim::auto::{Auto, START};
+    let t = s.trim();
+    if t == "auto" {
+        return Ok(SweepSizes { list: vec![START], auto: Some(Auto { cap: None }) });
+    }
+    if let Some(cap) = t.strip_prefix("auto:") {
+        let cap = crate::size::parse_count(cap).map_err(|e| format!("auto:SIZE caps the auto sweep: {e}"))?;
+        return Ok(SweepSizes { list: vec![START.min(cap)], auto: Some(Auto { cap: Some(cap) }) });
+    }
+    crate::size::parse_sizes(s).map(|list| SweepSizes { list, auto: None })
+}
+
+fn parse_probe_policy(s: &str) -> Result<crate::probe::gap::Policy, String> {
+    s.parse()
 }
 
 /// The reclaim methods of a sweep, in the order given.

@@ -11,12 +11,75 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use nix::sys::time::TimeSpec;
 use nix::time::{ClockId, ClockNanosleepFlags, clock_nanosleep};
+use serde::{Deserialize, Serialize};
 
 use crate::stats::GapStats;
 use crate::sys;
 
 /// Default sleep between wake-ups.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_micros(100);
+
+/// How the probe threads are scheduled (`reclaim --probe-policy`).
+///
+/// The watchdog's own check runs from the per-CPU stopper thread, which
+/// preempts everything the moment the CPU reaches a scheduling point; a
+/// SCHED_FIFO probe at the top priority is the closest a user thread comes
+/// to that (it runs at the first reschedule, never waiting for a fair
+/// share). SCHED_OTHER probes wait like any task and may see a longer gap
+/// than the watchdog would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    Fifo,
+    /// Runs before this option existed were SCHED_OTHER.
+    #[default]
+    Other,
+}
+
+impl Policy {
+    /// "SCHED_FIFO priority 99" or "SCHED_OTHER".
+    pub fn describe(self) -> String {
+        match self {
+            Policy::Fifo => format!("SCHED_FIFO priority {}", sys::fifo_max_priority()),
+            Policy::Other => "SCHED_OTHER".into(),
+        }
+    }
+
+    /// The default: fifo when this process may use it, else other; with
+    /// the reason, as the output says it.
+    pub fn choose(asked: Option<Policy>) -> Result<(Policy, String)> {
+        match asked {
+            Some(Policy::Other) => Ok((Policy::Other, "asked for (--probe-policy other)".into())),
+            Some(Policy::Fifo) => match sys::fifo_permitted() {
+                Ok(()) => Ok((Policy::Fifo, "asked for (--probe-policy fifo)".into())),
+                Err(e) => bail!("--probe-policy fifo: {e:#}; run as root, or use --probe-policy other"),
+            },
+            None => Ok(match sys::fifo_permitted() {
+                Ok(()) => (
+                    Policy::Fifo,
+                    "the default where permitted: the watchdog's per-CPU stopper thread runs at the top \
+                     priority, and so does the probe"
+                        .into(),
+                ),
+                Err(e) => (
+                    Policy::Other,
+                    format!("the default here, as SCHED_FIFO is not permitted ({e:#}): the gap may include waiting for a fair share"),
+                ),
+            }),
+        }
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fifo" => Ok(Policy::Fifo),
+            "other" => Ok(Policy::Other),
+            _ => Err(format!("unknown probe policy {s:?}: use fifo or other")),
+        }
+    }
+}
 
 pub struct GapProbe {
     stop: Arc<AtomicBool>,
@@ -27,13 +90,23 @@ pub struct GapProbe {
 }
 
 impl GapProbe {
-    /// Starts a probe pinned to `cpu`. Returns once the thread is pinned.
+    /// Starts a SCHED_OTHER probe pinned to `cpu`. Returns once the thread is pinned.
     pub fn start(cpu: usize, interval: Duration) -> Result<GapProbe> {
+        GapProbe::start_with(cpu, interval, Policy::Other)
+    }
+
+    /// Starts a probe pinned to `cpu` under `policy`. Returns once the
+    /// thread is pinned and scheduled so.
+    pub fn start_with(cpu: usize, interval: Duration, policy: Policy) -> Result<GapProbe> {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, ready) = std::sync::mpsc::channel();
         let stop2 = Arc::clone(&stop);
         let handle = std::thread::Builder::new().name(format!("probe-cpu{cpu}")).spawn(move || {
-            if let Err(e) = sys::pin_current_thread(cpu) {
+            let scheduled = sys::pin_current_thread(cpu).and_then(|()| match policy {
+                Policy::Fifo => sys::set_current_thread_fifo(),
+                Policy::Other => Ok(()),
+            });
+            if let Err(e) = scheduled {
                 let _ = tx.send(Err(format!("{e:#}")));
                 return (0, Vec::new());
             }
@@ -133,6 +206,33 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         let s = p.finish().unwrap();
         assert!(s.samples > 0 && s.max_gap_seconds > 0.0, "{s:?}");
+    }
+
+    #[test]
+    fn policies_parse_and_an_explicit_other_is_kept() {
+        assert_eq!("fifo".parse::<Policy>(), Ok(Policy::Fifo));
+        assert_eq!("other".parse::<Policy>(), Ok(Policy::Other));
+        assert!("rr".parse::<Policy>().unwrap_err().contains("fifo or other"));
+        let (p, why) = Policy::choose(Some(Policy::Other)).unwrap();
+        assert_eq!(p, Policy::Other);
+        assert!(why.contains("--probe-policy other"));
+        // The default is fifo exactly when this process may use it.
+        let (p, why) = Policy::choose(None).unwrap();
+        assert_eq!(p == Policy::Fifo, sys::fifo_permitted().is_ok(), "{why}");
+    }
+
+    /// A FIFO probe, where permitted, really runs SCHED_FIFO; where not,
+    /// starting one is an error that says what it needs.
+    #[test]
+    fn a_fifo_probe_runs_fifo_or_says_why_not() {
+        match GapProbe::start_with(0, DEFAULT_INTERVAL, Policy::Fifo) {
+            Ok(p) => {
+                assert!(sys::fifo_permitted().is_ok());
+                std::thread::sleep(Duration::from_millis(5));
+                assert!(p.finish().unwrap().samples > 0);
+            }
+            Err(e) => assert!(format!("{e:#}").contains("CAP_SYS_NICE"), "{e:#}"),
+        }
     }
 
     #[test]

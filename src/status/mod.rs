@@ -204,7 +204,7 @@ fn notes(env: &Environment, cal: &CalibrationUsed, p: &Prediction) -> Vec<String
     match cal.source {
         Source::Builtin => out.push(
             "no calibration for this node: the prediction uses the built-in conservative default \
-             (it errs early); run `sudo dentrylab reclaim` on this node to calibrate"
+             (it errs early); run `sudo dentrylab reclaim --sizes auto` on this node to calibrate"
                 .into(),
         ),
         Source::File => {
@@ -300,7 +300,10 @@ mod tests {
             assert_eq!(s.environment.vfs_cache_pressure, Some(100));
             assert_eq!(s.calibration.source, Source::Builtin);
             assert!(s.notes[0].contains("built-in conservative default"), "{:?}", s.notes);
-            assert_eq!(s.prediction.level, Level::Ok);
+            // The built-in default: the worst cost per dentry, the whole reclaim one stretch.
+            let ratio = s.dentries.nr_dentry as f64 * calibration::BUILTIN_NS_PER_DENTRY * 1e-9 / 20.0;
+            assert!((s.prediction.lockup_ratio.unwrap() - ratio).abs() < 1e-9 * ratio.max(1.0), "{k}");
+            assert_eq!(s.prediction.level, Level::of(Some(ratio)), "{k}");
         }
         let s = run(&Options::basic(ProcRoot::new(crate::procfs::fixture_dir("6.18")), dir.path().into()))
             .unwrap();

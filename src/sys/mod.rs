@@ -26,6 +26,38 @@ pub fn pin_current_thread(cpu: usize) -> Result<()> {
     sched_setaffinity(Pid::from_raw(0), &set).with_context(|| format!("cannot pin a thread to CPU {cpu}"))
 }
 
+/// The top real-time priority the calling thread may take under
+/// SCHED_FIFO (99 on Linux).
+pub fn fifo_max_priority() -> i32 {
+    // SAFETY: a plain syscall with an integer argument.
+    unsafe { libc::sched_get_priority_max(libc::SCHED_FIFO) }
+}
+
+/// Makes the calling thread SCHED_FIFO at the top priority, as the
+/// kernel's per-CPU stopper threads are. Needs root or CAP_SYS_NICE (or an
+/// RLIMIT_RTPRIO that allows it); the error says so.
+pub fn set_current_thread_fifo() -> Result<()> {
+    let param = libc::sched_param { sched_priority: fifo_max_priority() };
+    // SAFETY: pid 0 is the calling thread; `param` lives across the call.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        anyhow::bail!(
+            "sched_setscheduler(SCHED_FIFO, priority {}) failed: {e} (it needs root or CAP_SYS_NICE)",
+            param.sched_priority
+        );
+    }
+    Ok(())
+}
+
+/// Whether a thread of this process may become SCHED_FIFO: tried on a
+/// short-lived thread, so nothing else changes. The error says why not.
+pub fn fifo_permitted() -> Result<()> {
+    std::thread::spawn(set_current_thread_fifo)
+        .join()
+        .map_err(|_| anyhow::anyhow!("the thread that tried SCHED_FIFO died"))?
+}
+
 /// Lets the calling thread run on any of `cpus` again.
 pub fn unpin_current_thread(cpus: &[usize]) -> Result<()> {
     let mut set = CpuSet::new();

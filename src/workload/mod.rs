@@ -167,6 +167,12 @@ pub struct CreateOutcome {
     pub entries: u64,
     pub seconds: f64,
     pub rate_per_second: f64,
+    /// CPU time the generator threads used, user and system, summed over
+    /// the threads (each thread's own clock). On a loaded machine the rate
+    /// says how much CPU the run got; CPU per entry says what each entry
+    /// cost, contention included (0 in results saved before it was measured).
+    #[serde(default)]
+    pub cpu_seconds: f64,
     pub threads: usize,
     pub dirs: u32,
 }
@@ -238,37 +244,48 @@ pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Resul
     let items = plan(spec.count, ndirs, threads);
     let used_threads = items.len();
     let t0 = Instant::now();
-    let results: Vec<Result<u64>> = std::thread::scope(|s| {
+    let results: Vec<Result<(u64, f64)>> = std::thread::scope(|s| {
         let handles: Vec<_> = items
             .into_iter()
             .enumerate()
             .map(|(worker, work)| {
                 let progress = Arc::clone(progress);
-                s.spawn(move || -> Result<u64> {
+                s.spawn(move || -> Result<(u64, f64)> {
+                    let cpu0 = thread_cpu_seconds()?;
                     let mut made = 0;
                     for (d, first, n) in work {
                         let dir = File::open(root.join(dir_name(d)))
                             .with_context(|| format!("cannot open directory {}", dir_name(d)))?;
                         made += fill(spec.kind, root, worker, dir.as_fd(), first, n, &progress)?;
                     }
-                    Ok(made)
+                    Ok((made, thread_cpu_seconds()? - cpu0))
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| bail!("a generator thread panicked"))).collect()
     });
     let seconds = t0.elapsed().as_secs_f64();
-    let mut entries = 0;
+    let (mut entries, mut cpu_seconds) = (0, 0.0);
     for r in results {
-        entries += r?;
+        let (made, cpu) = r?;
+        entries += made;
+        cpu_seconds += cpu;
     }
     Ok(CreateOutcome {
         entries,
         seconds,
         rate_per_second: entries as f64 / seconds.max(1e-9),
+        cpu_seconds,
         threads: used_threads,
         dirs: ndirs,
     })
+}
+
+/// CPU time (user and system) the calling thread has used, seconds.
+fn thread_cpu_seconds() -> Result<f64> {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .context("cannot read the thread's CPU clock")?;
+    Ok(t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
 }
 
 fn fill(

@@ -65,6 +65,15 @@ pub fn golden_path(name: &str) -> PathBuf {
 }
 
 /// Compares with `tests/golden/<name>.prom`; `UPDATE_GOLDEN=1` rewrites it.
+/// The built-in default's cost per dentry (ns), read from the results file
+/// the code's constant must equal (a unit test checks that).
+pub fn builtin_ns_per_dentry() -> f64 {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/worst-per-dentry-6.18.md");
+    let doc = std::fs::read_to_string(&p).unwrap();
+    let line = doc.lines().find(|l| l.starts_with("worst ns/dentry:")).unwrap();
+    line["worst ns/dentry:".len()..].split_whitespace().next().unwrap().parse().unwrap()
+}
+
 pub fn assert_golden(name: &str, metrics: &str) {
     let got = normalise(metrics);
     let path = golden_path(name);

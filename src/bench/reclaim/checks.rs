@@ -60,6 +60,15 @@ pub(super) fn method_notes(opts: &Options) -> Vec<String> {
     out
 }
 
+/// The largest size that fits in [`MAX_MEMORY_SHARE`] of MemAvailable at
+/// the measured bytes per dentry (the kind's estimate before a size ran).
+/// `--sizes auto` never passes it, even with `--force`.
+pub(super) fn memory_limit(opts: &Options, bpd: Option<f64>, proc: &ProcRoot) -> Result<u64> {
+    let avail = proc.meminfo()?.mem_available_bytes as f64;
+    let bpd = bpd.unwrap_or(opts.kind.default_bytes_per_dentry() as f64).max(1.0);
+    Ok((avail * MAX_MEMORY_SHARE / bpd) as u64)
+}
+
 /// Why `target` must not run, if it must not.
 pub(super) fn refuse(opts: &Options, target: u64, bpd: Option<f64>, runs: &[Run], proc: &ProcRoot) -> Result<Option<String>> {
     if opts.force {

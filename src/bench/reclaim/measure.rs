@@ -81,8 +81,10 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     } else {
         None
     };
-    let probe = at.observed.then(|| GapProbe::start(opts.cpu, interval)).transpose()?;
-    let control = opts.control_cpu.filter(|_| at.observed).map(|c| GapProbe::start(c, interval)).transpose()?;
+    let policy = opts.probe_policy;
+    let probe = at.observed.then(|| GapProbe::start_with(opts.cpu, interval, policy)).transpose()?;
+    let control =
+        opts.control_cpu.filter(|_| at.observed).map(|c| GapProbe::start_with(c, interval, policy)).transpose()?;
     // Both kinds wait the same margin on the pinned CPU before the reclaim,
     // so that they start alike (the probes get going meanwhile).
     std::thread::sleep(PROBE_MARGIN);
