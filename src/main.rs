@@ -224,6 +224,29 @@ fn cmd_exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
 /// serialise on its lock while linking, but the rest of each call (name
 /// formatting, lookup, allocation) still runs in parallel (2M hard links,
 /// one directory, 2 CPUs: 257k/s with one thread, 374k/s with two).
+/// `--fs`, `--lower-fs` and `--upper-fs` of reclaim and create: the
+/// filesystem the kinds are checked against (an overlay's lower) and the
+/// overlay stack, if any.
+fn fs_of(w: &cli::WorkloadArgs) -> Result<(sandbox::FsType, Option<sandbox::overlay::Stack>)> {
+    match w.fs {
+        cli::FsChoice::Overlay => {
+            let stack = bench::layers::stack(w.lower_fs, w.upper_fs);
+            Ok((stack.lower, Some(stack)))
+        }
+        cli::FsChoice::Plain(fs) => {
+            if let Some(flag) = [("--lower-fs", w.lower_fs), ("--upper-fs", w.upper_fs)].iter().find(|f| f.1.is_some()) {
+                return Err(UsageError(format!(
+                    "{}: the layers of an overlay are chosen only with --fs overlay (this run uses --fs {fs}); \
+                     add --fs overlay or drop {}",
+                    flag.0, flag.0
+                ))
+                .into());
+            }
+            Ok((fs, None))
+        }
+    }
+}
+
 fn generator_threads(asked: Option<u32>) -> usize {
     if let Some(t) = asked {
         return t as usize;
@@ -233,6 +256,7 @@ fn generator_threads(asked: Option<u32>) -> usize {
 
 fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let (cpu, control_cpu) = bench::reclaim::choose_cpus(a.cpu)?;
+    let (fs, overlay) = fs_of(&a.workload)?;
     let (policy, policy_why) = probe::gap::Policy::choose(a.probe_policy)?;
     let opts = bench::reclaim::Options {
         sizes: a.sizes.list.clone(),
@@ -240,7 +264,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         kind: a.workload.kind,
         layout: a.workload.layout,
         threads: generator_threads(a.workload.threads),
-        fs: a.workload.fs,
+        fs,
         methods: a.method.0.clone(),
         contend: a.contend.unwrap_or(0) as usize,
         allow_global: a.allow_global,
@@ -251,6 +275,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         force: a.force,
         unobserved_reps: a.unobserved_reps.unwrap_or(a.reps),
         profile: a.profile,
+        overlay,
         auto: a.sizes.auto,
         probe_policy: policy,
         probe_policy_why: policy_why,
@@ -358,13 +383,15 @@ fn write_report(dir: &output::OutDir, loaded: &[report::document::Loaded]) -> Re
 }
 
 fn cmd_create(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
+    let (fs, overlay) = fs_of(&a.workload)?;
     let opts = bench::create::Options {
         count: a.count,
         kind: a.workload.kind,
         layout: a.workload.layout,
         threads: generator_threads(a.workload.threads),
-        fs: a.workload.fs,
+        fs,
         hold_seconds: a.hold,
+        overlay,
     };
     bench::reclaim::check_kind(opts.kind, opts.fs)?;
     bench::reclaim::preflight(&[opts.count], opts.kind, a.force, proc)?;
@@ -390,6 +417,14 @@ fn cmd_create(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
             duration::secs(rc.umount_seconds),
             rc.reason
         ));
+    }
+    if let Some(t) = &r.layers {
+        announce(&format!("\nLayers of the {}, unmounted in turn", t.stack));
+        announce(report::table::render_grid(&report::layers::create_grid(t)).trim_end());
+        announce(report::layers::LEGEND);
+        if let Some(l) = t.longest() {
+            announce(&format!("Longest stretch on the CPU: the {} layer's umount ({}).", l.layer, l.fs));
+        }
     }
     if let Some(j) = json.as_mut() {
         report::json::write(j, &r)?;

@@ -1,7 +1,10 @@
 //! `dentrylab create`: only generate dentries into a sandbox and hold them,
 //! so a person can experiment (`nsenter` into the sandbox, watch
 //! dentry-state, try a reclaim path by hand). Ctrl-C, SIGTERM or the end of
-//! `--hold` reclaims them with a timed umount.
+//! `--hold` reclaims them with a timed umount. With `--fs overlay` the
+//! dentries are made through an overlay, and the overlay, the upper and
+//! the lower filesystem are then unmounted in turn, each counted and
+//! probed ([`crate::bench::layers`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::layers;
 use crate::env::Environment;
 use crate::probe::counters::Counts;
 use crate::procfs::ProcRoot;
@@ -26,6 +30,10 @@ pub struct Options {
     pub fs: FsType,
     /// None: until a signal.
     pub hold_seconds: Option<u64>,
+    /// `--fs overlay`: create through an overlay over these filesystems
+    /// (`fs` is then the lower's type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<crate::sandbox::overlay::Stack>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,6 +59,10 @@ pub struct CreateResult {
     pub created: i64,
     pub held_seconds: f64,
     pub reclaim: Option<Reclaim>,
+    /// With `--fs overlay`: the overlay, upper and lower filesystems
+    /// unmounted in turn, what each freed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<crate::bench::layers::StackTeardown>,
 }
 
 /// Creates, prints where the dentries are (via `announce`), holds, reclaims.
@@ -63,7 +75,11 @@ pub fn run(
 ) -> Result<CreateResult> {
     let environment = Environment::capture(proc);
     let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: opts.count, threads: opts.threads };
-    let mut mount = sandbox.mount(opts.fs, &spec.capacity())?;
+    let stack = opts.overlay.map(|st| layers::mount_stack(sandbox, st, &spec)).transpose()?;
+    let mut mount = match &stack {
+        Some(st) => sandbox.mount_overlay_here(&st.layers)?,
+        None => sandbox.mount(opts.fs, &spec.capacity())?,
+    };
     let before = Counts::read(proc)?;
     let progress = Arc::new(Progress::default());
     let watcher_progress = Arc::clone(&progress);
@@ -115,7 +131,16 @@ pub fn run(
         std::thread::sleep(Duration::from_millis(20));
     };
     let held_seconds = held.elapsed().as_secs_f64();
-    let took = mount.umount()?;
+    let (took, layers) = match (stack, opts.overlay) {
+        (Some(st), Some(which)) => {
+            let cpu = *crate::sys::allowed_cpus()?.first().context("no CPU is available to this process")?;
+            let top = layers::umount_counted("overlay", "overlay", &mut mount, proc, cpu)?;
+            let took = Duration::from_secs_f64(top.umount_seconds);
+            let rest = layers::unmount_in_turn(st, proc, cpu)?;
+            (took, Some(layers::StackTeardown { stack: which, cpu, layers: std::iter::once(top).chain(rest).collect() }))
+        }
+        _ => (mount.umount()?, None),
+    };
     let after = Counts::read(proc)?;
     Ok(CreateResult {
         header: crate::result::Header::new("create"),
@@ -132,9 +157,14 @@ pub fn run(
         reclaim: Some(Reclaim {
             reason: reason.into(),
             umount_seconds: took.as_secs_f64(),
-            reclaimed: after_create.dentry_state.nr_dentry as i64 - after.dentry_state.nr_dentry as i64,
+            reclaimed: match layers.as_ref().and_then(|l| l.layer("overlay")) {
+                // The overlay's own umount; `after` also lacks the layers.
+                Some(top) => top.dentries,
+                None => after_create.dentry_state.nr_dentry as i64 - after.dentry_state.nr_dentry as i64,
+            },
             after,
         }),
+        layers,
     })
 }
 

@@ -18,6 +18,7 @@ mod checks;
 pub mod child;
 mod measure;
 pub mod methods;
+pub mod overlay;
 pub mod profile;
 pub mod watchdog;
 
@@ -91,6 +92,17 @@ pub struct Options {
     /// Why that policy (said in the output).
     #[serde(default)]
     pub probe_policy_why: String,
+    /// `--fs overlay`: the dentries are made through an overlay over these
+    /// filesystems (`fs` is then the lower's type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<crate::sandbox::overlay::Stack>,
+}
+
+impl Options {
+    /// The filesystem as people name it: `ext4`, or `overlay (lower ext4, upper tmpfs)`.
+    pub fn fs_label(&self) -> String {
+        self.overlay.map_or_else(|| self.fs.to_string(), |s| s.to_string())
+    }
 }
 
 /// One repetition at one size.
@@ -146,6 +158,11 @@ pub struct Run {
     /// With `--profile`: why this run has no profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_problem: Option<String>,
+    /// With `--fs overlay`: per filesystem of the stack (overlay, upper,
+    /// lower), what the reclaim freed and what stayed, counted by
+    /// unmounting each in turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<crate::bench::layers::StackTeardown>,
 }
 
 /// An unobserved repetition: the reclaim timed with no probe, no control
@@ -196,7 +213,7 @@ impl ReclaimResult {
             saved_at: crate::result::now_utc(),
             kernel: self.environment.kernel.clone(),
             preemption: self.environment.preemption.clone(),
-            fs: o.fs.to_string(),
+            fs: o.fs_label(),
             kind: o.kind.name().into(),
             layout: o.layout.to_string(),
             method: o.methods.first()?.name().into(),

@@ -177,10 +177,43 @@ pub struct WorkloadArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
     /// Filesystem that holds the dentries: tmpfs, or ext4 / xfs made on a loop device over a sparse file in
-    /// the sandbox (mkfs.ext4 / mkfs.xfs must be installed). The loop device detaches itself when the run
-    /// ends, however it ends.
-    #[arg(long, default_value = "tmpfs", value_parser = parse_fs)]
-    pub fs: FsType,
+    /// the sandbox (mkfs.ext4 / mkfs.xfs must be installed), or overlay: the dentries are made through an
+    /// overlayfs mount whose lower layer is a directory on --lower-fs and whose upper and work directories
+    /// are on --upper-fs, as a container's root; the result then says, per filesystem of the stack, what
+    /// the reclaim freed and what stayed. The loop devices detach themselves when the run ends, however it
+    /// ends.
+    #[arg(long, default_value = "tmpfs", value_parser = parse_fs_choice)]
+    pub fs: FsChoice,
+    /// With --fs overlay: the filesystem of the lower layer (the image), ext4 or xfs.
+    #[arg(long, value_name = "FS", value_parser = parse_lower_fs)]
+    pub lower_fs: Option<FsType>,
+    /// With --fs overlay: the filesystem of the upper and work directories, ext4, xfs or tmpfs [default: the
+    /// lower's type, as the overlayfs snapshotter keeps them; a filesystem of its own, so each layer is counted].
+    #[arg(long, value_name = "FS", value_parser = parse_fs)]
+    pub upper_fs: Option<FsType>,
+}
+
+/// `--fs` of reclaim and create: one filesystem, or an overlay stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsChoice {
+    Plain(FsType),
+    Overlay,
+}
+
+fn parse_fs_choice(s: &str) -> Result<FsChoice, String> {
+    if s == "overlay" {
+        return Ok(FsChoice::Overlay);
+    }
+    s.parse().map(FsChoice::Plain).map_err(|_| {
+        format!("unknown filesystem {s:?}: use one of {}, overlay", FsType::NAMES.join(", "))
+    })
+}
+
+fn parse_lower_fs(s: &str) -> Result<FsType, String> {
+    match s.parse::<FsType>()? {
+        FsType::Tmpfs => Err("the lower layer (the image) lives on a disk filesystem: use ext4 or xfs".into()),
+        fs => Ok(fs),
+    }
 }
 
 #[derive(Debug, Args)]

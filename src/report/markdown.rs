@@ -43,7 +43,7 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
         ("RAM", crate::size::bytes(e.mem_total_bytes)),
         ("watchdog_thresh", e.watchdog_thresh_seconds.map(|t| format!("{t} s")).unwrap_or("unknown".into())),
         ("vfs_cache_pressure", e.vfs_cache_pressure.map(|t| t.to_string()).unwrap_or("unknown".into())),
-        ("Filesystem", format!("{} (private mount namespace)", o.fs)),
+        ("Filesystem", format!("{} (private mount namespace)", o.fs_label())),
         ("Kind / layout", format!("{} / {}", o.kind.name(), o.layout)),
         ("Measured memory", format!("{:.0} bytes per dentry", r.bytes_per_dentry)),
     ] {
@@ -58,7 +58,7 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
          is how long the reclaim monopolised the CPU){}. /dev/kmsg is watched for soft-lockup, RCU-stall and \
          hung-task messages.\n",
         o.reps,
-        o.fs,
+        o.fs_label(),
         o.threads,
         methods_label(r),
         o.cpu,
@@ -67,6 +67,14 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
     );
     let _ = writeln!(s, "{h} Results\n");
     s += &render_grid(&reclaim_grid(r));
+    if let Some(g) = super::layers::grid(r) {
+        let _ = writeln!(s, "\n{h} Layers of the overlay\n");
+        s += &render_grid(&g);
+        let _ = writeln!(s, "\n{}", super::layers::LEGEND);
+        if let Some(l) = super::layers::longest_line(r) {
+            let _ = writeln!(s, "\n{l}");
+        }
+    }
     let _ = writeln!(s, "\n{h} Fit\n");
     for l in fit_lines(r) {
         let _ = writeln!(s, "- {l}");

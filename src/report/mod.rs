@@ -4,6 +4,7 @@
 pub mod containers;
 pub mod document;
 pub mod json;
+pub mod layers;
 pub mod markdown;
 pub mod mitigate;
 pub mod node;

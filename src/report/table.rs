@@ -58,7 +58,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
         "dentrylab reclaim: {} dentries, layout {}, {}, reclaimed by {}, {} rep(s), {} generator thread(s)",
         o.kind.name(),
         o.layout,
-        o.fs,
+        o.fs_label(),
         methods_label(r),
         o.reps,
         o.threads
@@ -69,6 +69,14 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     let _ = writeln!(s, "{}\n", environment_line(&r.environment));
     s += &render_grid(&reclaim_grid(r));
     let _ = writeln!(s, "{}", super::overhead_line(r));
+    if let Some(g) = super::layers::grid(r) {
+        let _ = writeln!(s, "\nLayers of the overlay, torn down in turn (median of the probed repetitions)");
+        s += &render_grid(&g);
+        let _ = writeln!(s, "{}", super::layers::LEGEND);
+        if let Some(l) = super::layers::longest_line(r) {
+            let _ = writeln!(s, "{l}");
+        }
+    }
     let _ = writeln!(s, "\nFit");
     for l in fit_lines(r) {
         let _ = writeln!(s, "  {l}");

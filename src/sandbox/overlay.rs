@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use nix::mount::{MsFlags, mount};
 
-use super::Sandbox;
+use super::{Capacity, FsType, Mount, Sandbox};
 
 /// The directories of one overlay mount.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -49,7 +49,66 @@ pub fn options(layers: &Layers) -> Result<String> {
     Ok(parts.join(","))
 }
 
+/// `--fs overlay`: the filesystems under an overlay of `reclaim` and
+/// `create`. The lower layer is a directory on a disk filesystem (container
+/// images live on the host's disk); the upper and work directories are on
+/// a filesystem of their own (by default of the lower's type), so that
+/// unmounting each in turn counts what each layer kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stack {
+    pub lower: FsType,
+    pub upper: FsType,
+}
+
+impl std::fmt::Display for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "overlay (lower {}, upper {})", self.lower, self.upper)
+    }
+}
+
+/// The two filesystems under an overlay, mounted in the sandbox, and the
+/// directories the overlay is made of.
+pub struct StackMounts {
+    pub stack: Stack,
+    pub upper: Mount,
+    pub lower: Mount,
+    pub layers: Layers,
+}
+
+/// The lower filesystem holds only the (empty) image directory.
+const LOWER_CAPACITY: Capacity = Capacity { entries: 64, inodes: 64 };
+
 impl Sandbox {
+    /// Mounts the lower and upper filesystems of `stack` (the upper sized
+    /// for `need`: what is created through the overlay lands there) and
+    /// makes the image, upper and work directories.
+    pub fn mount_stack(&mut self, stack: Stack, need: &Capacity) -> Result<StackMounts> {
+        if !stack.lower.is_disk() {
+            bail!("internal error: the overlay's lower layer must be on a disk filesystem, not {}", stack.lower);
+        }
+        let lower = self.mount(stack.lower, &LOWER_CAPACITY)?;
+        let upper = self.mount(stack.upper, need)?;
+        let layers = Layers {
+            lower: lower.path().join("image"),
+            upper: upper.path().join("upper"),
+            work: upper.path().join("work"),
+        };
+        for d in [&layers.lower, &layers.upper, &layers.work] {
+            std::fs::create_dir(d).with_context(|| format!("cannot create {}", d.display()))?;
+        }
+        Ok(StackMounts { stack, upper, lower, layers })
+    }
+
+    /// Mounts an overlay of `layers` on a fresh mount point of the sandbox,
+    /// as a [`Mount`] that `umount` (timed) or dropping (detach) takes down.
+    pub fn mount_overlay_here(&mut self, layers: &Layers) -> Result<Mount> {
+        let path = self.mount_point()?;
+        self.mount_overlay(layers, &path)?;
+        // `fs` only matters for a remount, which an overlay never has
+        // (no device): the lower's type stands in.
+        Ok(Mount { path, fs: FsType::Ext4, mounted: true, device: None })
+    }
+
     /// Mounts an overlay of `layers` on the empty directory `target`, in
     /// this process's mount namespace. Nothing unmounts it: it goes with
     /// the namespace (the container's death).

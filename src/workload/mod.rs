@@ -230,7 +230,12 @@ pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Resul
     let ndirs = spec.layout.dirs();
     for d in 0..ndirs {
         let p = root.join(dir_name(d));
-        std::fs::create_dir(&p).with_context(|| format!("cannot create {}", p.display()))?;
+        match std::fs::create_dir(&p) {
+            // An overlay's image may already hold the directory (`--fs
+            // overlay`): the entries then go into a merged directory.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && p.is_dir() => {}
+            r => r.with_context(|| format!("cannot create {}", p.display()))?,
+        }
     }
     let threads = spec.threads.max(1);
     if spec.kind == Kind::Hardlink {

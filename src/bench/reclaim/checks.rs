@@ -146,6 +146,7 @@ pub fn validate(opts: &Options) -> Result<()> {
         bail!(UsageError("--method: give at least one reclaim method".into()));
     }
     check_kind(opts.kind, opts.fs)?;
+    super::overlay::validate(opts)?;
     if opts.methods.contains(&Method::DropCaches) && !opts.allow_global {
         bail!(UsageError(
             "--method drop-caches writes /proc/sys/vm/drop_caches, which drops every unused dentry and inode on \

@@ -40,6 +40,10 @@ pub struct ChildSpec {
     pub create: CreateSpec,
     /// The CPU the child exits on (the reclaiming CPU).
     pub cpu: usize,
+    /// `--fs overlay` with `ns-exit`: mount an overlay of these directories
+    /// (on filesystems the parent mounted) on `path` instead of `fs`.
+    #[serde(default)]
+    pub overlay: Option<crate::sandbox::overlay::Layers>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -121,7 +125,15 @@ pub fn child_main(spec: &str) -> Result<()> {
     expect(&mut input, "go")?;
     let mount = if spec.own_namespace {
         let sandbox = Sandbox::enter_nested()?;
-        Some(sandbox.mount_at(spec.path.clone(), spec.fs, &spec.capacity)?)
+        match &spec.overlay {
+            // The overlay exists only in this namespace: it goes when this
+            // process exits, as a container's root does.
+            Some(layers) => {
+                sandbox.mount_overlay(layers, &spec.path)?;
+                None
+            }
+            None => Some(sandbox.mount_at(spec.path.clone(), spec.fs, &spec.capacity)?),
+        }
     } else {
         None
     };

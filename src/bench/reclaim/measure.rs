@@ -62,7 +62,7 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     let before = Counts::read(proc)?;
     let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: target, threads: opts.threads };
     let label = format!("create {} {} rep {}", human(target), at.method.name(), rep + 1);
-    let stage = StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: opts.cpu, label: &label };
+    let stage = StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: opts.cpu, label: &label, overlay: opts.overlay };
     let (mut staged, create) = methods::stage(&stage, sandbox)?;
     let after_create = Counts::read(proc)?;
 
@@ -115,6 +115,7 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     // this time by sleeping before it handed its messages over).
     std::thread::sleep(COUNT_SETTLE);
     let after_reclaim = Counts::read(proc)?;
+    let layers = super::overlay::teardown(&mut staged, opts, at.observed, proc, &done, &probe)?;
     let after_cleanup = if staged.finish()? { Some(Counts::read(proc)?) } else { None };
 
     let witness = |c: &Counts| {
@@ -170,6 +171,7 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
         reclaim_task_pid: reclaim_task,
         profile,
         profile_problem,
+        layers,
     })
 }
 

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::child::{ChildSpec, Generator};
 use crate::procfs::ProcRoot;
 use crate::sandbox::cgroup::{self, MemCgroup};
+use crate::sandbox::overlay::{Stack, StackMounts};
 use crate::sandbox::{Mount, Sandbox};
 use crate::size::human;
 use crate::sys;
@@ -121,7 +122,17 @@ pub struct Reclaimed {
 }
 
 /// Dentries created and ready to be reclaimed by one method.
-pub enum Staged {
+pub struct Staged {
+    how: How,
+    /// `--fs overlay`: the upper and lower filesystems, still mounted after
+    /// the reclaim (which takes only the overlay) until
+    /// [`Staged::unmount_layers`] counts them.
+    stack: Option<StackMounts>,
+    /// `--fs overlay`: what the reclaim freed, counted around it.
+    top: Option<crate::bench::layers::Counted>,
+}
+
+enum How {
     /// umount or drop-caches: the filesystem is mounted in the sandbox.
     Mounted { method: Method, mount: Mount },
     /// memcg: mounted in the sandbox, the dentries charged to the cgroup.
@@ -139,6 +150,8 @@ pub struct StageSpec<'a> {
     pub fs: crate::sandbox::FsType,
     pub cpu: usize,
     pub label: &'a str,
+    /// `--fs overlay`: create through an overlay over these filesystems.
+    pub overlay: Option<Stack>,
 }
 
 /// Mounts a fresh filesystem and creates the dentries, the way `method`
@@ -146,6 +159,10 @@ pub struct StageSpec<'a> {
 pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, CreateOutcome)> {
     let capacity = s.create.capacity();
     let what = || format!("creating {} {} dentries", human(s.create.count), s.create.kind.name());
+    if let Some(stack) = s.overlay {
+        return stage_overlay(s, stack, sandbox);
+    }
+    let staged = |how| Staged { how, stack: None, top: None };
     match s.method {
         Method::Umount | Method::DropCaches => {
             let mount = sandbox.mount(s.fs, &capacity)?;
@@ -154,7 +171,7 @@ pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, Create
                 workload::with_progress(s.create.count, s.label, &progress, || workload::create(mount.path(), &s.create, &progress))
                     .with_context(what)?;
             mount.sync()?;
-            Ok((Staged::Mounted { method: s.method, mount }, created))
+            Ok((staged(How::Mounted { method: s.method, mount }), created))
         }
         Method::Memcg => {
             let cg = sandbox.memcg()?;
@@ -166,6 +183,7 @@ pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, Create
                 capacity,
                 create: s.create,
                 cpu: s.cpu,
+                overlay: None,
             };
             let mut child = Generator::spawn(&spec)?;
             cg.add(child.pid())?;
@@ -173,16 +191,59 @@ pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, Create
             // The dentries stay charged to the cgroup after the child goes;
             // its own memory (not reclaimable without swap) goes with it.
             child.exit()?;
-            Ok((Staged::Cgroup { mount, cg }, created))
+            Ok((staged(How::Cgroup { mount, cg }), created))
         }
         Method::NsExit => {
             let path = sandbox.mount_point()?;
-            let spec =
-                ChildSpec { own_namespace: true, path: path.clone(), fs: s.fs, capacity, create: s.create, cpu: s.cpu };
+            let spec = ChildSpec {
+                own_namespace: true,
+                path: path.clone(),
+                fs: s.fs,
+                capacity,
+                create: s.create,
+                cpu: s.cpu,
+                overlay: None,
+            };
             let mut child = Generator::spawn(&spec)?;
             let created = child.go().with_context(what)?;
-            Ok((Staged::Namespace { child, path }, created))
+            Ok((staged(How::Namespace { child, path }), created))
         }
+    }
+}
+
+/// `--fs overlay`: mounts the lower and upper filesystems in the sandbox,
+/// and the overlay either here too (`umount`) or only in the generator
+/// child's own namespace (`ns-exit`, as a container's), then creates
+/// through the overlay.
+fn stage_overlay(s: &StageSpec<'_>, stack: Stack, sandbox: &mut Sandbox) -> Result<(Staged, CreateOutcome)> {
+    let what = || format!("creating {} {} dentries through an overlay", human(s.create.count), s.create.kind.name());
+    let mounts = crate::bench::layers::mount_stack(sandbox, stack, &s.create)?;
+    match s.method {
+        Method::Umount => {
+            let mount = sandbox.mount_overlay_here(&mounts.layers)?;
+            let progress = Arc::new(Progress::default());
+            let created =
+                workload::with_progress(s.create.count, s.label, &progress, || workload::create(mount.path(), &s.create, &progress))
+                    .with_context(what)?;
+            mount.sync()?;
+            Ok((Staged { how: How::Mounted { method: s.method, mount }, stack: Some(mounts), top: None }, created))
+        }
+        Method::NsExit => {
+            let path = sandbox.mount_point()?;
+            let spec = ChildSpec {
+                own_namespace: true,
+                path: path.clone(),
+                fs: s.fs,
+                capacity: s.create.capacity(),
+                create: s.create,
+                cpu: s.cpu,
+                overlay: Some(mounts.layers.clone()),
+            };
+            let mut child = Generator::spawn(&spec)?;
+            let created = child.go().with_context(what)?;
+            Ok((Staged { how: How::Namespace { child, path }, stack: Some(mounts), top: None }, created))
+        }
+        m => bail!("internal error: --method {} with --fs overlay passed validation", m.name()),
     }
 }
 
@@ -191,10 +252,10 @@ impl Staged {
     /// the child's root (`/proc/<pid>/root`), the only way into its
     /// namespace.
     pub fn lookup_root(&self) -> PathBuf {
-        match self {
-            Staged::Mounted { mount, .. } | Staged::Cgroup { mount, .. } => mount.path().to_path_buf(),
-            Staged::Done => PathBuf::new(),
-            Staged::Namespace { child, path } => {
+        match &self.how {
+            How::Mounted { mount, .. } | How::Cgroup { mount, .. } => mount.path().to_path_buf(),
+            How::Done => PathBuf::new(),
+            How::Namespace { child, path } => {
                 Path::new(&format!("/proc/{}/root", child.pid())).join(path.strip_prefix("/").unwrap_or(path))
             }
         }
@@ -205,26 +266,43 @@ impl Staged {
     /// only thread, so its pid is its tid: the one a soft-lockup message
     /// names).
     pub fn reclaiming_tid(&self) -> Option<u32> {
-        match self {
-            Staged::Namespace { child, .. } => Some(child.pid()),
+        match &self.how {
+            How::Namespace { child, .. } => Some(child.pid()),
             _ => None,
         }
     }
 
     /// Runs the reclaim on the calling thread (pinned to the reclaiming CPU
-    /// by the caller) and times it.
+    /// by the caller) and times it. With `--fs overlay`, dentry-state is
+    /// also read in quiet windows around it (outside the timed call), so
+    /// the overlay's row is counted like the other layers'.
     pub fn reclaim(&mut self, proc: &ProcRoot) -> Result<Reclaimed> {
+        if self.stack.is_none() {
+            return self.reclaim_once(proc);
+        }
+        let window = crate::bench::layers::Window::open(proc)?;
+        let done = self.reclaim_once(proc)?;
+        self.top = Some(window.close(proc)?);
+        Ok(done)
+    }
+
+    /// What the overlay's reclaim freed (`--fs overlay`).
+    pub fn overlay_counted(&self) -> Option<&crate::bench::layers::Counted> {
+        self.top.as_ref()
+    }
+
+    fn reclaim_once(&mut self, proc: &ProcRoot) -> Result<Reclaimed> {
         let (_, sys0) = sys::thread_cpu_times();
         let mut memcg = None;
-        let took = match self {
-            Staged::Mounted { method: Method::DropCaches, .. } => {
+        let took = match &mut self.how {
+            How::Mounted { method: Method::DropCaches, .. } => {
                 let p = proc.path("sys/vm/drop_caches");
                 let t = Instant::now();
                 std::fs::write(&p, "2").with_context(|| format!("cannot write 2 to {} (it needs root)", p.display()))?;
                 t.elapsed()
             }
-            Staged::Mounted { mount, .. } => mount.umount()?,
-            Staged::Cgroup { cg, .. } => {
+            How::Mounted { mount, .. } => mount.umount()?,
+            How::Cgroup { cg, .. } => {
                 let usage_before_bytes = cg.usage_bytes();
                 let t = Instant::now();
                 let complete = cg.reclaim()?;
@@ -237,13 +315,13 @@ impl Staged {
                 });
                 took
             }
-            Staged::Namespace { .. } => {
-                let Staged::Namespace { child, path } = std::mem::replace(self, Staged::Done) else { unreachable!() };
+            How::Namespace { .. } => {
+                let How::Namespace { child, path } = std::mem::replace(&mut self.how, How::Done) else { unreachable!() };
                 let (took, sys) = child.exit()?;
                 let _ = std::fs::remove_dir(&path);
                 return Ok(Reclaimed { took, sys, memcg: None });
             }
-            Staged::Done => bail!("internal error: reclaimed twice"),
+            How::Done => bail!("internal error: reclaimed twice"),
         };
         let (_, sys1) = sys::thread_cpu_times();
         Ok(Reclaimed { took, sys: sys1.saturating_sub(sys0), memcg })
@@ -253,17 +331,27 @@ impl Staged {
     /// the cgroup. Returns whether it unmounted something (so the caller
     /// counts what was left).
     pub fn finish(self) -> Result<bool> {
-        match self {
-            Staged::Mounted { method: Method::DropCaches, mut mount } => {
+        match self.how {
+            How::Mounted { method: Method::DropCaches, mut mount } => {
                 mount.umount()?;
                 Ok(true)
             }
-            Staged::Cgroup { mut mount, cg } => {
+            How::Cgroup { mut mount, cg } => {
                 mount.umount()?;
                 cg.remove()?;
                 Ok(true)
             }
             _ => Ok(false),
+        }
+    }
+
+    /// `--fs overlay`, after the reclaim took the overlay: unmounts the
+    /// upper and then the lower filesystem, each counted and probed on
+    /// `cpu` (untimed as a reclaim). None without an overlay.
+    pub fn unmount_layers(&mut self, proc: &ProcRoot, cpu: usize) -> Result<Option<Vec<crate::bench::layers::LayerUmount>>> {
+        match self.stack.take() {
+            Some(stack) => crate::bench::layers::unmount_in_turn(stack, proc, cpu).map(Some),
+            None => Ok(None),
         }
     }
 }

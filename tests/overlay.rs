@@ -1,0 +1,230 @@
+//! `reclaim --fs overlay` and `create --fs overlay` (issue 12, item 1) on
+//! the real kernel: the overlay's teardown frees its own dentries and
+//! leaves the lower layer's negative ones (one per name created through
+//! it), counted by unmounting each layer in turn; the per-layer accounting
+//! with an ext4, xfs and tmpfs upper and an xfs lower; every bad input;
+//! and SIGKILL at several moments leaving no overlay, mount or loop device.
+//!
+//! The counters are machine-wide: every count is compared to what the run
+//! made with a tolerance of 25% plus three times the uncertainty the run states
+//! for it (from the quiet windows around each umount), and a run whose
+//! uncertainty is too large to conclude anything is repeated, never passed.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{bin, kernel_lock, live_mount_namespaces, loop_devices, loops_mounted_by, run_json, usage_error, wait_until};
+use serde_json::Value;
+
+const N: f64 = 20_000.0;
+/// Attempts at a run whose counts are certain enough to check.
+const ATTEMPTS: usize = 4;
+
+/// The layer `name` of a stack teardown.
+fn layer<'a>(layers: &'a Value, name: &str) -> &'a Value {
+    layers["layers"].as_array().unwrap().iter().find(|l| l["layer"] == name).unwrap_or_else(|| panic!("no {name} layer: {layers}"))
+}
+
+/// Whether every counted layer is certain to within a quarter of `N`.
+fn certain(layers: &Value) -> bool {
+    layers["layers"].as_array().unwrap().iter().all(|l| l["uncertainty"].as_f64().unwrap_or(0.0) < N / 4.0)
+}
+
+/// Checks that `field` of layer `name` is about `want`: within a quarter
+/// of N (which tells "kept every one" from "kept none"), plus three times
+/// the uncertainty the run states for it (other processes' dentries).
+type Expect<'a> = &'a [(&'a str, &'a str, f64)];
+
+fn check(layers: &Value, expect: Expect<'_>) -> Result<(), String> {
+    for &(name, field, want) in expect {
+        let l = layer(layers, name);
+        let got = l[field].as_f64().unwrap();
+        let slack = 0.25 * N + 3.0 * l["uncertainty"].as_f64().unwrap_or(f64::INFINITY);
+        if (got - want).abs() > slack {
+            return Err(format!("{name} {field}: {got}, expected about {want} (± {slack}): {layers}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `args` (with `--json -`) until its stack's counts are certain
+/// enough and match `expect`, and returns its stack teardown. Other work
+/// on the machine may spoil one run's counts; a wrong behaviour spoils
+/// every attempt, and the last one's mismatch is the failure.
+fn stack_of(args: &[&str], pick: impl Fn(&Value) -> Value, expect: Expect<'_>) -> Value {
+    let mut last = String::new();
+    for _ in 0..ATTEMPTS {
+        let v = run_json(args);
+        let layers = pick(&v);
+        if !certain(&layers) {
+            last = format!("the machine was too busy to count the layers: {layers}");
+            continue;
+        }
+        match check(&layers, expect) {
+            Ok(()) => return layers,
+            Err(e) => last = e,
+        }
+    }
+    panic!("{args:?}, {ATTEMPTS} attempts: {last}");
+}
+
+fn reclaim_stack(extra: &[&str], expect: Expect<'_>) -> Value {
+    let mut args = vec!["reclaim", "--fs", "overlay", "--sizes", "20k", "--reps", "1", "--unobserved-reps", "0", "--no-save"];
+    args.extend_from_slice(extra);
+    stack_of(&args, |v| v["runs"][0]["layers"].clone(), expect)
+}
+
+fn create_stack(extra: &[&str], expect: Expect<'_>) -> Value {
+    let mut args = vec!["create", "--fs", "overlay", "--count", "20k", "--hold", "0"];
+    args.extend_from_slice(extra);
+    stack_of(&args, |v| v["layers"].clone(), expect)
+}
+
+/// Files created through an overlay (upper tmpfs): the overlay's umount
+/// frees the overlay's dentries, the upper keeps the files (tmpfs pins
+/// them) and the lower keeps one negative dentry per name, which only its
+/// own umount frees.
+#[test]
+fn overlay_umount_frees_its_dentries_and_leaves_the_lowers_negatives() {
+    require_root_and!("mkfs.ext4");
+    let _g = kernel_lock();
+    let s = reclaim_stack(
+        &["--kind", "file", "--upper-fs", "tmpfs"],
+        &[("overlay", "dentries", N), ("upper", "dentries", N), ("upper", "negative", 0.0), ("lower", "negative", N)],
+    );
+    assert_eq!(s["stack"]["lower"], "ext4");
+    assert_eq!(s["stack"]["upper"], "tmpfs");
+    let names: Vec<&str> = s["layers"].as_array().unwrap().iter().map(|l| l["layer"].as_str().unwrap()).collect();
+    assert_eq!(names, ["overlay", "upper", "lower"]);
+    for l in s["layers"].as_array().unwrap() {
+        assert!(l["max_gap_seconds"].as_f64().is_some_and(|g| g > 0.0), "every layer's umount is probed: {l}");
+    }
+}
+
+/// The same through the death of the overlay's only namespace (ns-exit),
+/// with lookups of missing names in an image directory and an ext4 upper:
+/// the overlay and the lower each get one negative dentry per name; the
+/// upper gets none (the directory was never copied up, so the upper has no
+/// directory to look in); the overlay's go with the namespace, the lower's
+/// stay.
+#[test]
+fn ns_exit_leaves_negatives_in_upper_and_lower() {
+    require_root_and!("mkfs.ext4");
+    let _g = kernel_lock();
+    let s = reclaim_stack(
+        &["--kind", "negative", "--method", "ns-exit"],
+        &[("overlay", "negative", N), ("upper", "negative", 0.0), ("lower", "negative", N)],
+    );
+    assert_eq!(s["stack"]["upper"], "ext4", "the upper defaults to the lower's type");
+}
+
+/// Per-layer accounting of `create --fs overlay` with an ext4, xfs and
+/// tmpfs upper, and an xfs lower: the files stay in the upper, the
+/// negatives in the lower.
+#[test]
+fn per_layer_accounting_for_each_upper_and_lower() {
+    require_root_and!("mkfs.ext4", "mkfs.xfs");
+    let _g = kernel_lock();
+    for (lower, upper) in [("ext4", "ext4"), ("ext4", "xfs"), ("ext4", "tmpfs"), ("xfs", "xfs")] {
+        let s = create_stack(
+            &["--kind", "file", "--lower-fs", lower, "--upper-fs", upper],
+            &[("overlay", "dentries", N), ("upper", "dentries", N), ("lower", "negative", N)],
+        );
+        assert_eq!((s["stack"]["lower"].as_str(), s["stack"]["upper"].as_str()), (Some(lower), Some(upper)));
+        assert_eq!(layer(&s, "upper")["fs"], upper);
+        assert_eq!(layer(&s, "lower")["fs"], lower);
+    }
+}
+
+#[test]
+fn bad_overlay_input_is_one_line_and_exit_2() {
+    usage_error("reclaim", &["--lower-fs", "xfs"], &["--lower-fs", "--fs overlay"]);
+    usage_error("create", &["--count", "1k", "--fs", "ext4", "--upper-fs", "tmpfs"], &["--upper-fs", "--fs overlay"]);
+    usage_error("reclaim", &["--fs", "overlay", "--method", "memcg"], &["--method memcg", "--fs overlay", "umount or ns-exit"]);
+    usage_error(
+        "reclaim",
+        &["--fs", "overlay", "--method", "umount,drop-caches", "--allow-global"],
+        &["--method drop-caches", "umount or ns-exit"],
+    );
+    usage_error("reclaim", &["--fs", "overlay", "--lower-fs", "tmpfs"], &["--lower-fs", "ext4 or xfs"]);
+    usage_error("create", &["--count", "1k", "--fs", "overlayfs"], &["overlayfs", "overlay"]);
+}
+
+/// The processes of the run: dentrylab and its generator child.
+fn family(pid: u32) -> Vec<u32> {
+    let mut out = vec![pid];
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    out.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+    out
+}
+
+/// SIGKILL while the stack is being mounted, filled, reclaimed and torn
+/// down layer by layer: no overlay, no mount and no loop device stays.
+#[test]
+fn sigkill_at_several_moments_leaves_no_overlay_or_loop_device() {
+    require_root_and!("mkfs.ext4");
+    let _g = kernel_lock();
+    for (method, ms) in [("umount", 20), ("umount", 400), ("ns-exit", 700), ("umount", 1500), ("ns-exit", 2500)] {
+        let mut child = bin()
+            .args(["reclaim", "--fs", "overlay", "--upper-fs", "tmpfs", "--kind", "file", "--sizes", "100k,200k"])
+            .args(["--reps", "2", "--method", method, "--no-save"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        let pids = family(child.id());
+        let namespaces: Vec<String> = pids
+            .iter()
+            .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok())
+            .map(|l| l.to_string_lossy().into_owned())
+            .collect();
+        let ours = loops_mounted_by(&pids);
+        let loops: Vec<_> = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if ms >= 400 {
+            assert!(!loops.is_empty(), "after {ms} ms the run had its lower filesystem mounted");
+        }
+        wait_until(&format!("killed at {ms} ms: the run's namespaces outlived the kill"), Duration::from_secs(10), || {
+            let live = live_mount_namespaces();
+            namespaces.iter().all(|n| !live.contains(n))
+        });
+        wait_until(&format!("killed at {ms} ms: loop devices {loops:?} still attached"), Duration::from_secs(10), || {
+            let now = loop_devices();
+            loops.iter().all(|l| !now.contains(l))
+        });
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(!mounts.contains("dentrylab-overlay"), "an overlay is still mounted");
+    }
+}
+
+/// A real `reclaim --fs overlay` result (tests/fixtures/results/
+/// reclaim-overlay.json, upper tmpfs) renders its layers: the section, one
+/// row per layer, the legend and the longest-stretch line; a result
+/// without an overlay renders no such section (the field is optional).
+#[test]
+fn report_renders_the_layers_of_an_overlay_result() {
+    let render = |fixture: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bin().args(["report", fixture, "--output"]).arg(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(dir.path().join("report.md")).unwrap()
+    };
+    let md = render("tests/fixtures/results/reclaim-overlay.json");
+    for want in [
+        "### Layers of the overlay",
+        "| overlay | overlay |",
+        "| upper | tmpfs |",
+        "| lower | ext4 |",
+        "stayed in lower, freed by its umount",
+        "Longest stretch on the CPU at ",
+        "overlay (lower ext4, upper tmpfs)",
+    ] {
+        assert!(md.contains(want), "report.md lacks {want:?}");
+    }
+    let plain = render("tests/fixtures/results/reclaim-small.json");
+    assert!(!plain.contains("Layers of the overlay"), "a plain result has no layers section");
+}
