@@ -194,15 +194,14 @@ pub fn decide(i: &Inputs) -> Verdict {
             if g > t { "later" } else { "earlier" }
         ));
     }
-    if superlinear {
-        if let Some(p) = i.time_power {
+    if superlinear
+        && let Some(p) = i.time_power {
             summary.push(format!(
                 "Reclaim cost is super-linear here (exponent {:.2}): ns per dentry grows with the count, so a \
                  constant-ns extrapolation under-estimates large caches.",
                 p.exponent
             ));
         }
-    }
     if (i.largest_size as f64) * 10.0 < lockup_count.unwrap_or(0.0) {
         summary.push(format!(
             "The prediction extrapolates more than 10× beyond the largest size measured ({}); measure larger \
@@ -299,15 +298,14 @@ pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
         secs(top.max_gap_seconds),
         secs(top.reclaim_seconds)
     );
-    if let Some(n) = next {
-        if n.max_gap_seconds > 0.0 {
+    if let Some(n) = next
+        && n.max_gap_seconds > 0.0 {
             lead += &format!(", {:.1}× the next, {} ({})", top.max_gap_seconds / n.max_gap_seconds, n.method, secs(n.max_gap_seconds));
         }
-    }
     lead.push('.');
     summary.push(lead);
-    if let Some(n) = next {
-        if !by_count && top.max_gap_min_seconds <= n.max_gap_seconds {
+    if let Some(n) = next
+        && !by_count && top.max_gap_min_seconds <= n.max_gap_seconds {
             summary.push(format!(
                 "The longest stretches overlap from one repetition to the next ({} {}–{}, {} {}–{}): at this size the \
                  ranking is not settled; measure larger sizes.",
@@ -319,7 +317,6 @@ pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
                 secs(n.max_gap_seconds)
             ));
         }
-    }
     if by_count {
         summary.push(format!(
             "Its fit reaches the soft-lockup threshold at about {} dentries per reclaim, the fewest of all paths ({}).",
@@ -340,8 +337,8 @@ pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
                 r.freed_fraction * 100.0
             ));
         }
-        if let (Some(g), Some(t)) = (r.contended_max_gap_seconds, r.contended_reclaim_seconds) {
-            if r.max_gap_seconds > 0.0 && r.reclaim_seconds > 0.0 {
+        if let (Some(g), Some(t)) = (r.contended_max_gap_seconds, r.contended_reclaim_seconds)
+            && r.max_gap_seconds > 0.0 && r.reclaim_seconds > 0.0 {
                 let mut l = format!(
                     "With lookups contending on the other CPUs, {} took {} instead of {} ({:.2}×) and its longest \
                      stretch went from {} to {} ({:.2}×)",
@@ -359,7 +356,6 @@ pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
                 l.push('.');
                 summary.push(l);
             }
-        }
     }
     Some(Danger {
         method: top.method.clone(),

@@ -156,11 +156,10 @@ impl std::str::FromStr for ThreadSpec {
             let item = match part.split_once("..") {
                 Some((a, b)) => {
                     let (a, b) = (count(a)?, count(b)?);
-                    if let (Count::N(x), Count::N(y)) = (a, b) {
-                        if x > y {
+                    if let (Count::N(x), Count::N(y)) = (a, b)
+                        && x > y {
                             return Err(format!("range {} is empty: write it low..high", part.trim()));
                         }
-                    }
                     (a, b)
                 }
                 None => {

@@ -156,7 +156,6 @@ pub struct MitigateArgs {
 }
 
 /// `--duration`: any non-negative duration; the bounds are checked with the other options.
-
 fn parse_mitigate_duration(s: &str) -> Result<f64, String> {
     crate::bench::mitigate::knobs::parse_duration(s)
         .map(|d| d.as_secs_f64())

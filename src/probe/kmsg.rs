@@ -88,14 +88,13 @@ impl KmsgWatch {
         let handle = std::thread::Builder::new()
             .name("kmsg".into())
             .spawn(move || {
-                if let Some(cpu) = avoid {
-                    if let Ok(all) = sys::allowed_cpus() {
+                if let Some(cpu) = avoid
+                    && let Ok(all) = sys::allowed_cpus() {
                         let others: Vec<usize> = all.into_iter().filter(|&c| c != cpu).collect();
                         if !others.is_empty() {
                             let _ = sys::unpin_current_thread(&others);
                         }
                     }
-                }
                 watch(&mut file, &s)
             })
             .ok();

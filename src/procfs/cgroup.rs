@@ -112,13 +112,12 @@ pub fn memory_controller(
         let rel = path.strip_prefix(m.root.as_str()).unwrap_or(path);
         m.mount_point.join(rel.trim_start_matches('/'))
     };
-    if v2_root_controllers.is_some_and(|c| c.split_whitespace().any(|c| c == "memory")) {
-        if let (Some(m), Some(me)) =
+    if v2_root_controllers.is_some_and(|c| c.split_whitespace().any(|c| c == "memory"))
+        && let (Some(m), Some(me)) =
             (mounts.iter().find(|m| m.version == 2), membership.iter().find(|m| m.hierarchy == 0))
         {
             return Some(MemoryController { version: 2, mount_point: m.mount_point.clone(), own_dir: own(m, &me.path) });
         }
-    }
     let me = membership.iter().find(|m| m.controllers.iter().any(|c| c == "memory"))?;
     let m = mounts.iter().find(|m| m.version == 1 && m.options.iter().any(|o| o == "memory"))?;
     Some(MemoryController { version: 1, mount_point: m.mount_point.clone(), own_dir: own(m, &me.path) })

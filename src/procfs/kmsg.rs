@@ -80,14 +80,12 @@ pub fn classify(rec: &Record) -> Option<Alert> {
         if let Some(rest) = m.split("stuck for ").nth(1) {
             a.stuck_seconds = rest.split('s').next().and_then(|s| s.parse().ok());
         }
-        if let (Some(open), Some(close)) = (m.rfind('['), m.rfind(']')) {
-            if open < close {
-                if let Some((task, pid)) = m[open + 1..close].rsplit_once(':') {
+        if let (Some(open), Some(close)) = (m.rfind('['), m.rfind(']'))
+            && open < close
+                && let Some((task, pid)) = m[open + 1..close].rsplit_once(':') {
                     a.task = Some(task.to_string());
                     a.pid = pid.parse().ok();
                 }
-            }
-        }
     }
     Some(a)
 }

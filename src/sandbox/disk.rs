@@ -148,7 +148,7 @@ mod tests {
     fn backing_file_grows_with_the_workload() {
         let small = backing_bytes(FsType::Ext4, &Capacity { entries: 1000, inodes: 10 });
         let big = backing_bytes(FsType::Ext4, &Capacity { entries: 1_000_000, inodes: 1_000_000 });
-        assert!(small >= EXT4_BASE_BYTES && small % MIB == 0);
+        assert!(small >= EXT4_BASE_BYTES && small.is_multiple_of(MIB));
         assert!(big >= 1_000_000 * (BYTES_PER_ENTRY + BYTES_PER_INODE));
         assert_eq!(backing_bytes(FsType::Xfs, &Capacity::default()), XFS_MIN_BYTES);
     }

@@ -246,7 +246,7 @@ mod tests {
         for op in Op::ALL {
             let mut w = Worker::new(t.path(), op, 1).unwrap();
             let o = w.run(0.01, 8).unwrap();
-            assert!(o.ops >= 8 && o.ops % 8 == 0, "{op}: {}", o.ops);
+            assert!(o.ops >= 8 && o.ops.is_multiple_of(8), "{op}: {}", o.ops);
             assert_eq!(o.latency_ns.count(), o.ops / 8);
             assert!(o.ended_ns - o.started_ns >= 10_000_000);
         }

@@ -115,11 +115,10 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
 pub fn live_mount_namespaces() -> Vec<String> {
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()) {
-            if let Ok(l) = std::fs::read_link(e.path().join("ns/mnt")) {
+        if e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit())
+            && let Ok(l) = std::fs::read_link(e.path().join("ns/mnt")) {
                 v.push(l.to_string_lossy().into_owned());
             }
-        }
     }
     v
 }
