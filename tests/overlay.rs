@@ -175,14 +175,24 @@ fn sigkill_at_several_moments_leaves_no_overlay_or_loop_device() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(ms));
-        let pids = family(child.id());
-        let namespaces: Vec<String> = pids
-            .iter()
-            .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok())
-            .map(|l| l.to_string_lossy().into_owned())
-            .collect();
-        let ours = loops_mounted_by(&pids);
-        let loops: Vec<_> = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
+        // Between two repetitions the run briefly has no filesystem mounted
+        // (the last layer went, the next stack is not up yet): from 400 ms
+        // on, kill it at the first moment (within 2 s) it holds one.
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        let (namespaces, loops) = loop {
+            let pids = family(child.id());
+            let namespaces: Vec<String> = pids
+                .iter()
+                .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok())
+                .map(|l| l.to_string_lossy().into_owned())
+                .collect();
+            let ours = loops_mounted_by(&pids);
+            let loops: Vec<_> = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
+            if ms < 400 || !loops.is_empty() || std::time::Instant::now() > deadline {
+                break (namespaces, loops);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
         child.kill().unwrap();
         child.wait().unwrap();
         if ms >= 400 {

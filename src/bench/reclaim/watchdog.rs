@@ -170,11 +170,42 @@ pub struct WatchdogReport {
     pub predicted_edge_low: Option<f64>,
     #[serde(default)]
     pub predicted_edge_high: Option<f64>,
-    /// Whether the observed edge (between the two sizes above) meets the
-    /// predicted interval; `None` when either side is missing.
+    /// The size from which the predicted stretch reaches the band's lower
+    /// edge (the fit's 90% interval at its low end): the watchdog may fire.
+    #[serde(default)]
+    pub may_fire_from: Option<f64>,
+    /// The size by which it reaches the band's upper edge (the interval's
+    /// high end): the watchdog must fire.
+    #[serde(default)]
+    pub must_fire_by: Option<f64>,
+    /// Whether what the watchdog did fits the range above: it fired at no
+    /// size below `may_fire_from` and stayed silent at none past
+    /// `must_fire_by`; `None` when there is no prediction or no size ran.
     #[serde(default)]
     pub edge_inside_prediction: Option<bool>,
     pub summary: Vec<String>,
+}
+
+/// Whether the observed edge fits the predicted range: no size fired below
+/// `may_from`, and none past `must_by` stayed silent.
+fn edge_consistent(
+    may_from: Option<f64>,
+    must_by: Option<f64>,
+    largest_silent: Option<u64>,
+    smallest_fired: Option<u64>,
+) -> Option<bool> {
+    if may_from.is_none() && must_by.is_none() || largest_silent.is_none() && smallest_fired.is_none() {
+        return None;
+    }
+    let fired_ok = match (smallest_fired, may_from) {
+        (Some(f), Some(m)) => f as f64 >= m,
+        _ => true,
+    };
+    let silent_ok = match (largest_silent, must_by) {
+        (Some(s), Some(m)) => s as f64 <= m,
+        _ => true,
+    };
+    Some(fired_ok && silent_ok)
 }
 
 /// Predicts the longest stretch at `n` from runs of smaller sizes.
@@ -289,13 +320,27 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
     let gap = result.fits.gap_power;
     let predicted_edge = gap.and_then(|p| p.solve(limit));
     let interval = gap.and_then(|p| p.band.and_then(|b| b.count_reaching(&p, limit)));
-    let inside = match (interval, largest_silent, smallest_fired) {
-        (Some(i), Some(s), Some(f)) => Some(i.low <= f as f64 && i.high.is_none_or(|h| h >= s as f64)),
-        _ => None,
+    // The watchdog may report a stretch from the band's lower edge and must
+    // from its upper edge, so the observed edge is expected between the size
+    // whose stretch reaches `lo` (the fit's interval at its low end) and the
+    // size whose stretch reaches `hi` (at its high end).
+    let reaching = |v: f64| -> (Option<f64>, Option<f64>) {
+        match gap {
+            Some(p) => match p.band.and_then(|b| b.count_reaching(&p, v)) {
+                Some(i) => (Some(i.low), i.high),
+                None => (p.solve(v), p.solve(v)),
+            },
+            None => (None, None),
+        }
     };
+    let may_from = reaching(lo).0;
+    let must_by = reaching(hi).1;
+    let inside = edge_consistent(may_from, must_by, largest_silent, smallest_fired);
     let h = |n: u64| crate::size::human(n);
+    let hf = |n: Option<f64>| n.map(|n| crate::size::human(n.round() as u64)).unwrap_or_else(|| "–".into());
     summary.push(format!(
-        "Observed edge at watchdog_thresh {thresh}: {}; predicted edge {}{}",
+        "Observed edge at watchdog_thresh {thresh}: {}; predicted edge {} (stretch = {limit:.0} s); with the band, the \
+         watchdog may fire from {} (stretch {lo:.2} s, fit's 90% low end) and must by {} (stretch {hi:.2} s, high end){}",
         match (largest_silent, smallest_fired) {
             (Some(s), Some(f)) => format!("silent up to {}, fired from {}", h(s), h(f)),
             (Some(s), None) => format!("silent at every size (up to {}): add larger sizes", h(s)),
@@ -305,10 +350,13 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
         predicted_edge
             .map(|p| crate::analysis::interval::count_with_interval(p, interval.map(|i| i.low), interval.and_then(|i| i.high)))
             .unwrap_or_else(|| "nothing (no gap fit)".into()),
-        match inside {
-            Some(true) => ": the observed edge falls inside the predicted interval.",
-            Some(false) => ": the observed edge falls OUTSIDE the predicted interval.",
-            None => ".",
+        hf(may_from),
+        hf(must_by),
+        match (inside, smallest_fired) {
+            (Some(true), Some(_)) => ": the observed edge falls inside that range.",
+            (Some(true), None) => ": silent where firing was optional; the edge itself is not bracketed.",
+            (Some(false), _) => ": the observed edge falls OUTSIDE that range.",
+            (None, _) => ".",
         }
     ));
     summary.push(if validated {
@@ -334,6 +382,8 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
         predicted_edge,
         predicted_edge_low: interval.map(|i| i.low),
         predicted_edge_high: interval.and_then(|i| i.high),
+        may_fire_from: may_from,
+        must_fire_by: must_by,
         edge_inside_prediction: inside,
         summary,
     }
@@ -453,6 +503,21 @@ mod tests {
         last.reclaim_task_pid = child - 1;
         let w = compare(&r, 10, 1);
         assert!(!w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
+    }
+
+    #[test]
+    fn the_observed_edge_is_judged_against_the_band_not_the_nominal_threshold() {
+        // Thresh 1 on this VM: silent at 32M (2.38 s, inside the band),
+        // fired at 48M; the fit puts the band's edges at ~22M and ~50M.
+        assert_eq!(edge_consistent(Some(22e6), Some(50e6), Some(32_000_000), Some(48_000_000)), Some(true));
+        // Fired below where the stretch could reach the band: wrong.
+        assert_eq!(edge_consistent(Some(22e6), Some(50e6), Some(16_000_000), Some(20_000_000)), Some(false));
+        // Silent past where it must fire: wrong.
+        assert_eq!(edge_consistent(Some(22e6), Some(50e6), Some(64_000_000), None), Some(false));
+        // Silent everywhere below the must-fire size: consistent, not bracketed.
+        assert_eq!(edge_consistent(Some(48e6), Some(93e6), Some(64_000_000), None), Some(true));
+        assert_eq!(edge_consistent(None, None, Some(1), Some(2)), None);
+        assert_eq!(edge_consistent(Some(1.0), Some(2.0), None, None), None);
     }
 
     #[test]
