@@ -7,7 +7,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, kernel_lock, live_mount_namespaces, loop_devices, loops_mounted_by, run_json, usage_error, wait_until};
+use common::{assert_nothing_left_after_kill, bin, kernel_lock, loop_devices, loops_mounted_by, run_json, usage_error};
 
 #[test]
 fn bad_input_is_one_line_exit_2() {
@@ -128,16 +128,7 @@ fn sigkill_at_any_moment_leaves_nothing() {
             assert!(pids.len() > 1, "after {ms} ms containers were running");
             assert!(snapshot.is_empty() || snapshot.contains("overlay") || pids.len() == 1, "{snapshot}");
         }
-        wait_until(&format!("killed at {ms} ms: the containers' namespaces outlived the kill"), Duration::from_secs(10), || {
-            let live = live_mount_namespaces();
-            namespaces.iter().all(|n| !live.contains(n))
-        });
-        wait_until(&format!("killed at {ms} ms: loop devices {loops:?} still attached"), Duration::from_secs(10), || {
-            let now = loop_devices();
-            loops.iter().all(|l| !now.contains(l))
-        });
-        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        assert!(!mounts.contains("dentrylab-overlay"), "an overlay is still mounted");
+        assert_nothing_left_after_kill(ms, &namespaces, &loops);
     }
 }
 

@@ -15,7 +15,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, kernel_lock, live_mount_namespaces, loop_devices, loops_mounted_by, run_json, usage_error, wait_until};
+use common::{assert_nothing_left_after_kill, bin, kernel_lock, loop_devices, loops_mounted_by, run_json, usage_error};
 use serde_json::Value;
 
 const N: f64 = 20_000.0;
@@ -198,16 +198,7 @@ fn sigkill_at_several_moments_leaves_no_overlay_or_loop_device() {
         if ms >= 400 {
             assert!(!loops.is_empty(), "after {ms} ms the run had its lower filesystem mounted");
         }
-        wait_until(&format!("killed at {ms} ms: the run's namespaces outlived the kill"), Duration::from_secs(10), || {
-            let live = live_mount_namespaces();
-            namespaces.iter().all(|n| !live.contains(n))
-        });
-        wait_until(&format!("killed at {ms} ms: loop devices {loops:?} still attached"), Duration::from_secs(10), || {
-            let now = loop_devices();
-            loops.iter().all(|l| !now.contains(l))
-        });
-        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        assert!(!mounts.contains("dentrylab-overlay"), "an overlay is still mounted");
+        assert_nothing_left_after_kill(ms, &namespaces, &loops);
     }
 }
 

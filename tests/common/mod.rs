@@ -172,3 +172,19 @@ pub fn usage_error(command: &str, args: &[&str], needles: &[&str]) {
     }
     assert!(out.stdout.is_empty());
 }
+
+/// After a run was SIGKILLed at `ms`: its mount namespaces and loop devices
+/// go within 10 s, and no overlay of the sandbox stays mounted.
+pub fn assert_nothing_left_after_kill(ms: u64, namespaces: &[String], loops: &[(String, String, String)]) {
+    let limit = std::time::Duration::from_secs(10);
+    wait_until(&format!("killed at {ms} ms: the run's namespaces outlived the kill"), limit, || {
+        let live = live_mount_namespaces();
+        namespaces.iter().all(|n| !live.contains(n))
+    });
+    wait_until(&format!("killed at {ms} ms: loop devices {loops:?} still attached"), limit, || {
+        let now = loop_devices();
+        loops.iter().all(|l| !now.contains(l))
+    });
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains("dentrylab-overlay"), "an overlay is still mounted");
+}
