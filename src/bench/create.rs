@@ -73,6 +73,8 @@ pub fn run(
     interrupted: &Arc<AtomicBool>,
     announce: &dyn Fn(&str),
 ) -> Result<CreateResult> {
+    // The header says when the run started, not when it ended.
+    let header = crate::result::Header::new("create");
     let environment = Environment::capture(proc);
     let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: opts.count, threads: opts.threads };
     let stack = opts.overlay.map(|st| layers::mount_stack(sandbox, st, &spec)).transpose()?;
@@ -143,7 +145,7 @@ pub fn run(
     };
     let after = Counts::read(proc)?;
     Ok(CreateResult {
-        header: crate::result::Header::new("create"),
+        header,
         environment,
         options: opts.clone(),
         sandbox: sandbox.privilege,

@@ -359,6 +359,8 @@ pub struct ReclaimResult {
 
 /// Runs the sweep. The sandbox must already be entered.
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<ReclaimResult> {
+    // The header says when the run started, not when it ended.
+    let header = crate::result::Header::new("reclaim");
     let environment = Environment::capture(proc);
     let kmsg = KmsgWatch::start(Some(opts.cpu));
     let mut notes = Vec::new();
@@ -481,7 +483,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         .unwrap_or_else(|| (fit_runs(&[], &[]), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
     Ok(ReclaimResult {
-        header: crate::result::Header::new("reclaim"),
+        header,
         environment,
         options: opts.clone(),
         sandbox: sandbox.privilege,

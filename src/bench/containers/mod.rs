@@ -218,6 +218,8 @@ type Ready = (u32, Result<Report>, Output);
 
 /// Runs the containers. The sandbox must already be entered.
 pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ContainersResult> {
+    // The header says when the run started, not when it ended.
+    let header = crate::result::Header::new("containers");
     let environment = Environment::capture(proc);
     let wall = Instant::now();
     let live = u64::from(opts.parallel).saturating_mul(opts.ops);
@@ -304,7 +306,7 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
         notes.push(line);
     }
     Ok(ContainersResult {
-        header: crate::result::Header::new("containers"),
+        header,
         environment,
         options: opts.clone(),
         sandbox: sandbox.privilege,
