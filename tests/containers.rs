@@ -7,7 +7,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_nothing_left_after_kill, bin, kernel_lock, loop_devices, loops_mounted_by, run_json, usage_error};
+use common::{assert_nothing_left_after_kill, bin, family_of, kernel_lock, run_json, usage_error};
 
 #[test]
 fn bad_input_is_one_line_exit_2() {
@@ -92,14 +92,6 @@ fn files_are_freed_with_the_snapshot_and_lookups_leave_their_misses() {
     assert_eq!((o["temp_tables"].as_u64(), o["lookups"].as_u64(), o["files"].as_u64()), (Some(500), Some(250), Some(250)));
 }
 
-/// The processes of the run: dentrylab and its containers.
-fn family(pid: u32) -> Vec<u32> {
-    let mut out = vec![pid];
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    out.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
-    out
-}
-
 #[test]
 fn sigkill_at_any_moment_leaves_nothing() {
     require_root!();
@@ -112,23 +104,16 @@ fn sigkill_at_any_moment_leaves_nothing() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(ms));
-        let pids = family(child.id());
-        let namespaces: Vec<String> = pids
-            .iter()
-            .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok())
-            .map(|l| l.to_string_lossy().into_owned())
-            .collect();
-        let ours = loops_mounted_by(&pids);
-        let loops: Vec<_> = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
-        let snapshot = std::fs::read_to_string(format!("/proc/{}/mountinfo", pids.last().unwrap())).unwrap_or_default();
+        let f = family_of(child.id());
+        let snapshot = std::fs::read_to_string(format!("/proc/{}/mountinfo", f.pids.last().unwrap())).unwrap_or_default();
         child.kill().unwrap();
         child.wait().unwrap();
         if ms >= 900 {
-            assert!(!loops.is_empty(), "after {ms} ms the run had its image mounted");
-            assert!(pids.len() > 1, "after {ms} ms containers were running");
-            assert!(snapshot.is_empty() || snapshot.contains("overlay") || pids.len() == 1, "{snapshot}");
+            assert!(!f.loops.is_empty(), "after {ms} ms the run had its image mounted");
+            assert!(f.pids.len() > 1, "after {ms} ms containers were running");
+            assert!(snapshot.is_empty() || snapshot.contains("overlay") || f.pids.len() == 1, "{snapshot}");
         }
-        assert_nothing_left_after_kill(ms, &namespaces, &loops);
+        assert_nothing_left_after_kill(ms, &f.namespaces, &f.loops);
     }
 }
 

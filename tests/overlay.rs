@@ -15,7 +15,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_nothing_left_after_kill, bin, kernel_lock, loop_devices, loops_mounted_by, run_json, usage_error};
+use common::{assert_nothing_left_after_kill, bin, family_of, kernel_lock, run_json, usage_error};
 use serde_json::Value;
 
 const N: f64 = 20_000.0;
@@ -152,14 +152,6 @@ fn bad_overlay_input_is_one_line_and_exit_2() {
     usage_error("create", &["--count", "1k", "--fs", "overlayfs"], &["overlayfs", "overlay"]);
 }
 
-/// The processes of the run: dentrylab and its generator child.
-fn family(pid: u32) -> Vec<u32> {
-    let mut out = vec![pid];
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    out.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
-    out
-}
-
 /// SIGKILL while the stack is being mounted, filled, reclaimed and torn
 /// down layer by layer: no overlay, no mount and no loop device stays.
 #[test]
@@ -179,26 +171,19 @@ fn sigkill_at_several_moments_leaves_no_overlay_or_loop_device() {
         // (the last layer went, the next stack is not up yet): from 400 ms
         // on, kill it at the first moment (within 2 s) it holds one.
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
-        let (namespaces, loops) = loop {
-            let pids = family(child.id());
-            let namespaces: Vec<String> = pids
-                .iter()
-                .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok())
-                .map(|l| l.to_string_lossy().into_owned())
-                .collect();
-            let ours = loops_mounted_by(&pids);
-            let loops: Vec<_> = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
-            if ms < 400 || !loops.is_empty() || std::time::Instant::now() > deadline {
-                break (namespaces, loops);
+        let f = loop {
+            let f = family_of(child.id());
+            if ms < 400 || !f.loops.is_empty() || std::time::Instant::now() > deadline {
+                break f;
             }
             std::thread::sleep(Duration::from_millis(10));
         };
         child.kill().unwrap();
         child.wait().unwrap();
         if ms >= 400 {
-            assert!(!loops.is_empty(), "after {ms} ms the run had its lower filesystem mounted");
+            assert!(!f.loops.is_empty(), "after {ms} ms the run had its lower filesystem mounted");
         }
-        assert_nothing_left_after_kill(ms, &namespaces, &loops);
+        assert_nothing_left_after_kill(ms, &f.namespaces, &f.loops);
     }
 }
 

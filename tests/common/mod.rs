@@ -173,6 +173,29 @@ pub fn usage_error(command: &str, args: &[&str], needles: &[&str]) {
     assert!(out.stdout.is_empty());
 }
 
+/// A run's processes (dentrylab and its direct children: a generator or
+/// the containers), their mount namespaces, and the loop devices they have
+/// mounted: what must be gone after a SIGKILL.
+pub struct Family {
+    pub pids: Vec<u32>,
+    pub namespaces: Vec<String>,
+    pub loops: Vec<(String, String, String)>,
+}
+
+pub fn family_of(pid: u32) -> Family {
+    let mut pids = vec![pid];
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    pids.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+    let namespaces = pids
+        .iter()
+        .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok())
+        .map(|l| l.to_string_lossy().into_owned())
+        .collect();
+    let ours = loops_mounted_by(&pids);
+    let loops = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
+    Family { pids, namespaces, loops }
+}
+
 /// After a run was SIGKILLed at `ms`: its mount namespaces and loop devices
 /// go within 10 s, and no overlay of the sandbox stays mounted.
 pub fn assert_nothing_left_after_kill(ms: u64, namespaces: &[String], loops: &[(String, String, String)]) {
