@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Do independent sweeps agree on the lockup edge? Runs N quick sweeps
-# (`dentrylab reclaim`, 100k-2M) and one `--sizes auto` sweep, one after
+# (`dentrylab reclaim`, 500k-4M) and one `--sizes auto` sweep, one after
 # another, none saved as the calibration, and prints each run's verdict line
 # and its point and 90% interval; then whether every run's interval holds
 # the auto run's point and whether all points lie within 1.5x of each other

@@ -84,6 +84,19 @@ pub struct Band {
     /// How many sizes the fit went through (0: saved before this was kept).
     #[serde(default)]
     pub sizes: u32,
+    /// The scatter of one size's mean between runs (σ of ln value, see
+    /// [`super::run_scatter`]) and the degrees of freedom it was measured
+    /// with; 0: none (a within-run band, or saved before it was kept).
+    #[serde(default)]
+    pub run_sd: f64,
+    #[serde(default)]
+    pub run_dof: u32,
+    /// Mean and Σ(x − mean)² of the distinct sizes' x = ln n: what the
+    /// run scatter's share of the band is computed from.
+    #[serde(default)]
+    pub size_x_mean: f64,
+    #[serde(default)]
+    pub size_sxx: f64,
 }
 
 fn one() -> f64 {
@@ -102,14 +115,28 @@ impl Band {
         t90(self.dof)
     }
 
-    /// Standard error of the fitted ln value at x = ln n.
-    fn se_at(&self, x: f64) -> f64 {
-        (self.resid_var * (1.0 / self.sum_w + (x - self.x_mean).powi(2) / self.sxx_w)).sqrt()
+    /// Variance of the fitted ln value at x = ln n, and the degrees of
+    /// freedom its t quantile takes (the run scatter's share included).
+    pub(super) fn var_dof_at(&self, x: f64) -> (f64, f64) {
+        let fit = self.resid_var * (1.0 / self.sum_w + (x - self.x_mean).powi(2) / self.sxx_w);
+        let run = if self.run_sd > 0.0 {
+            self.run_sd.powi(2) * (1.0 / self.sizes.max(1) as f64 + (x - self.size_x_mean).powi(2) / self.size_sxx)
+        } else {
+            0.0
+        };
+        super::run_scatter::combine(fit, self.dof, self.birge_ratio, run, self.run_dof)
+    }
+
+    /// Variance of the exponent and its degrees of freedom.
+    pub(super) fn slope_var_dof(&self) -> (f64, f64) {
+        let run = if self.run_sd > 0.0 { self.run_sd.powi(2) / self.size_sxx } else { 0.0 };
+        super::run_scatter::combine(self.resid_var / self.sxx_w, self.dof, self.birge_ratio, run, self.run_dof)
     }
 
     /// 90% interval of the exponent.
     pub fn exponent(&self, fit: &PowerFit) -> Interval {
-        let h = self.t() * (self.resid_var / self.sxx_w).sqrt();
+        let (v, dof) = self.slope_var_dof();
+        let h = t90(dof as u32) * v.sqrt();
         Interval { low: fit.exponent - h, high: Some(fit.exponent + h) }
     }
 
@@ -117,7 +144,8 @@ impl Band {
     pub fn value_at(&self, fit: &PowerFit, n: f64) -> Interval {
         let x = n.ln();
         let y = fit.coefficient.ln() + fit.exponent * x;
-        let h = self.t() * self.se_at(x);
+        let (v, dof) = self.var_dof_at(x);
+        let h = t90(dof as u32) * v.sqrt();
         Interval { low: (y - h).exp(), high: Some((y + h).exp()) }
     }
 
@@ -127,6 +155,9 @@ impl Band {
     pub fn count_reaching(&self, fit: &PowerFit, value: f64) -> Option<Interval> {
         if !(value > 0.0 && fit.coefficient > 0.0) {
             return None;
+        }
+        if self.run_sd > 0.0 {
+            return self.count_reaching_numeric(fit, value);
         }
         // With d = x − x̄ and y0 = ŷ(x̄) − ln value, the edges cross where
         // (y0 + b·d)² = t²·s²·(1/W + d²/Sxx).
@@ -210,16 +241,31 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
         })
         .collect();
     let k = sizes_fitted.len();
+    let size_x_mean = sizes_fitted.iter().map(|s| s.2).sum::<f64>() / k.max(1) as f64;
+    let size_sxx: f64 = sizes_fitted.iter().map(|s| (s.2 - size_x_mean).powi(2)).sum();
     let ss_means: f64 = sizes_fitted.iter().map(|(nw, r, _)| nw * r * r).sum();
     let band = (dof > 0).then(|| {
         let points = ssr / dof as f64;
         let means = (k > 2).then(|| ss_means / (k - 2) as f64);
+        let base = Band {
+            x_mean,
+            sum_w,
+            sxx_w,
+            resid_var: points,
+            dof,
+            birge_ratio: 1.0,
+            sizes: k as u32,
+            run_sd: 0.0,
+            run_dof: 0,
+            size_x_mean,
+            size_sxx,
+        };
         match means {
             Some(m) if m > points => {
                 let (dof, birge_ratio) = ((k - 2) as u32, (m / points).sqrt());
-                Band { x_mean, sum_w, sxx_w, resid_var: m, dof, birge_ratio, sizes: k as u32 }
+                Band { resid_var: m, dof, birge_ratio, ..base }
             }
-            _ => Band { x_mean, sum_w, sxx_w, resid_var: points, dof, birge_ratio: 1.0, sizes: k as u32 },
+            _ => base,
         }
     });
     Some(PowerFit {

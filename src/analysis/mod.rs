@@ -6,6 +6,7 @@ pub mod fit;
 pub mod interval;
 pub mod folded;
 pub mod oscillation;
+pub mod run_scatter;
 pub mod scaling;
 pub mod slowdown;
 pub mod verdict;

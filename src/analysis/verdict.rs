@@ -185,6 +185,16 @@ pub fn decide(i: &Inputs) -> Verdict {
             b.birge_ratio, b.dof
         ));
     }
+    if let Some(b) = governing.and_then(|p| p.band).filter(|b| b.run_sd > 0.0) {
+        summary.push(format!(
+            "The interval also carries what one run cannot see: a size's mean scatters by {:.1}% between \
+             independent runs (measured with bench/run-scatter.sh; {} degrees of freedom), and the fit \
+             carries that through its {} sizes to the lockup count.",
+            b.run_sd * 100.0,
+            b.run_dof,
+            b.sizes
+        ));
+    }
     if let (Governs::LongestStretch, Some(t), Some(g)) = (governs, by_time, by_gap) {
         summary.push(format!(
             "Total reclaim time alone would put the edge at {}; the measured stretch puts it at {} ({:.1}× {}).",

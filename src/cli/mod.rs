@@ -218,7 +218,7 @@ fn parse_lower_fs(s: &str) -> Result<FsType, String> {
 
 #[derive(Debug, Args)]
 pub struct ReclaimArgs {
-    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (100k,500k,1M,2M), 'seed' (seed 000's 100k…10M), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
+    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (500k,1M,2M,4M), 'seed' (seed 000's 100k…10M), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
     #[arg(long, default_value = "quick", value_parser = parse_sweep_sizes, allow_hyphen_values = true)]
     pub sizes: SweepSizes,
     /// How the probe threads are scheduled: fifo (SCHED_FIFO at the top priority, as the watchdog's per-CPU stopper thread runs; needs root or CAP_SYS_NICE) or other (SCHED_OTHER). Default: fifo where permitted, else other; the output says which and why.
