@@ -452,7 +452,23 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
             }
         }
     }
-    for r in runs.iter().filter(|r| r.fit_count() != r.freed.max(1) as f64) {
+    if opts.overlay.is_some() {
+        // Through an overlay most of the workload's dentries live in the
+        // upper and lower filesystems, which the overlay's reclaim does not
+        // touch: a small count here is the overlay, not other activity.
+        let mut seen = std::collections::BTreeSet::new();
+        for r in runs.iter().filter(|r| r.freed.max(0) as u64 * 2 < r.target && seen.insert(r.target)) {
+            notes.push(format!(
+                "size {}: the overlay's reclaim freed {} dentries of the {} made through it; the rest stayed in the \
+                 upper and lower filesystems (the layers table counts them), so the fits are of the overlay's own \
+                 reclaim",
+                human(r.target),
+                r.freed,
+                human(r.target)
+            ));
+        }
+    }
+    for r in runs.iter().filter(|r| opts.overlay.is_none() && r.fit_count() != r.freed.max(1) as f64) {
         notes.push(format!(
             "size {} rep {}: the {} counter moved by {} instead of about {} (other activity on the machine); \
              this run is counted at its target",
