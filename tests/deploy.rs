@@ -192,7 +192,8 @@ fn calibration_job_writes_where_the_daemonset_reads() {
         "{sizes}"
     );
     // An auto sweep inside the pod stops at a cap that fits the pod's
-    // memory limit: the sweep's own limit reads the host's MemAvailable.
+    // memory limit (the sweep also plans with what the limit leaves; the
+    // cap must not be what runs into it).
     if let Some(cap) = sizes.strip_prefix("auto:") {
         let cap: f64 = cap.trim_end_matches('M').parse::<f64>().unwrap() * 1e6;
         let limit = s(&c["resources"]["limits"]["memory"], "memory limit");

@@ -242,26 +242,11 @@ fn a_thread_that_cannot_start_is_one_line_and_exit_1() {
     require_root!();
     let pids = Path::new("/sys/fs/cgroup/pids");
     require!(pids.join("cgroup.procs").exists(), "needs the cgroup v1 pids controller at {}", pids.display());
-    struct Cg(std::path::PathBuf);
-    impl Drop for Cg {
-        fn drop(&mut self) {
-            for _ in 0..50 {
-                if std::fs::remove_dir(&self.0).is_ok() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    }
-    let cg = Cg(pids.join(format!("dentrylab-test-exporter-{}", std::process::id())));
-    std::fs::create_dir(&cg.0).unwrap();
+    let cg = common::TempCgroup::new(pids, "exporter");
     std::fs::write(cg.0.join("pids.max"), "3").unwrap();
     let state = empty_state();
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(r#"echo $$ > "$0/cgroup.procs" && exec "$@""#)
-        .arg(&cg.0)
-        .arg(env!("CARGO_BIN_EXE_dentrylab"))
+    let out = cg
+        .command()
         .args(["exporter", "--listen", "127.0.0.1:0", "--workers", "4", "--proc-root"])
         .arg(fixture("6.18"))
         .arg("--state-dir")

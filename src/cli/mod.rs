@@ -218,7 +218,7 @@ fn parse_lower_fs(s: &str) -> Result<FsType, String> {
 
 #[derive(Debug, Args)]
 pub struct ReclaimArgs {
-    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (500k,1M,2M,4M), 'seed' (seed 000's 100k…10M), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
+    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (500k,1M,2M,4M), 'seed' (seed 000's 100k…10M), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable or of what the memory cgroup's limit leaves (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
     #[arg(long, default_value = "quick", value_parser = parse_sweep_sizes, allow_hyphen_values = true)]
     pub sizes: SweepSizes,
     /// How the probe threads are scheduled: fifo (SCHED_FIFO at the top priority, as the watchdog's per-CPU stopper thread runs; needs root or CAP_SYS_NICE) or other (SCHED_OTHER). Default: fifo where permitted, else other; the output says which and why.
@@ -251,7 +251,7 @@ pub struct ReclaimArgs {
     /// Probe wake-up interval in microseconds.
     #[arg(long, default_value_t = crate::probe::gap::DEFAULT_INTERVAL.as_micros() as u64, value_parser = clap::value_parser!(u64).range(10..=100_000))]
     pub probe_interval_us: u64,
-    /// Run sizes that the safety checks refuse (more than half of MemAvailable, or a predicted monopolisation over 10 s).
+    /// Run sizes that the safety checks refuse (more than half of MemAvailable or of what the memory cgroup's limit leaves, or a predicted monopolisation over 10 s).
     #[arg(long)]
     pub force: bool,
     /// Allow actions that affect the whole machine (--method drop-caches drops every unused dentry and inode on the node).
@@ -305,7 +305,7 @@ pub struct CreateArgs {
     /// Seconds to hold the dentries before reclaiming them with umount (0: at once; default: until Ctrl-C).
     #[arg(long, value_name = "SECONDS")]
     pub hold: Option<u64>,
-    /// Create even if the memory estimate is over half of MemAvailable.
+    /// Create even if the memory estimate is over half of MemAvailable (or of what the memory cgroup's limit leaves).
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]

@@ -123,6 +123,72 @@ pub fn memory_controller(
     Some(MemoryController { version: 1, mount_point: m.mount_point.clone(), own_dir: own(m, &me.path) })
 }
 
+/// This process's memory controller, from the proc root's `self/cgroup`
+/// and `self/mountinfo` (v2's root controllers read from its mount).
+pub fn own_memory_controller(proc: &super::ProcRoot) -> Result<Option<MemoryController>> {
+    let me = parse_membership(proc.open("self/cgroup")?)?;
+    let mounts = parse_mounts(proc.open("self/mountinfo")?)?;
+    let v2 = mounts
+        .iter()
+        .find(|m| m.version == 2)
+        .and_then(|m| std::fs::read_to_string(m.mount_point.join("cgroup.controllers")).ok());
+    Ok(memory_controller(&me, &mounts, v2.as_deref()))
+}
+
+/// The room a memory cgroup level leaves below its limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headroom {
+    /// limit − working set.
+    pub bytes: u64,
+    pub limit: u64,
+    /// Usage less inactive file pages (what the kubelet calls the working
+    /// set: page cache the limit would reclaim first does not count).
+    pub working_set: u64,
+    pub dir: PathBuf,
+}
+
+/// A limit file's value: `None` for `max` (v2) or v1's "unlimited" (a
+/// number near 2^63).
+pub fn parse_limit(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let v: u64 = t.parse().ok()?;
+    (v < 1 << 62).then_some(v)
+}
+
+/// A `memory.stat` value by key.
+fn stat_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// The least room any level from this process's cgroup up to the
+/// hierarchy's root leaves below its limit (dentries are charged to the
+/// memory cgroup: a pod's limit stops a run before the node's memory does);
+/// `None` when no level has a limit or none can be read.
+pub fn headroom(mc: &MemoryController) -> Option<Headroom> {
+    let (limit_file, usage_file, inactive) = match mc.version {
+        2 => ("memory.max", "memory.current", "inactive_file"),
+        _ => ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"),
+    };
+    let mut dir = mc.own_dir.clone();
+    let mut best: Option<Headroom> = None;
+    loop {
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+        let limit = read(limit_file).and_then(|t| parse_limit(&t));
+        let usage = read(usage_file).and_then(|t| t.trim().parse::<u64>().ok());
+        if let (Some(limit), Some(usage)) = (limit, usage) {
+            let working_set = usage.saturating_sub(read("memory.stat").and_then(|t| stat_value(&t, inactive)).unwrap_or(0));
+            let bytes = limit.saturating_sub(working_set);
+            if best.as_ref().is_none_or(|b| bytes < b.bytes) {
+                best = Some(Headroom { bytes, limit, working_set, dir: dir.clone() });
+            }
+        }
+        if dir == mc.mount_point || !dir.pop() || !dir.starts_with(&mc.mount_point) {
+            break;
+        }
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +220,39 @@ mod tests {
         assert_eq!(mc.version, 2);
         assert_eq!(mc.own_dir, PathBuf::from("/sys/fs/cgroup/user.slice/user-1000.slice/session-3.scope"));
         assert_eq!(memory_controller(&me, &mounts, Some("cpu io")), None);
+    }
+
+    #[test]
+    fn limits_and_headroom_up_the_tree() {
+        assert_eq!(parse_limit("max\n"), None);
+        assert_eq!(parse_limit("9223372036854771712\n"), None);
+        assert_eq!(parse_limit("4294967296\n"), Some(4 << 30));
+        // A v2 tree: the pod's limit (1 GiB, 600 MiB used of which 100 MiB
+        // inactive file: 524 MiB left) leaves less than its parent's (8 GiB,
+        // 7000 MiB used: 1192 MiB left).
+        let root = std::env::temp_dir().join(format!("dentrylab-headroom-{}", std::process::id()));
+        let pod = root.join("kubepods/pod1");
+        std::fs::create_dir_all(&pod).unwrap();
+        let w = |d: &std::path::Path, f: &str, v: &str| std::fs::write(d.join(f), v).unwrap();
+        w(&pod, "memory.max", "1073741824\n");
+        w(&pod, "memory.current", &format!("{}\n", 600u64 << 20));
+        w(&pod, "memory.stat", &format!("anon 1\ninactive_file {}\nactive_file 2\n", 100u64 << 20));
+        let parent = root.join("kubepods");
+        w(&parent, "memory.max", &format!("{}\n", 8u64 << 30));
+        w(&parent, "memory.current", &format!("{}\n", 7000u64 << 20));
+        w(&root, "memory.max", "max\n");
+        let mc = MemoryController { version: 2, mount_point: root.clone(), own_dir: pod.clone() };
+        let h = headroom(&mc).unwrap();
+        assert_eq!((h.bytes, h.dir.clone()), (524u64 << 20, pod.clone()), "{h:?}");
+        // The parent nearly full: it is the one that binds.
+        w(&parent, "memory.current", &format!("{}\n", 8000u64 << 20));
+        let h = headroom(&mc).unwrap();
+        assert_eq!((h.bytes, h.dir.clone()), (192u64 << 20, parent.clone()), "{h:?}");
+        // No limit anywhere: none.
+        w(&pod, "memory.max", "max\n");
+        w(&parent, "memory.max", "max\n");
+        assert_eq!(headroom(&mc), None);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -95,13 +95,7 @@ pub struct ByCgroup {
 /// The memory hierarchy's root directory from the proc root's
 /// `self/cgroup` and `self/mountinfo`.
 pub fn find_root(proc: &ProcRoot) -> Result<PathBuf> {
-    let me = cgroup::parse_membership(proc.open("self/cgroup")?)?;
-    let mounts = cgroup::parse_mounts(proc.open("self/mountinfo")?)?;
-    let v2 = mounts
-        .iter()
-        .find(|m| m.version == 2)
-        .and_then(|m| std::fs::read_to_string(m.mount_point.join("cgroup.controllers")).ok());
-    match cgroup::memory_controller(&me, &mounts, v2.as_deref()) {
+    match cgroup::own_memory_controller(proc)? {
         Some(mc) => Ok(mc.mount_point),
         None => bail!(
             "--by-cgroup: no cgroup hierarchy with the memory controller is mounted (per {}); give its root with --cgroup-root",

@@ -211,3 +211,34 @@ pub fn assert_nothing_left_after_kill(ms: u64, namespaces: &[String], loops: &[(
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains("dentrylab-overlay"), "an overlay is still mounted");
 }
+
+/// A cgroup directory made for one test, removed (retried while its last
+/// task exits) when dropped.
+pub struct TempCgroup(pub std::path::PathBuf);
+
+impl TempCgroup {
+    /// `controller_dir/dentrylab-test-NAME-PID`, created.
+    pub fn new(controller_dir: &std::path::Path, name: &str) -> TempCgroup {
+        let dir = controller_dir.join(format!("dentrylab-test-{name}-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        TempCgroup(dir)
+    }
+
+    /// `sh` that moves itself into this cgroup, then execs dentrylab.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(r#"echo $$ > "$0/cgroup.procs" && exec "$@""#).arg(&self.0).arg(env!("CARGO_BIN_EXE_dentrylab"));
+        c
+    }
+}
+
+impl Drop for TempCgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}

@@ -32,7 +32,8 @@ pub struct Auto {
 pub enum StoppedBy {
     /// A size's median longest gap reached [`TARGET_GAP_SECONDS`].
     Gap,
-    /// The next size would not fit in half of MemAvailable.
+    /// The next size would not fit in half of MemAvailable (or of a memory
+    /// cgroup's headroom, when less).
     Memory,
     /// The next size would pass the cap given with `auto:SIZE`.
     Cap,
@@ -78,7 +79,7 @@ pub fn next(last: Option<(u64, f64)>, memory_limit: u64, cap: Option<u64>) -> Re
     let why_limit = |want: u64| match by {
         StoppedBy::Cap => format!("the next size ({}) would pass the cap of {}", human(want), human(limit)),
         _ => format!(
-            "the next size ({}) would need more than half of MemAvailable (at most {} fit)",
+            "the next size ({}) would need more than half of the memory available (MemAvailable, or what a memory cgroup's limit leaves when less: at most {} fit)",
             human(want),
             human(limit)
         ),

@@ -64,7 +64,7 @@ pub(super) fn method_notes(opts: &Options) -> Vec<String> {
 /// the measured bytes per dentry (the kind's estimate before a size ran).
 /// `--sizes auto` never passes it, even with `--force`.
 pub(super) fn memory_limit(opts: &Options, bpd: Option<f64>, proc: &ProcRoot) -> Result<u64> {
-    let avail = proc.meminfo()?.mem_available_bytes as f64;
+    let avail = crate::bench::memory_available(proc)?.bytes as f64;
     let bpd = bpd.unwrap_or(opts.kind.default_bytes_per_dentry() as f64).max(1.0);
     Ok((avail * MAX_MEMORY_SHARE / bpd) as u64)
 }
@@ -74,15 +74,15 @@ pub(super) fn refuse(opts: &Options, target: u64, bpd: Option<f64>, runs: &[Run]
     if opts.force {
         return Ok(None);
     }
-    let avail = proc.meminfo()?.mem_available_bytes as f64;
+    let avail = crate::bench::memory_available(proc)?;
     let bpd_used = bpd.unwrap_or(opts.kind.default_bytes_per_dentry() as f64);
     let need = target as f64 * bpd_used;
-    if need > avail * MAX_MEMORY_SHARE {
+    if need > avail.bytes as f64 * MAX_MEMORY_SHARE {
         return Ok(Some(format!(
-            "it needs about {} ({bpd_used:.0} bytes per dentry{}), more than half of MemAvailable ({}); pass --force to run it anyway",
+            "it needs about {} ({bpd_used:.0} bytes per dentry{}), more than half of {}; pass --force to run it anyway",
             crate::size::bytes(need as u64),
             if bpd.is_some() { ", measured" } else { ", estimated" },
-            crate::size::bytes(avail as u64)
+            avail.what
         )));
     }
     for &method in &opts.methods {
