@@ -18,6 +18,15 @@ fn stacks(w: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// A profile sampled at 4000 Hz, its longest gap's window the probe's:
+/// same length, on the same clock.
+fn assert_window_is_the_probes(p: &serde_json::Value, probe: &serde_json::Value) {
+    assert_eq!(p["frequency_hz"], 4000);
+    let g = &p["longest_gap"];
+    let len = (g["end_ns"].as_u64().unwrap() - g["start_ns"].as_u64().unwrap()) as f64 / 1e9;
+    assert!((len - probe["max_gap_seconds"].as_f64().unwrap()).abs() < 1e-6, "the probe's gap, on its clock: {len} vs {probe}");
+}
+
 #[test]
 fn profile_folds_the_umount_and_names_its_longest_stretch() {
     require_root!();
@@ -28,11 +37,7 @@ fn profile_folds_the_umount_and_names_its_longest_stretch() {
     for r in v["runs"].as_array().unwrap() {
         assert!(r.get("profile_problem").is_none(), "{r}");
         let p = &r["profile"];
-        assert_eq!(p["frequency_hz"], 4000);
-        // The longest gap's window is the probe's: same length, same clock.
-        let g = &p["longest_gap"];
-        let len = (g["end_ns"].as_u64().unwrap() - g["start_ns"].as_u64().unwrap()) as f64 / 1e9;
-        assert!((len - r["probe"]["max_gap_seconds"].as_f64().unwrap()).abs() < 1e-6, "{len} vs {}", r["probe"]);
+        assert_window_is_the_probes(p, &r["probe"]);
         let rec = &p["reclaim"];
         assert!(rec["start_ns"].as_u64().unwrap() < rec["end_ns"].as_u64().unwrap());
         // The reclaiming thread was sampled in its umount: the kernel's
@@ -184,10 +189,7 @@ fn containers_profile_folds_each_teardown() {
     for c in v["containers"].as_array().unwrap() {
         assert!(c.get("profile_problem").is_none(), "{c}");
         let p = &c["profile"];
-        assert_eq!(p["frequency_hz"], 4000);
-        let g = &p["longest_gap"];
-        let len = (g["end_ns"].as_u64().unwrap() - g["start_ns"].as_u64().unwrap()) as f64 / 1e9;
-        assert!((len - c["probe"]["max_gap_seconds"].as_f64().unwrap()).abs() < 1e-6, "the probe's gap, on its clock: {len} vs {}", c["probe"]);
+        assert_window_is_the_probes(p, &c["probe"]);
         assert!(["exit", "removal"].contains(&c["profile_phase"].as_str().unwrap()), "{c}");
         let t = &p["reclaim"];
         assert!(t["start_ns"].as_u64().unwrap() < t["end_ns"].as_u64().unwrap());

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use super::Figure;
 use crate::bench::containers::ContainersResult;
 use crate::bench::reclaim::{Method, ReclaimResult, profile::longest};
+use crate::analysis::folded::Window;
 use crate::size::human;
 
 /// Width of a flame graph, pixels.
@@ -45,26 +46,38 @@ pub fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Result<
                 run.rep + 1
             );
             let label = if results.len() > 1 { format!("{}: ", labels[i]) } else { String::new() };
-            let caption = format!(
-                "{label}flame graph of the longest stretch ({:.0} ms, {} samples at {} Hz on CPU {}), {what}",
-                run.probe.max_gap_seconds * 1e3,
-                p.longest_gap.samples,
-                p.frequency_hz,
-                r.options.cpu
-            );
-            let title = format!("{label}What held CPU {} in the longest stretch", r.options.cpu);
-            let subtitle = format!(
-                "{what}: {:.0} ms, {} samples at {} Hz (all tasks on the CPU; kernel {})",
-                run.probe.max_gap_seconds * 1e3,
-                p.longest_gap.samples,
-                p.frequency_hz,
-                r.environment.kernel
-            );
-            let svg = draw(title, subtitle, &p.longest_gap.folded)?;
-            out.push(Figure { file, caption, svg });
+            let ms = format!("{:.0}", run.probe.max_gap_seconds * 1e3);
+            let f = Flame { label: &label, stretch: "longest stretch", ms, what: &what, cpu: r.options.cpu, kernel: &r.environment.kernel };
+            out.push(f.figure(file, p.frequency_hz, &p.longest_gap)?);
         }
     }
     Ok(out)
+}
+
+/// What a longest-stretch flame graph says about itself: its caption,
+/// title and subtitle, the same for a reclaim's and a teardown's.
+struct Flame<'a> {
+    /// "A: " when several results are drawn, else empty.
+    label: &'a str,
+    /// "longest stretch", "longest teardown stretch".
+    stretch: &'a str,
+    /// The stretch in milliseconds, formatted.
+    ms: String,
+    /// What was reclaimed, in words.
+    what: &'a str,
+    cpu: usize,
+    kernel: &'a str,
+}
+
+impl Flame<'_> {
+    fn figure(&self, file: String, hz: u32, gap: &Window) -> Result<Figure> {
+        let (label, stretch, ms, what, cpu) = (self.label, self.stretch, &self.ms, self.what, self.cpu);
+        let samples = gap.samples;
+        let caption = format!("{label}flame graph of the {stretch} ({ms} ms, {samples} samples at {hz} Hz on CPU {cpu}), {what}");
+        let title = format!("{label}What held CPU {cpu} in the {stretch}");
+        let subtitle = format!("{what}: {ms} ms, {samples} samples at {hz} Hz (all tasks on the CPU; kernel {})", self.kernel);
+        Ok(Figure { file, caption, svg: draw(title, subtitle, &gap.folded)? })
+    }
 }
 
 /// One flame graph of folded stacks (`stack count`), the same for the same input.
@@ -105,22 +118,9 @@ pub fn containers_longest_stretch(results: &[&ContainersResult], labels: &[Strin
             human(r.options.ops),
             r.options.fs
         );
-        let caption = format!(
-            "{label}flame graph of the longest teardown stretch ({:.1} ms, {} samples at {} Hz on CPU {}), {what}",
-            p.longest_gap_seconds * 1e3,
-            p.longest_gap.samples,
-            p.frequency_hz,
-            r.options.cpu
-        );
-        let title = format!("{label}What held CPU {} in the longest teardown stretch", r.options.cpu);
-        let subtitle = format!(
-            "{what}: {:.1} ms, {} samples at {} Hz (all tasks on the CPU; kernel {})",
-            p.longest_gap_seconds * 1e3,
-            p.longest_gap.samples,
-            p.frequency_hz,
-            r.environment.kernel
-        );
-        out.push(Figure { file, caption, svg: draw(title, subtitle, &p.longest_gap.folded)? });
+        let ms = format!("{:.1}", p.longest_gap_seconds * 1e3);
+        let f = Flame { label: &label, stretch: "longest teardown stretch", ms, what: &what, cpu: r.options.cpu, kernel: &r.environment.kernel };
+        out.push(f.figure(file, p.frequency_hz, &p.longest_gap)?);
     }
     Ok(out)
 }
