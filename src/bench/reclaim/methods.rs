@@ -154,6 +154,14 @@ pub struct StageSpec<'a> {
     pub overlay: Option<Stack>,
 }
 
+impl StageSpec<'_> {
+    /// The generator child that makes this stage's dentries under `path`,
+    /// in a mount namespace of its own or not, through an overlay or not.
+    fn child(&self, own_namespace: bool, path: std::path::PathBuf, overlay: Option<crate::sandbox::overlay::Layers>) -> ChildSpec {
+        ChildSpec { own_namespace, path, fs: self.fs, capacity: self.create.capacity(), create: self.create, cpu: self.cpu, overlay }
+    }
+}
+
 /// Mounts a fresh filesystem and creates the dentries, the way `method`
 /// needs them.
 pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, CreateOutcome)> {
@@ -176,16 +184,7 @@ pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, Create
         Method::Memcg => {
             let cg = sandbox.memcg()?;
             let mount = sandbox.mount(s.fs, &capacity)?;
-            let spec = ChildSpec {
-                own_namespace: false,
-                path: mount.path().to_path_buf(),
-                fs: s.fs,
-                capacity,
-                create: s.create,
-                cpu: s.cpu,
-                overlay: None,
-            };
-            let mut child = Generator::spawn(&spec)?;
+            let mut child = Generator::spawn(&s.child(false, mount.path().to_path_buf(), None))?;
             cg.add(child.pid())?;
             let created = child.go().with_context(what)?;
             // The dentries stay charged to the cgroup after the child goes;
@@ -195,16 +194,7 @@ pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, Create
         }
         Method::NsExit => {
             let path = sandbox.mount_point()?;
-            let spec = ChildSpec {
-                own_namespace: true,
-                path: path.clone(),
-                fs: s.fs,
-                capacity,
-                create: s.create,
-                cpu: s.cpu,
-                overlay: None,
-            };
-            let mut child = Generator::spawn(&spec)?;
+            let mut child = Generator::spawn(&s.child(true, path.clone(), None))?;
             let created = child.go().with_context(what)?;
             Ok((staged(How::Namespace { child, path }), created))
         }
@@ -230,16 +220,7 @@ fn stage_overlay(s: &StageSpec<'_>, stack: Stack, sandbox: &mut Sandbox) -> Resu
         }
         Method::NsExit => {
             let path = sandbox.mount_point()?;
-            let spec = ChildSpec {
-                own_namespace: true,
-                path: path.clone(),
-                fs: s.fs,
-                capacity: s.create.capacity(),
-                create: s.create,
-                cpu: s.cpu,
-                overlay: Some(mounts.layers.clone()),
-            };
-            let mut child = Generator::spawn(&spec)?;
+            let mut child = Generator::spawn(&s.child(true, path.clone(), Some(mounts.layers.clone())))?;
             let created = child.go().with_context(what)?;
             Ok((Staged { how: How::Namespace { child, path }, stack: Some(mounts), top: None }, created))
         }
