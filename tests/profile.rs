@@ -126,21 +126,40 @@ fn profile_with_a_perf_that_cannot_sample_says_so_in_one_line() {
     check_degraded(&err, &v, "Access to performance monitoring");
 }
 
+fn results(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results").join(name)
+}
+
+/// Renders the recorded result `name` twice: the same input must draw the
+/// same `svg` file. Returns the first report's directory and that SVG.
+fn render_twice(name: &str, svg: &str) -> (tempfile::TempDir, String) {
+    let render = || {
+        let out = tempfile::tempdir().unwrap();
+        let st = bin().arg("report").arg(results(name)).arg("-o").arg(out.path()).output().unwrap();
+        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+        out
+    };
+    let (a, b) = (render(), render());
+    let text = std::fs::read_to_string(a.path().join(svg)).unwrap();
+    assert_eq!(text, std::fs::read_to_string(b.path().join(svg)).unwrap(), "same input, same SVG");
+    (a, text)
+}
+
+/// The report of a result recorded without --profile has no `svg` file
+/// and its report.md does not say `marker`.
+fn assert_no_flame_graph(name: &str, svg: &str, marker: &str) {
+    let out = tempfile::tempdir().unwrap();
+    assert!(bin().arg("report").arg(results(name)).arg("-o").arg(out.path()).status().unwrap().success());
+    assert!(!out.path().join(svg).exists());
+    assert!(!std::fs::read_to_string(out.path().join("report.md")).unwrap().contains(marker));
+}
+
 /// A real `reclaim --profile --sizes 100k,200k --reps 1` result from this
 /// kernel (6.18, a loaded machine): its report carries the tables and the
 /// flame graph.
 #[test]
 fn report_draws_the_longest_stretch() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/reclaim-profile-tmpfs.json");
-    let render = || {
-        let out = tempfile::tempdir().unwrap();
-        let st = bin().arg("report").arg(&fixture).arg("-o").arg(out.path()).output().unwrap();
-        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
-        out
-    };
-    let (a, b) = (render(), render());
-    let svg = std::fs::read_to_string(a.path().join("reclaim-longest-stretch.svg")).unwrap();
-    assert_eq!(svg, std::fs::read_to_string(b.path().join("reclaim-longest-stretch.svg")).unwrap(), "same input, same SVG");
+    let (a, svg) = render_twice("reclaim-profile-tmpfs.json", "reclaim-longest-stretch.svg");
     assert!(svg.starts_with("<?xml") && svg.contains("<svg"));
     for frame in ["kill_litter_super", "d_walk", "cleanup_mnt"] {
         assert!(svg.contains(frame), "the flame graph shows {frame}");
@@ -152,11 +171,7 @@ fn report_draws_the_longest_stretch() {
     assert!(md.contains("`d_walk ← kill_litter_super` (100%)"), "{md}");
     assert!(md.contains("- the longest stretch (46 ms, 200k rep 1) is not the reclaiming task's (38% of its 183 samples)"), "{md}");
     // A result without --profile draws no flame graph.
-    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/reclaim-small.json");
-    let out = tempfile::tempdir().unwrap();
-    assert!(bin().arg("report").arg(&plain).arg("-o").arg(out.path()).status().unwrap().success());
-    assert!(!out.path().join("reclaim-longest-stretch.svg").exists());
-    assert!(!std::fs::read_to_string(out.path().join("report.md")).unwrap().contains("What held CPU"));
+    assert_no_flame_graph("reclaim-small.json", "reclaim-longest-stretch.svg", "What held CPU");
     // rsvg-convert (CI installs it) draws it.
     if std::process::Command::new("rsvg-convert").arg("--version").output().is_ok() {
         let png = a.path().join("flame.png");
@@ -265,18 +280,9 @@ fn containers_profile_without_perf_says_so_in_one_line() {
 /// the teardown stacks and the flame graph of the longest stretch.
 #[test]
 fn report_draws_the_longest_teardown_stretch() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/containers-profile.json");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
-    let render = || {
-        let out = tempfile::tempdir().unwrap();
-        let st = bin().arg("report").arg(&fixture).arg("-o").arg(out.path()).output().unwrap();
-        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
-        out
-    };
-    let (a, b) = (render(), render());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(results("containers-profile.json")).unwrap()).unwrap();
     let file = "containers-longest-stretch.svg";
-    let svg = std::fs::read_to_string(a.path().join(file)).unwrap();
-    assert_eq!(svg, std::fs::read_to_string(b.path().join(file)).unwrap(), "same input, same SVG");
+    let (a, svg) = render_twice("containers-profile.json", file);
     assert!(svg.starts_with("<?xml") && svg.contains("What held CPU 0 in the longest teardown stretch"));
     // The heaviest stack's leaf is drawn.
     let top = v["profile"]["longest_gap"]["stacks"][0]["stack"].as_str().unwrap();
@@ -289,9 +295,5 @@ fn report_draws_the_longest_teardown_stretch() {
     assert!(md.contains("All 3 recorded teardowns ("), "{md}");
     assert!(md.contains(v["profile"]["verdict"].as_str().unwrap()), "the one line is in the report");
     // A containers result without --profile draws no flame graph.
-    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/containers-mixed.json");
-    let out = tempfile::tempdir().unwrap();
-    assert!(bin().arg("report").arg(&plain).arg("-o").arg(out.path()).status().unwrap().success());
-    assert!(!out.path().join(file).exists());
-    assert!(!std::fs::read_to_string(out.path().join("report.md")).unwrap().contains("in the teardowns (perf)"));
+    assert_no_flame_graph("containers-mixed.json", file, "in the teardowns (perf)");
 }
