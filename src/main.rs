@@ -200,7 +200,8 @@ fn watch(opts: &status::Options, every: std::time::Duration, samples: Option<u32
 fn cmd_exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
     let mut status = node_options(a.node, a.extra);
     status.growth_window_seconds = Some(status::growth::EXPORTER_WINDOW_SECONDS);
-    let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, status };
+    let limits = exporter::server::Limits { header_timeout: a.header_timeout, max_requests: a.max_requests as usize };
+    let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, limits, status };
     // As PID 1 in a container the default action of SIGTERM is ignored:
     // handle it. Nothing to clean up, the exporter only reads.
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])

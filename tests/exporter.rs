@@ -122,7 +122,8 @@ fn never_reads_slabinfo() {
 #[test]
 fn concurrent_scrapes_are_all_answered_by_a_bounded_pool() {
     let state = empty_state();
-    let e = start(&fixture("6.18"), state.path(), &["--workers", "3"]);
+    // 200 at once: above the default --max-requests (40) on purpose.
+    let e = start(&fixture("6.18"), state.path(), &["--workers", "3", "--max-requests", "200"]);
     let addr = e.addr;
     let clients: Vec<_> =
         (0..200).map(|_| std::thread::spawn(move || request(addr, "GET /metrics HTTP/1.1\r\n\r\n"))).collect();
@@ -134,7 +135,8 @@ fn concurrent_scrapes_are_all_answered_by_a_bounded_pool() {
         ok += 1;
     }
     assert_eq!(ok, 200);
-    // main + signal thread + 3 workers: no thread per connection.
+    // main (the event loop) + signal thread + 3 scrape workers: no thread
+    // per connection.
     let threads = metrics::proc_status(e.pid(), "Threads");
     assert!(threads <= 5, "{threads} threads");
 }
@@ -172,6 +174,12 @@ fn bad_input_and_failures() {
 
     let out = run(&["exporter", "--workers", "0"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = run(&["exporter", "--header-timeout", "0s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--header-timeout") && err.contains("100ms to 60s"), "{err}");
+    let out = run(&["exporter", "--max-requests", "-1"]);
+    assert_eq!(out.status.code(), Some(2));
 
     let out = run(&["exporter", "--proc-root", "/nonexistent", "--listen", "127.0.0.1:0"]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -186,55 +194,144 @@ fn bad_input_and_failures() {
     assert!(err.contains(&format!("cannot listen on {}", e.addr)), "{err}");
 }
 
-/// Issue 15: the timeout was per read, so a client sending a byte every
-/// second held a worker for as long as it liked, and four of them blocked
-/// every scrape. Each connection now has a total deadline: 8 such clients
-/// (twice the workers) stay connected, trickling, while 100 scrapes are all
-/// answered.
+/// A client that trickles a request head that never ends, one byte a
+/// second, until the server hangs up or `stop` is set. Returns the bytes
+/// it sent and whether the server hung up on it.
+fn slow_client(addr: std::net::SocketAddr, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> (u32, bool) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    // The wait for an answer is the one-second pause between bytes.
+    s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let mut sent = 0;
+    let mut buf = [0u8; 512];
+    while !stop.load(Ordering::Relaxed) {
+        if s.write_all(b"G").is_err() {
+            return (sent, true);
+        }
+        sent += 1;
+        match s.read(&mut buf) {
+            // EOF or an answer (hyper may say 408): the server ended it.
+            Ok(_) => return (sent, true),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return (sent, true),
+        }
+    }
+    (sent, false)
+}
+
+/// Slow clients cannot starve scrapes: 16 clients trickle a request head
+/// one byte a second while 100 scrapes arrive at once; every scrape is
+/// answered 200 (`--max-requests 100` so that none is turned away by the
+/// in-flight bound, which has its own test). With the fixed pool of worker
+/// threads the exporter had before, each slow client held a worker for
+/// its connection deadline. Then every slow client is disconnected by the
+/// header timeout (1 s here). The 20 s read timeout of each scrape and the
+/// 30 s wait for the slow clients are liveness bounds only: a stalled
+/// server fails the test instead of hanging it; nothing here asserts a
+/// time.
 #[test]
 fn slow_clients_cannot_starve_scrapes() {
-    use std::io::Write;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let state = empty_state();
-    let e = start(&fixture("6.18"), state.path(), &["--workers", "4"]);
+    let e = start(
+        &fixture("6.18"),
+        state.path(),
+        &["--workers", "2", "--max-requests", "100", "--header-timeout", "1s"],
+    );
     let addr = e.addr;
     let stop = Arc::new(AtomicBool::new(false));
-    let slow: Vec<_> = (0..8)
+    let slow: Vec<_> = (0..16)
         .map(|_| {
             let stop = Arc::clone(&stop);
-            let mut s = std::net::TcpStream::connect(addr).unwrap();
-            std::thread::spawn(move || {
-                // One byte a second of a head that never ends, until the
-                // server hangs up or the test is over.
-                let mut sent = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    if s.write_all(b"G").is_err() {
-                        return (sent, true);
-                    }
-                    sent += 1;
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-                (sent, false)
-            })
+            std::thread::spawn(move || slow_client(addr, stop))
         })
         .collect();
-    // Let the slow clients take every worker first.
-    std::thread::sleep(Duration::from_millis(500));
-    for i in 0..100 {
-        let r = request(addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    // Let the slow clients connect and start trickling first.
+    std::thread::sleep(Duration::from_millis(300));
+    let scrapes: Vec<_> =
+        (0..100).map(|_| std::thread::spawn(move || request(addr, "GET /metrics HTTP/1.1\r\n\r\n"))).collect();
+    let mut answered = 0;
+    for (i, c) in scrapes.into_iter().enumerate() {
+        let r = c.join().unwrap();
         assert_eq!(r.status, 200, "scrape {i}: {}", r.head);
         assert!(r.body.contains("dentrylab_scrape_duration_seconds"), "scrape {i}");
+        answered += 1;
+    }
+    assert_eq!(answered, 100);
+    // The header timeout ends every slow client; `stop` only after the
+    // liveness bound, so that a client still connected then shows up.
+    let t0 = std::time::Instant::now();
+    while !slow.iter().all(|c| c.is_finished()) && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
     }
     stop.store(true, Ordering::Relaxed);
     for c in slow {
-        let (sent, _) = c.join().unwrap();
+        let (sent, hung_up) = c.join().unwrap();
         assert!(sent >= 1, "a slow client sent nothing");
+        assert!(hung_up, "a slow client was still connected after sending {sent} bytes");
     }
+    // And it still serves.
+    assert_eq!(e.get("/metrics").status, 200);
 }
 
-/// Issue 15: a worker thread that cannot be started was a panic. In a pids
-/// cgroup that allows three tasks (main, signal thread, one worker) the
+/// Past `--max-requests` scrapes in flight, `/metrics` answers 503 at
+/// once, while the other paths (and a scrape once the first is over) are
+/// answered. The scrape in flight is held by a `--kernel-log` FILE that is
+/// a FIFO (read at every scrape): its collection blocks until the test
+/// opens and closes the writing end.
+#[test]
+fn scrapes_past_max_requests_get_503() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("kernel-log");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    // An empty log for one collection.
+    let feed = {
+        let f = fifo.clone();
+        move || std::fs::write(&f, "").unwrap()
+    };
+    let feeder = std::thread::spawn(feed.clone());
+    let state = empty_state();
+    let e = start(
+        &fixture("6.18"),
+        state.path(),
+        &["--max-requests", "1", "--workers", "2", "--kernel-log", fifo.to_str().unwrap()],
+    );
+    feeder.join().unwrap();
+    let addr = e.addr;
+    let first = std::thread::spawn(move || request(addr, "GET /metrics HTTP/1.1\r\n\r\n"));
+    // Its collection has opened the FIFO once a non-blocking writer can open
+    // it (ENXIO while no reader has). Liveness bound: 20 s.
+    let t0 = std::time::Instant::now();
+    let writer = loop {
+        match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo) {
+            Ok(w) => break w,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && t0.elapsed() < Duration::from_secs(20) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("the first scrape's collection never opened {}: {e}", fifo.display()),
+        }
+    };
+    let busy = e.get("/metrics");
+    assert_eq!(busy.status, 503, "{}", busy.head);
+    assert!(busy.body.contains("--max-requests 1"), "{}", busy.body);
+    // The event loop is not blocked by the collection in flight.
+    assert_eq!(e.get("/").status, 200);
+    assert_eq!(e.get("/nope").status, 404);
+    drop(writer);
+    let r = first.join().unwrap();
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(r.body.contains("\ndentrylab_kernel_lockups_total{dcache=\"true\"} 0\n"), "{}", r.body);
+    // The place is free again.
+    let feeder = std::thread::spawn(feed);
+    assert_eq!(e.get("/metrics").status, 200);
+    feeder.join().unwrap();
+}
+
+/// A worker thread that cannot be started was a panic. In a pids cgroup
+/// that allows three tasks (main, signal thread, one scrape worker) the
 /// second worker cannot start: one line naming the limit (and its cause),
 /// exit 1.
 #[test]
@@ -257,7 +354,7 @@ fn a_thread_that_cannot_start_is_one_line_and_exit_1() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     // One line, then the OS's reason on a `caused by:` line.
     let first = err.lines().next().unwrap_or_default();
-    assert!(first.contains("cannot start HTTP worker thread 2 of 4") && first.contains("--workers"), "{err}");
+    assert!(first.contains("cannot start scrape worker thread 2 of 4") && first.contains("--workers"), "{err}");
     assert!(err.lines().count() <= 2, "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }

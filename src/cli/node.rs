@@ -19,9 +19,11 @@ pub(super) const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and n
 
 pub(super) const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prometheus metrics (dentrylab_* gauges, units in \
     their names) on http://ADDR/metrics. Each scrape reads dentry-state, meminfo and two sysctls (never \
-    /proc/slabinfo) and reports its own duration; the calibration file is re-read when it changes. A fixed \
-    number of worker threads answers; further connections wait in the kernel's accept queue. Read-only, runs \
-    as any user; stops on SIGTERM or Ctrl-C.\n\n\
+    /proc/slabinfo) and reports its own duration; the calibration file is re-read when it changes. One \
+    event-loop thread serves every connection (one request each) and --workers threads read the node, so a \
+    slow client holds no thread: a request head must arrive within --header-timeout (default 3s) of the \
+    connect and be at most 8 KiB (else 431), and past --max-requests scrapes in flight (default 40) /metrics \
+    answers 503 at once. Read-only, runs as any user; stops on SIGTERM or Ctrl-C.\n\n\
     Every scrape adds a sample to a 10-minute window: dentrylab_dentries_growth_per_second and \
     dentrylab_seconds_to_lockup appear from the second scrape on. --by-cgroup exports the --top cgroups \
     (default 10) and one \"other\" series; --kernel-log [FILE] exports dentrylab_kernel_lockups_total \
@@ -89,10 +91,18 @@ pub struct ExporterArgs {
     /// Address to serve on (IP:PORT; port 0 picks a free one). Use 0.0.0.0:10366 to be scraped from other hosts.
     #[arg(long, value_name = "ADDR", default_value = crate::exporter::DEFAULT_LISTEN, value_parser = parse_listen)]
     pub listen: std::net::SocketAddr,
-    /// Worker threads answering scrapes.
-    #[arg(long, default_value_t = crate::exporter::DEFAULT_WORKERS as u32,
+    /// Threads reading the node for scrapes: at most this many collections run at once, the others wait their turn (connections are served by one event-loop thread whatever this is).
+    #[arg(long, value_name = "N", default_value_t = crate::exporter::DEFAULT_WORKERS as u32,
           value_parser = clap::value_parser!(u32).range(1..=crate::exporter::MAX_WORKERS as i64))]
     pub workers: u32,
+    /// Time from the connect for the whole request head to arrive (100ms to 60s); a slower client is disconnected.
+    #[arg(long, value_name = "DURATION", default_value = crate::exporter::DEFAULT_HEADER_TIMEOUT,
+          value_parser = parse_header_timeout)]
+    pub header_timeout: std::time::Duration,
+    /// Scrapes of /metrics in flight at once; one more is answered 503 at once (as node_exporter's --web.max-requests). 0: no bound.
+    #[arg(long, value_name = "N", default_value_t = crate::exporter::DEFAULT_MAX_REQUESTS as u32,
+          value_parser = clap::value_parser!(u32).range(0..=crate::exporter::MAX_MAX_REQUESTS as i64))]
+    pub max_requests: u32,
     #[command(flatten)]
     pub node: NodeArgs,
     #[command(flatten)]
@@ -104,6 +114,16 @@ fn parse_watch(s: &str) -> Result<std::time::Duration, String> {
     let bad = || format!("{s:?} is not a duration from 100ms to 24h (write for example 2s, 500ms or 5m)");
     let d = crate::bench::mitigate::knobs::parse_duration(s).ok_or_else(bad)?;
     if !(0.1..=86400.0).contains(&d.as_secs_f64()) {
+        return Err(bad());
+    }
+    Ok(d)
+}
+
+/// `--header-timeout`: `3s`, `500ms`, from 100 ms to 60 s.
+fn parse_header_timeout(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{s:?} is not a duration from 100ms to 60s (write for example 3s or 500ms)");
+    let d = crate::bench::mitigate::knobs::parse_duration(s).ok_or_else(bad)?;
+    if !(0.1..=60.0).contains(&d.as_secs_f64()) {
         return Err(bad());
     }
     Ok(d)

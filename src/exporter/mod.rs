@@ -4,6 +4,7 @@
 //! on a huge slab) and re-reads the calibration only when its file changed.
 
 mod cgroups;
+mod collect;
 pub mod metrics;
 pub mod server;
 
@@ -18,32 +19,39 @@ use crate::status::{self, Collector};
 /// fleet. 10366 lies outside Prometheus' exporter port range
 /// (9100–9999), which is fully allocated.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:10366";
-/// Worker threads answering scrapes (each handles one connection at a time).
+/// Threads reading the node for scrapes (collections at once); the
+/// connections themselves are all served by one event-loop thread.
 pub const DEFAULT_WORKERS: usize = 4;
 pub const MAX_WORKERS: usize = 64;
-/// Connections the kernel queues while every worker is busy.
+/// Time from accept for a request head to arrive: well under any scrape
+/// interval, far above what a scrape on a LAN needs (milliseconds).
+pub const DEFAULT_HEADER_TIMEOUT: &str = "3s";
+/// Scrapes in flight at once past which `/metrics` answers 503
+/// (node_exporter's `--web.max-requests` default).
+pub const DEFAULT_MAX_REQUESTS: usize = 40;
+pub const MAX_MAX_REQUESTS: usize = 100_000;
+/// Connections the kernel queues before the event loop accepts them.
 pub const ACCEPT_BACKLOG: i32 = 1024;
 
 #[derive(Debug, Clone)]
 pub struct Options {
     pub listen: SocketAddr,
     pub workers: usize,
+    pub limits: server::Limits,
     pub status: status::Options,
 }
 
 /// Reads the node once (so a wrong proc root or a broken calibration fails
-/// at start, exit 1), listens, starts the workers (a thread that cannot be
-/// started fails here, exit 1), announces the address, serves until killed.
+/// at start, exit 1), listens, starts the scrape workers (a thread that
+/// cannot be started fails here, exit 1), announces the address, serves
+/// until killed.
 pub fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
     let collector = Arc::new(Collector::new(&opts.status));
     let first = collector.collect().context("reading the node before serving")?;
     collector.forget_growth();
     let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
     let addr = listener.local_addr().context("listening socket address")?;
-    let workers = server::start(listener, collector, opts.workers)?;
+    let scrapes = collect::Scrapes::start(collector, opts.workers)?;
     announce(addr, &first.calibration.name);
-    for w in workers {
-        let _ = w.join();
-    }
-    Ok(())
+    server::serve(listener, scrapes, opts.limits)
 }

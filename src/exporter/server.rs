@@ -1,196 +1,159 @@
-//! A deliberately small HTTP/1.1 server for `/metrics`: a fixed number of
-//! worker threads accept from one listener, each reads one bounded request
-//! head, answers it and closes the connection. Concurrency, memory and time
-//! per connection are all bounded: excess connections wait in the kernel's
-//! accept queue, never in a thread of their own, and each connection has a
-//! total deadline (a client trickling one byte every few seconds is cut off
-//! at [`CONNECTION_DEADLINE`], not kept for hours).
+//! The exporter's HTTP side: hyper's HTTP/1 server on a single-threaded
+//! tokio runtime. Every connection is a task of its own on one event-loop
+//! thread, so a slow client costs a few kilobytes and a timer, never a
+//! thread: it cannot keep another client waiting. Three bounds:
+//!
+//! - the request head must arrive within `--header-timeout` of the
+//!   connection's accept (hyper's `header_read_timeout`), and be at most
+//!   [`MAX_REQUEST_HEAD_BYTES`] (else 431);
+//! - at most `--max-requests` scrapes of `/metrics` are in flight; one
+//!   past that is answered 503 at once (node_exporter's
+//!   `--web.max-requests`);
+//! - a whole connection lasts at most [`CONNECTION_DEADLINE`] (a client
+//!   that sends its request and then never reads the answer).
+//!
+//! One request per connection (`Connection: close`). The collection runs on
+//! the threads of [`super::collect`], never on the event loop.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::convert::Infallible;
+use std::net::TcpListener;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::Semaphore;
 
+use super::collect::Scrapes;
 use super::metrics;
-use crate::status::Collector;
 
-/// Largest request head read; a longer one gets 431.
+/// Largest request head (request line and headers); a longer one gets 431.
 pub const MAX_REQUEST_HEAD_BYTES: usize = 8 * 1024;
 /// Total time one connection may take, from accept to the last byte
-/// written: reading the request head, answering and writing it. A scrape on
-/// a LAN takes milliseconds; a client slower than this frees its worker.
-pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(5);
+/// written. The head has `--header-timeout`; this bounds the rest (a
+/// collection waiting its turn, a client that does not read its answer).
+pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(30);
+/// Pause after a failed accept (out of file descriptors, a connection reset
+/// before it was accepted) before the next one.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
-struct Response {
-    status: u16,
-    reason: &'static str,
-    content_type: &'static str,
-    body: String,
-    allow: bool,
-}
-
-impl Response {
-    fn text(status: u16, reason: &'static str, body: impl Into<String>) -> Response {
-        Response { status, reason, content_type: "text/plain; charset=utf-8", body: body.into(), allow: false }
-    }
+/// The bounds on what clients may take.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Time from accept for the whole request head to arrive.
+    pub header_timeout: Duration,
+    /// Scrapes of `/metrics` in flight at once; 0: no bound.
+    pub max_requests: usize,
 }
 
 const INDEX: &str = "<html><head><title>dentrylab exporter</title></head><body>\
 <h1>dentrylab exporter</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
 
-/// Starts `workers` threads serving `listener`; they serve until the
-/// process ends (join the handles to wait). A thread that cannot be started
-/// is an error naming the limit to raise.
-pub fn start(listener: TcpListener, collector: Arc<Collector>, workers: usize) -> Result<Vec<JoinHandle<()>>> {
-    let listener = Arc::new(listener);
-    (0..workers)
-        .map(|i| {
-            let l = Arc::clone(&listener);
-            let c = Arc::clone(&collector);
-            std::thread::Builder::new().name(format!("http-{i}")).spawn(move || worker(&l, &c)).with_context(|| {
-                format!(
-                    "cannot start HTTP worker thread {} of {workers} (lower --workers, or raise the \
-                     process's thread limit: ulimit -u, the pids cgroup)",
-                    i + 1
-                )
-            })
-        })
-        .collect()
+struct Shared {
+    scrapes: Scrapes,
+    in_flight: Option<Arc<Semaphore>>,
+    max_requests: usize,
 }
 
-fn worker(listener: &TcpListener, collector: &Collector) {
+/// Serves `listener` until the process ends. Fails only when the event
+/// loop cannot be set up.
+pub fn serve(listener: TcpListener, scrapes: Scrapes, limits: Limits) -> Result<()> {
+    listener.set_nonblocking(true).context("setting the listening socket non-blocking")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .context("cannot start the HTTP event loop")?;
+    let shared = Arc::new(Shared {
+        scrapes,
+        in_flight: (limits.max_requests > 0).then(|| Arc::new(Semaphore::new(limits.max_requests))),
+        max_requests: limits.max_requests,
+    });
+    runtime.block_on(accept_loop(listener, shared, limits))
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limits: Limits) -> Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener).context("registering the listening socket")?;
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_header_size(MAX_REQUEST_HEAD_BYTES)
+        .keep_alive(false)
+        .title_case_headers(true);
     loop {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let _ = handle(stream, collector);
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(_) => {
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
             }
-            // Out of file descriptors or a connection reset before accept:
-            // back off a little and go on.
-            Err(_) => std::thread::sleep(Duration::from_millis(10)),
-        }
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = Arc::clone(&shared);
+        let service = service_fn(move |req| {
+            let shared = Arc::clone(&shared);
+            async move { Ok::<_, Infallible>(answer(&shared, req).await) }
+        });
+        let conn = http.serve_connection(TokioIo::new(stream), service);
+        // A connection's error (a timeout, a reset, a malformed head that
+        // hyper already answered 400 or 431) concerns that client only.
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(CONNECTION_DEADLINE, conn).await;
+        });
     }
 }
 
-/// The time left before `deadline`, or a timed-out error once it passed.
-fn left(deadline: Instant) -> std::io::Result<Duration> {
-    let d = deadline.saturating_duration_since(Instant::now());
-    if d.is_zero() {
-        return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connection deadline passed"));
-    }
-    Ok(d)
+fn text(status: StatusCode, body: impl Into<String>) -> Response<Full<Bytes>> {
+    with_type(status, "text/plain; charset=utf-8", body.into())
 }
 
-fn handle(mut stream: TcpStream, collector: &Collector) -> std::io::Result<()> {
-    let deadline = Instant::now() + CONNECTION_DEADLINE;
-    let _ = stream.set_nodelay(true);
-    let Some(head) = read_head(&mut stream, deadline)? else {
-        let r = Response::text(431, "Request Header Fields Too Large", "request head too large\n");
-        return write(&mut stream, &r, true, deadline);
-    };
-    let (method, target) = match parse_request_line(&head) {
-        Some(x) => x,
-        None => return write(&mut stream, &Response::text(400, "Bad Request", "bad request\n"), true, deadline),
-    };
-    let path = target.split('?').next().unwrap_or("");
-    let head_only = method == "HEAD";
-    let r = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => {
-            let t0 = Instant::now();
-            match collector.collect() {
-                Ok(s) => Response {
-                    status: 200,
-                    reason: "OK",
-                    content_type: metrics::CONTENT_TYPE,
-                    body: metrics::encode(&s, t0.elapsed().as_secs_f64()),
-                    allow: false,
-                },
-                Err(e) => Response::text(500, "Internal Server Error", format!("dentrylab: {e:#}\n")),
+fn with_type(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// The answer to one request. HEAD gets GET's head (hyper leaves the body
+/// out and keeps its Content-Length).
+async fn answer(shared: &Shared, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
+    }
+    match req.uri().path() {
+        "/metrics" => scrape(shared).await,
+        "/" => with_type(StatusCode::OK, "text/html; charset=utf-8", INDEX.into()),
+        _ => text(StatusCode::NOT_FOUND, "not found: try /metrics\n"),
+    }
+}
+
+async fn scrape(shared: &Shared) -> Response<Full<Bytes>> {
+    let permit = match &shared.in_flight {
+        None => None,
+        Some(s) => match Arc::clone(s).try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                return text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!(
+                        "{} scrapes already in flight (--max-requests {}): try again later\n",
+                        shared.max_requests, shared.max_requests
+                    ),
+                );
             }
-        }
-        ("GET" | "HEAD", "/") => Response {
-            status: 200,
-            reason: "OK",
-            content_type: "text/html; charset=utf-8",
-            body: INDEX.into(),
-            allow: false,
         },
-        ("GET" | "HEAD", _) => Response::text(404, "Not Found", "not found: try /metrics\n"),
-        _ => Response { allow: true, ..Response::text(405, "Method Not Allowed", "only GET and HEAD\n") },
     };
-    write(&mut stream, &r, !head_only, deadline)
-}
-
-/// Reads up to the blank line that ends the head. `None` when it is longer
-/// than [`MAX_REQUEST_HEAD_BYTES`]; an error once `deadline` passed.
-fn read_head(stream: &mut TcpStream, deadline: Instant) -> std::io::Result<Option<String>> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        stream.set_read_timeout(Some(left(deadline)?))?;
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.windows(2).any(|w| w == b"\n\n") {
-            break;
-        }
-        if buf.len() > MAX_REQUEST_HEAD_BYTES {
-            return Ok(None);
-        }
-    }
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
-}
-
-/// `GET /metrics HTTP/1.1` → (`GET`, `/metrics`).
-fn parse_request_line(head: &str) -> Option<(&str, &str)> {
-    let line = head.lines().next()?;
-    let mut it = line.split_whitespace();
-    let (method, target, version) = (it.next()?, it.next()?, it.next()?);
-    (version.starts_with("HTTP/") && it.next().is_none()).then_some((method, target))
-}
-
-fn write(stream: &mut TcpStream, r: &Response, with_body: bool, deadline: Instant) -> std::io::Result<()> {
-    let mut out = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        r.status,
-        r.reason,
-        r.content_type,
-        r.body.len()
-    );
-    if r.allow {
-        out.push_str("Allow: GET, HEAD\r\n");
-    }
-    out.push_str("\r\n");
-    if with_body {
-        out.push_str(&r.body);
-    }
-    let mut rest = out.as_bytes();
-    while !rest.is_empty() {
-        stream.set_write_timeout(Some(left(deadline)?))?;
-        match stream.write(rest) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => rest = &rest[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    stream.shutdown(std::net::Shutdown::Write)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn request_lines() {
-        assert_eq!(parse_request_line("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), Some(("GET", "/metrics")));
-        assert_eq!(parse_request_line("HEAD /?a=b HTTP/1.0\r\n\r\n"), Some(("HEAD", "/?a=b")));
-        assert_eq!(parse_request_line("GET /metrics\r\n\r\n"), None);
-        assert_eq!(parse_request_line("GET /metrics FTP/1\r\n\r\n"), None);
-        assert_eq!(parse_request_line(""), None);
+    match shared.scrapes.metrics(permit).await {
+        Ok(body) => with_type(StatusCode::OK, metrics::CONTENT_TYPE, body),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("dentrylab: {e:#}\n")),
     }
 }

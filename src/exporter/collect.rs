@@ -1,0 +1,76 @@
+//! The threads that read the node for scrapes. Reading /proc is blocking
+//! file I/O (and `--by-cgroup` walks a hierarchy, `--kernel-log FILE` may
+//! be a slow file), so it never runs on the HTTP event loop: each scrape
+//! hands a job to a fixed set of threads, started at start-up, and awaits
+//! its answer. At most `workers` collections run at once; the others wait
+//! their turn in the queue.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow};
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
+
+use super::metrics;
+use crate::status::Collector;
+
+/// One scrape's request: where to send the metrics text (or the error),
+/// and the scrape's place under `--max-requests`, held until the
+/// collection is over, even when the client has gone meanwhile.
+struct Job {
+    reply: oneshot::Sender<Result<String>>,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The queue in front of the collecting threads.
+#[derive(Clone)]
+pub struct Scrapes {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Scrapes {
+    /// Starts `workers` threads collecting from `collector`. A thread that
+    /// cannot be started is an error naming the limit to raise.
+    pub fn start(collector: Arc<Collector>, workers: usize) -> Result<Scrapes> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        for i in 0..workers {
+            let (q, c) = (Arc::clone(&queue), Arc::clone(&collector));
+            std::thread::Builder::new().name(format!("scrape-{i}")).spawn(move || work(&q, &c)).with_context(|| {
+                format!(
+                    "cannot start scrape worker thread {} of {workers} (lower --workers, or raise the \
+                     process's thread limit: ulimit -u, the pids cgroup)",
+                    i + 1
+                )
+            })?;
+        }
+        Ok(Scrapes { jobs })
+    }
+
+    /// The node's metrics in the exposition format, read by one of the
+    /// threads. `permit` is released when that collection is over.
+    pub async fn metrics(&self, permit: Option<OwnedSemaphorePermit>) -> Result<String> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs.send(Job { reply, _permit: permit }).map_err(|_| anyhow!("every scrape worker thread has ended"))?;
+        answer.await.map_err(|_| anyhow!("the scrape worker thread ended before answering"))?
+    }
+}
+
+fn work(queue: &Mutex<mpsc::Receiver<Job>>, collector: &Collector) {
+    loop {
+        // The lock is held only while waiting for a job, not while collecting.
+        let job = match queue.lock() {
+            Ok(q) => q.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        // The client went away before its turn: nothing to read for it.
+        if job.reply.is_closed() {
+            continue;
+        }
+        let t0 = Instant::now();
+        let text = collector.collect().map(|s| metrics::encode(&s, t0.elapsed().as_secs_f64()));
+        let _ = job.reply.send(text);
+    }
+}
