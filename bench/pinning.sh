@@ -10,6 +10,12 @@
 #     ksoftirqd/N (/proc/PID/stat utime + stime);
 #   - the CPU the thread was on before and after and its migrations
 #     (/proc/thread-self/stat field 39, /proc/thread-self/sched);
+#   - the thread's time on a CPU and waiting on a run queue
+#     (/proc/thread-self/schedstat: run_ns excludes steal time with
+#     CONFIG_PARAVIRT_TIME_ACCOUNTING, and includes the softirqs that ran
+#     on its CPU while it ran, without CONFIG_IRQ_TIME_ACCOUNTING);
+#   - per CPU, the busy, idle, softirq and steal time (/proc/stat, ticks
+#     converted to seconds);
 #   - the dentry slab's active objects (/proc/slabinfo) before, right after
 #     and 1 s after the umount (the dentries are freed by RCU callbacks,
 #     __d_free, after the umount returned or during it).
@@ -75,6 +81,18 @@ def me():
         if l.startswith("se.nr_migrations"):
             mig = int(l.split(":")[1])
     return int(f[36]), mig
+def schedstat():
+    run, wait, _ = open("/proc/thread-self/schedstat").read().split()
+    return int(run), int(wait)
+def cpu_times():
+    out = {}
+    for l in open("/proc/stat"):
+        f = l.split()
+        if re.fullmatch(r"cpu\d+", f[0]):
+            v = [int(x) / tick for x in f[1:]]
+            # user nice system idle iowait irq softirq steal
+            out[int(f[0][3:])] = {"busy": v[0] + v[1] + v[2] + v[5] + v[6], "idle": v[3] + v[4], "softirq": v[6], "steal": v[7]}
+    return out
 def thread_cpu():
     r = resource.getrusage(resource.RUSAGE_THREAD)
     return r.ru_utime + r.ru_stime
@@ -84,12 +102,12 @@ if perf_dir:
     perf = subprocess.Popen(["perf", "record", "-a", "-g", "-q", "-o", f"{perf_dir}/{mode}.data", "--", "sleep", "30"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
-s0, k0, r0, (cpu0, m0), c0 = slab(), ksoft_s(), rcu_softirqs(), me(), thread_cpu()
+s0, k0, r0, (cpu0, m0), p0, c0, ss0 = slab(), ksoft_s(), rcu_softirqs(), me(), cpu_times(), thread_cpu(), schedstat()
 t = time.monotonic()
 if libc.umount2(d.encode(), 0) != 0:
     sys.exit(f"umount {d}: {os.strerror(ctypes.get_errno())}")
 took = time.monotonic() - t
-c1, (cpu1, m1), r1, k1, s1 = thread_cpu(), me(), rcu_softirqs(), ksoft_s(), slab()
+ss1, c1, p1, (cpu1, m1), r1, k1, s1 = schedstat(), thread_cpu(), cpu_times(), me(), rcu_softirqs(), ksoft_s(), slab()
 time.sleep(1.0)
 s2, k2, r2 = slab(), ksoft_s(), rcu_softirqs()
 if perf:
@@ -98,7 +116,9 @@ if perf:
 os.rmdir(d)
 print(json.dumps({
     "mode": mode, "ns_per_dentry": round(took * 1e9 / count), "umount_s": round(took, 4),
-    "thread_cpu_s": round(c1 - c0, 3), "cpu_before": cpu0, "cpu_after": cpu1, "migrations": m1 - m0,
+    "thread_cpu_s": round(c1 - c0, 3), "run_s": round((ss1[0] - ss0[0]) / 1e9, 3), "runqueue_wait_s": round((ss1[1] - ss0[1]) / 1e9, 3),
+    "per_cpu": {c: {k: round(p1[c][k] - p0[c][k], 2) for k in p0[c]} for c in sorted(p0)},
+    "cpu_before": cpu0, "cpu_after": cpu1, "migrations": m1 - m0,
     "rcu_softirqs": [b - a for a, b in zip(r0, r1)], "rcu_softirqs_1s": [b - a for a, b in zip(r1, r2)],
     "ksoftirqd_s": {c: round(k1[c] - k0[c], 2) for c in sorted(k0)},
     "ksoftirqd_s_1s": {c: round(k2[c] - k1[c], 2) for c in sorted(k0)},
@@ -124,7 +144,10 @@ runs = [json.loads(l) for l in open(sys.argv[1])]
 for mode in ("cpu0", "cpu1", "free"):
     rs = [r for r in runs if r["mode"] == mode]
     ns = sorted(r["ns_per_dentry"] for r in rs)
-    print(f"{mode:5} ns/dentry median {statistics.median(ns):.0f} ({ns[0]}–{ns[-1]}), thread CPU {statistics.median(r['thread_cpu_s'] for r in rs):.3f} s, "
+    med = lambda f: statistics.median(f(r) for r in rs)
+    print(f"{mode:5} ns/dentry median {statistics.median(ns):.0f} ({ns[0]}–{ns[-1]}), thread CPU {med(lambda r: r['thread_cpu_s']):.3f} s, "
+          f"run {med(lambda r: r['run_s']):.3f} s, run-queue wait {med(lambda r: r['runqueue_wait_s']):.3f} s, "
+          f"steal on its CPU(s) {med(lambda r: sum(c['steal'] for c in r['per_cpu'].values()) if r['mode'] == 'free' else r['per_cpu'][str(r['mode'][3:])]['steal']):.2f} s, migrations {med(lambda r: r['migrations']):.0f}, "
           f"slab freed at return {statistics.median(r['slab_freed_at_return'] for r in rs):.3f}, after 1 s {statistics.median(r['slab_freed_after_1s'] for r in rs):.3f}")
 PY
 [ -n "${perf_dir:-}" ] && echo "perf data: $perf_dir"
