@@ -275,6 +275,7 @@ fn cmd_reclaim(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         probe_interval_us: a.probe_interval_us,
         force: a.force,
         unobserved_reps: a.unobserved_reps.unwrap_or(a.reps),
+        unpinned_reps: a.unpinned_reps.unwrap_or(a.unobserved_reps.unwrap_or(a.reps)),
         profile: a.profile,
         overlay,
         auto: a.sizes.auto,

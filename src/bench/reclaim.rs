@@ -19,6 +19,7 @@ pub mod child;
 mod measure;
 pub mod methods;
 pub mod overlay;
+pub mod placement;
 pub mod profile;
 pub mod watchdog;
 
@@ -78,6 +79,11 @@ pub struct Options {
     /// (the times then include the probe's cost, and the output says so).
     #[serde(default)]
     pub unobserved_reps: u32,
+    /// Unobserved repetitions per size whose reclaiming task is not pinned
+    /// (free to run on any allowed CPU), alternating with the pinned ones;
+    /// reported beside them. 0: none.
+    #[serde(default)]
+    pub unpinned_reps: u32,
     /// `--profile`: perf call graphs of the reclaiming CPU (probed
     /// repetitions only).
     #[serde(default)]
@@ -152,6 +158,9 @@ pub struct Run {
     /// Thread id of the task that ran the reclaim (the one a soft-lockup
     /// message names).
     pub reclaim_task_pid: u32,
+    /// On which CPU the reclaim ran, and whether it was pinned there.
+    #[serde(default = "placement::Placement::before_recorded")]
+    pub placement: placement::Placement,
     /// With `--profile`: what held the CPU in the longest gap and over the reclaim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<profile::RunProfile>,
@@ -178,6 +187,9 @@ pub struct Unobserved {
     pub reclaim_sys_seconds: f64,
     pub ns_per_dentry: f64,
     pub soft_lockups: usize,
+    /// On which CPU the reclaim ran, and whether it was pinned there.
+    #[serde(default = "placement::Placement::before_recorded")]
+    pub placement: placement::Placement,
 }
 
 impl Unobserved {
@@ -192,6 +204,7 @@ impl Unobserved {
             reclaim_sys_seconds: r.reclaim_sys_seconds,
             ns_per_dentry: r.ns_per_dentry,
             soft_lockups: r.kernel_messages.iter().filter(|a| a.kind == crate::procfs::kmsg::Kind::SoftLockup).count(),
+            placement: r.placement.clone(),
         }
     }
 
@@ -289,6 +302,9 @@ pub struct SizeSummary {
     pub create_rate_per_second: f64,
     pub soft_lockups: usize,
     pub kernel_messages: usize,
+    /// The unpinned unobserved repetitions of this size (`--unpinned-reps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpinned: Option<placement::UnpinnedSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -330,10 +346,16 @@ pub struct ReclaimResult {
     /// The unobserved repetitions (timing only).
     #[serde(default)]
     pub unobserved: Vec<Unobserved>,
+    /// The unpinned unobserved repetitions (`--unpinned-reps`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpinned: Vec<Unobserved>,
     pub sizes: Vec<SizeSummary>,
     /// Probed ÷ unobserved reclaim time over every size (median and spread).
     #[serde(default)]
     pub probe_overhead: Option<Spread>,
+    /// Pinned ÷ unpinned unobserved reclaim time over every size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinning_cost: Option<Spread>,
     /// Fit and verdict of the first method, without contention.
     pub fits: Fits,
     pub verdict: Option<Verdict>,
@@ -386,6 +408,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
     let profiling = profile::available(opts.profile, opts.cpu, sandbox.scratch(), &mut notes);
     let mut runs: Vec<Run> = Vec::new();
     let mut unobserved: Vec<Unobserved> = Vec::new();
+    let mut unpinned: Vec<Unobserved> = Vec::new();
     let mut refused = Vec::new();
     let mut bpd_measured: Option<f64> = None;
     let contention: Vec<usize> = if opts.contend > 0 { vec![0, opts.contend] } else { vec![0] };
@@ -422,22 +445,25 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         }
         ran.push(target);
         for &method in &opts.methods {
-            for rep in 0..opts.reps.max(opts.unobserved_reps) {
-                // Unobserved and probed alternate, the order swapped every
-                // repetition, so that drift hits both alike.
-                let mut order: Vec<(bool, usize)> = Vec::new();
+            for rep in 0..opts.reps.max(opts.unobserved_reps).max(opts.unpinned_reps) {
+                // Unobserved (pinned, unpinned) and probed alternate, the
+                // order swapped every repetition, so that drift hits all alike.
+                let mut order: Vec<(bool, usize, bool)> = Vec::new();
                 if rep < opts.unobserved_reps {
-                    order.push((false, 0));
+                    order.push((false, 0, true));
+                }
+                if rep < opts.unpinned_reps {
+                    order.push((false, 0, false));
                 }
                 if rep < opts.reps {
-                    order.extend(contention.iter().map(|&c| (true, c)));
+                    order.extend(contention.iter().map(|&c| (true, c, true)));
                 }
                 if rep % 2 == 1 {
                     order.reverse();
                 }
-                for (observed, contenders) in order {
+                for (observed, contenders, pinned) in order {
                     let profile = profiling && observed && contenders == 0;
-                    let at = measure::At { target, rep, method, contenders, observed, profile };
+                    let at = measure::At { target, rep, method, contenders, observed, pinned, profile };
                     let r = measure::one_run(opts, sandbox, proc, &kmsg, &at)?;
                     if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
                         bpd_measured = Some(r.bytes_per_dentry);
@@ -445,8 +471,10 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
                     measure::report_progress(&r, observed);
                     if observed {
                         runs.push(r);
-                    } else {
+                    } else if pinned {
                         unobserved.push(Unobserved::of(&r));
+                    } else {
+                        unpinned.push(Unobserved::of(&r));
                     }
                 }
             }
@@ -485,7 +513,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         eprintln!("dentrylab: {}", a.line());
     }
     let opts = &if opts.auto.is_some() { Options { sizes: ran, ..opts.clone() } } else { opts.clone() };
-    let sizes = analyse::summarise(&runs, &unobserved, opts);
+    let sizes = analyse::summarise(&runs, &unobserved, &unpinned, opts);
     let mut per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
     for m in &mut per_method {
         if let (Some(v), Some(line)) = (m.verdict.as_mut(), profile::verdict_line(&runs, m.method)) {
@@ -498,6 +526,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         .map(|m| (m.fits.clone(), m.verdict.clone()))
         .unwrap_or_else(|| (fit_runs(&[], &[]), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
+    let pinning_cost = placement::cost(&unobserved, &unpinned);
     Ok(ReclaimResult {
         header,
         environment,
@@ -505,8 +534,10 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         sandbox: sandbox.privilege,
         runs,
         unobserved,
+        unpinned,
         sizes,
         probe_overhead,
+        pinning_cost,
         fits,
         verdict,
         per_method,

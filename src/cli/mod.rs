@@ -230,6 +230,9 @@ pub struct ReclaimArgs {
     /// Unobserved repetitions of each size (default: as many as --reps): the reclaim timed with no probe, no control probe and no contenders, alternating with the probed ones. The table's time and ns/dentry come from them; the probe's overhead (probed ÷ unobserved) is printed under the table. 0: none (times then include the probe). Fewer halves a --watchdog-check's run time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub unobserved_reps: Option<u32>,
+    /// Unpinned unobserved repetitions of each size (default: as many as --unobserved-reps): like those, but the reclaiming task is not pinned to --cpu, free to run on any allowed CPU as on a real node. They alternate with the pinned ones; the table and JSON give both times and their ratio (pinned ÷ unpinned). 0: none.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub unpinned_reps: Option<u32>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// How to reclaim: umount (umount(2), seed 000), ns-exit (the mount namespace's last process exits, as a

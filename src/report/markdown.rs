@@ -67,6 +67,9 @@ fn reclaim_body(r: &ReclaimResult, level: usize) -> String {
     );
     let _ = writeln!(s, "{h} Results\n");
     s += &render_grid(&reclaim_grid(r));
+    if !r.unpinned.is_empty() {
+        let _ = writeln!(s, "\n{}", super::pinning_line(r));
+    }
     if let Some(g) = super::layers::grid(r) {
         let _ = writeln!(s, "\n{h} Layers of the overlay\n");
         s += &render_grid(&g);

@@ -49,6 +49,7 @@ pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
     let many = o.methods.len() > 1;
     let contended = o.contend > 0;
     let witness = r.sizes.first().map(|s| s.witness.as_str()).unwrap_or("nr_dentry");
+    let unpinned = r.sizes.iter().any(|s| s.unpinned.is_some());
     let mut header: Vec<String> = Vec::new();
     if many {
         header.push("Method".into());
@@ -65,7 +66,12 @@ pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
             Some(m) if !many => format!("{} time", capitalise(m.name())),
             _ => "Reclaim time".into(),
         },
-        "ns/dentry".into(),
+        if unpinned { format!("ns/dentry (pinned, CPU {})", o.cpu) } else { "ns/dentry".into() },
+    ]);
+    if unpinned {
+        header.push("ns/dentry (unpinned)".into());
+    }
+    header.extend([
         format!("Extrapolated to {}", human(o.extrapolate)),
         format!("Max gap (CPU {})", o.cpu),
         "p99 gap".into(),
@@ -90,6 +96,11 @@ pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
                 freed(s.freed_fraction),
                 spread_secs(&s.reclaim_seconds),
                 spread_ns(&s.ns_per_dentry),
+            ]);
+            if unpinned {
+                row.push(s.unpinned.as_ref().map(|u| spread_ns(&u.ns_per_dentry)).unwrap_or_else(|| "–".into()));
+            }
+            row.extend([
                 secs(s.extrapolated_seconds),
                 spread_secs(&s.max_gap_seconds),
                 secs(s.p99_gap_seconds),
@@ -255,6 +266,45 @@ pub fn overhead_line(r: &ReclaimResult) -> String {
         ),
         _ => "Times and ns/dentry include the probe's cost (no unobserved repetitions).".into(),
     }
+}
+
+/// Where the reclaim ran: pinned to the probed CPU, and with
+/// `--unpinned-reps`, the unpinned times beside the pinned ones.
+pub fn pinning_line(r: &ReclaimResult) -> String {
+    let cpu = r.options.cpu;
+    let pinned = format!(
+        "The probed{} repetitions' reclaim ran pinned to CPU {cpu} (the probe needs a known CPU)",
+        if r.unobserved.is_empty() { "" } else { " and unobserved" }
+    );
+    let Some(last) = r.sizes.iter().rev().find_map(|s| s.unpinned.as_ref().map(|u| (s, u))) else {
+        return format!("{pinned}; no unpinned repetitions.");
+    };
+    let (s, u) = last;
+    let allowed = r.unpinned.first().map(|f| f.placement.allowed.clone()).unwrap_or_default();
+    let list = |v: &[usize]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+    let ratio = |x: &Option<Spread>| match x {
+        Some(o) => format!("median {:.3}×, {:.3}–{:.3}×", o.median, o.min, o.max),
+        None => "–".into(),
+    };
+    format!(
+        "{pinned}; {} unpinned unobserved repetition(s) per size ran free on CPUs {}{}. Pinned ÷ unpinned reclaim \
+         time: {} over every size. At {}, reclaim time unpinned {}, pinned {} (pinned ÷ unpinned {}), probed {} \
+         (probed ÷ unpinned {}).",
+        r.options.unpinned_reps,
+        list(&allowed),
+        if u.end_cpus.is_empty() {
+            String::new()
+        } else {
+            format!(" (ended on CPU {} at the largest size)", list(&u.end_cpus))
+        },
+        ratio(&r.pinning_cost),
+        human(s.target),
+        spread_secs(&u.reclaim_seconds),
+        spread_secs(&s.reclaim_seconds),
+        ratio(&u.pinned_over_unpinned),
+        s.probed_reclaim_seconds.as_ref().map(spread_secs).unwrap_or_else(|| spread_secs(&s.reclaim_seconds)),
+        ratio(&u.probed_over_unpinned),
+    )
 }
 
 pub fn fit_lines(r: &ReclaimResult) -> Vec<String> {

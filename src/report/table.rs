@@ -69,6 +69,7 @@ pub fn reclaim(r: &ReclaimResult) -> String {
     let _ = writeln!(s, "{}\n", environment_line(&r.environment));
     s += &render_grid(&reclaim_grid(r));
     let _ = writeln!(s, "{}", super::overhead_line(r));
+    let _ = writeln!(s, "{}", super::pinning_line(r));
     if let Some(g) = super::layers::grid(r) {
         let _ = writeln!(s, "\nLayers of the overlay, torn down in turn (median of the probed repetitions)");
         s += &render_grid(&g);

@@ -12,7 +12,7 @@ use crate::analysis::verdict::{self, Verdict};
 use crate::env::Environment;
 use crate::procfs::kmsg::Kind as AlertKind;
 
-pub(super) fn summarise(runs: &[Run], unobserved: &[Unobserved], opts: &Options) -> Vec<SizeSummary> {
+pub(super) fn summarise(runs: &[Run], unobserved: &[Unobserved], unpinned: &[Unobserved], opts: &Options) -> Vec<SizeSummary> {
     let mut keys: Vec<(Method, usize, u64)> = Vec::new();
     for r in runs {
         let k = (r.method, r.contenders, r.target);
@@ -34,6 +34,11 @@ pub(super) fn summarise(runs: &[Run], unobserved: &[Unobserved], opts: &Options)
             let timed = |probed: Vec<f64>, q: Vec<f64>| if quiet.is_empty() { probed } else { q };
             let ns = Spread::of(&timed(col(&|r| r.ns_per_dentry), qcol(&|u| u.ns_per_dentry)));
             let ratios = pair_ratios(&rs, &quiet);
+            let free: Vec<&Unobserved> = if contenders == 0 {
+                unpinned.iter().filter(|u| u.target == t && u.method == method).collect()
+            } else {
+                Vec::new()
+            };
             let controls: Vec<f64> = rs.iter().filter_map(|r| r.control.as_ref().map(|c| c.max_gap_seconds)).collect();
             SizeSummary {
                 target: t,
@@ -61,6 +66,7 @@ pub(super) fn summarise(runs: &[Run], unobserved: &[Unobserved], opts: &Options)
                     .filter(|a| a.kind == AlertKind::SoftLockup)
                     .count(),
                 kernel_messages: rs.iter().map(|r| r.kernel_messages.len()).sum(),
+                unpinned: super::placement::summarise(&free, &quiet, &rs),
             }
         })
         .collect()

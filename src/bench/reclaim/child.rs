@@ -38,8 +38,9 @@ pub struct ChildSpec {
     pub fs: FsType,
     pub capacity: Capacity,
     pub create: CreateSpec,
-    /// The CPU the child exits on (the reclaiming CPU).
-    pub cpu: usize,
+    /// The CPU the child exits on (the reclaiming CPU); None: the child's
+    /// exit is not pinned (an unpinned repetition).
+    pub cpu: Option<usize>,
     /// `--fs overlay` with `ns-exit`: mount an overlay of these directories
     /// (on filesystems the parent mounted) on `path` instead of `fs`.
     #[serde(default)]
@@ -145,7 +146,9 @@ pub fn child_main(spec: &str) -> Result<()> {
     writeln!(out, "{}", serde_json::to_string(&Report::Created(created))?)?;
     out.flush()?;
     expect(&mut input, "exit")?;
-    sys::pin_current_thread(spec.cpu)?;
+    if let Some(cpu) = spec.cpu {
+        sys::pin_current_thread(cpu)?;
+    }
     let (_, sys_time) = sys::process_cpu_times();
     writeln!(out, "{}", serde_json::to_string(&Report::Exiting { sys_seconds: sys_time.as_secs_f64() })?)?;
     out.flush()?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::methods::{self, StageSpec};
+use super::placement;
 use super::profile;
 use super::{Method, Options, PROBE_MARGIN, Run, fit_count};
 use crate::stats::GapStats;
@@ -25,12 +26,13 @@ pub(super) fn report_progress(r: &Run, observed: bool) {
     use std::io::IsTerminal;
     if std::io::stderr().is_terminal() {
         eprintln!(
-            "  {:>6} {}{} rep {}{}: created {} at {:.0}/s, freed {:.1}% in {:.3} s{}",
+            "  {:>6} {}{} rep {}{}{}: created {} at {:.0}/s, freed {:.1}% in {:.3} s{}",
             human(r.target),
             r.method.name(),
             if r.contenders > 0 { format!(" +{} lookup threads", r.contenders) } else { String::new() },
             r.rep + 1,
             if observed { "" } else { " unobserved" },
+            if r.placement.pinned { String::new() } else { format!(" ({})", r.placement.describe()) },
             r.create.entries,
             r.create.rate_per_second,
             r.freed_fraction * 100.0,
@@ -51,6 +53,9 @@ pub(super) struct At {
     pub contenders: usize,
     /// False: an unobserved repetition (no probe, no control, no contenders).
     pub observed: bool,
+    /// False (unobserved repetitions only): the reclaiming task is not
+    /// pinned, free to run on any allowed CPU.
+    pub pinned: bool,
     /// Record this reclaim with perf (`--profile`).
     pub profile: bool,
 }
@@ -62,7 +67,8 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     let before = Counts::read(proc)?;
     let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: target, threads: opts.threads };
     let label = format!("create {} {} rep {}", human(target), at.method.name(), rep + 1);
-    let stage = StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: opts.cpu, label: &label, overlay: opts.overlay };
+    let pin = (at.observed || at.pinned).then_some(opts.cpu);
+    let stage = StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: pin, label: &label, overlay: opts.overlay };
     let (mut staged, create) = methods::stage(&stage, sandbox)?;
     let after_create = Counts::read(proc)?;
 
@@ -72,7 +78,9 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     // time stamps afterwards).
     let reclaim_task = staged.reclaiming_tid().unwrap_or_else(|| nix::unistd::gettid().as_raw() as u32);
     let all = sys::allowed_cpus()?;
-    sys::pin_current_thread(opts.cpu)?;
+    if let Some(cpu) = pin {
+        sys::pin_current_thread(cpu)?;
+    }
     let interval = Duration::from_micros(opts.probe_interval_us);
     let contenders = if at.observed && at.contenders > 0 {
         let others: Vec<usize> = all.iter().copied().filter(|&c| c != opts.cpu).collect();
@@ -90,9 +98,20 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
     std::thread::sleep(PROBE_MARGIN);
     let tag = format!("{}-{}-{}", target, at.method.name(), rep);
     let mut recording = profile::start(at.profile, opts.cpu, sandbox.scratch(), &tag)?;
+    let (start_cpu, migrations0) = placement::here();
     let start_ns = sys::monotonic_ns();
     let done = recording.time(reclaim_task, || staged.reclaim(proc));
     let end_ns = sys::monotonic_ns();
+    let (end_cpu, migrations1) = placement::here();
+    // The calling thread's CPUs say nothing of a child that reclaimed.
+    let own = reclaim_task == nix::unistd::gettid().as_raw() as u32;
+    let placement = placement::Placement {
+        pinned: pin.is_some(),
+        cpu: if pin.is_some() { pin } else { end_cpu.filter(|_| own) },
+        start_cpu: if pin.is_some() { pin } else { start_cpu.filter(|_| own) },
+        migrations: migrations0.zip(migrations1).map(|(a, b)| b.saturating_sub(a)).filter(|_| own),
+        allowed: if pin.is_some() { pin.into_iter().collect() } else { all.clone() },
+    };
     if at.observed {
         std::thread::sleep(PROBE_MARGIN);
     }
@@ -169,6 +188,7 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
         control,
         kernel_messages,
         reclaim_task_pid: reclaim_task,
+        placement,
         profile,
         profile_problem,
         layers,

@@ -148,7 +148,8 @@ pub struct StageSpec<'a> {
     pub method: Method,
     pub create: CreateSpec,
     pub fs: crate::sandbox::FsType,
-    pub cpu: usize,
+    /// The CPU the reclaim is pinned to; None: not pinned.
+    pub cpu: Option<usize>,
     pub label: &'a str,
     /// `--fs overlay`: create through an overlay over these filesystems.
     pub overlay: Option<Stack>,
