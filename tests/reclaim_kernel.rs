@@ -138,3 +138,59 @@ fn saves_calibration_and_markdown() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("Max gap") && table.contains("Verdict"), "{table}");
 }
+
+/// Where the reclaim ran, in the JSON and the report: the probed and the
+/// pinned unobserved repetitions on `--cpu` alone, the unpinned ones
+/// (`--unpinned-reps`) free on every allowed CPU, for a reclaim by the
+/// calling thread (umount) and by a child's exit (ns-exit, whose CPU at
+/// the end is not known to the parent).
+#[test]
+fn unpinned_repetitions_run_and_say_where() {
+    require_root!();
+    let _g = kernel_lock();
+    let md = tempfile::NamedTempFile::new().unwrap();
+    let v = run_json(&[
+        "reclaim", "--sizes", "20k", "--reps", "1", "--unobserved-reps", "1", "--unpinned-reps", "2", "--cpu", "0",
+        "--method", "umount,ns-exit", "--no-save", "--markdown", md.path().to_str().unwrap(),
+    ]);
+    let allowed: Vec<u64> = {
+        let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+        (0..nix::sched::CpuSet::count()).filter(|&c| set.is_set(c).unwrap()).map(|c| c as u64).collect()
+    };
+    let cpus = |p: &Value| p["allowed"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect::<Vec<_>>();
+    for r in v["runs"].as_array().unwrap().iter().chain(v["unobserved"].as_array().unwrap()) {
+        let p = &r["placement"];
+        assert_eq!(p["pinned"], true, "{p}");
+        assert_eq!(p["cpu"], 0, "{p}");
+        assert_eq!(cpus(p), vec![0], "{p}");
+    }
+    let unpinned = v["unpinned"].as_array().unwrap();
+    assert_eq!(unpinned.len(), 2 * 2, "2 unpinned repetitions of each method");
+    for u in unpinned {
+        let p = &u["placement"];
+        assert_eq!(p["pinned"], false, "{p}");
+        assert_eq!(cpus(p), allowed, "{p}");
+        assert!(u["reclaim_seconds"].as_f64().unwrap() > 0.0, "{u}");
+        assert!(u["freed_fraction"].as_f64().unwrap() > 0.9, "{u}");
+        match u["method"].as_str().unwrap() {
+            "umount" => {
+                let (end, start) = (p["cpu"].as_u64().unwrap(), p["start_cpu"].as_u64().unwrap());
+                assert!(allowed.contains(&end) && allowed.contains(&start), "{p}");
+                assert!(p["migrations"].as_u64().is_some(), "{p}");
+            }
+            "ns-exit" => assert!(p["cpu"].is_null(), "the child's CPU is not known: {p}"),
+            m => panic!("method {m}"),
+        }
+    }
+    for s in v["sizes"].as_array().unwrap() {
+        let u = &s["unpinned"];
+        assert_eq!(u["reps"], 2, "{s}");
+        assert!(u["ns_per_dentry"]["median"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(u["pinned_over_unpinned"]["median"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(u["probed_over_unpinned"]["median"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    assert!(v["pinning_cost"]["median"].as_f64().unwrap() > 0.0);
+    let md = std::fs::read_to_string(md.path()).unwrap();
+    assert!(md.contains("ns/dentry (pinned, CPU 0)") && md.contains("ns/dentry (unpinned)"), "{md}");
+    assert!(md.contains("ran pinned to CPU 0") && md.contains("2 unpinned unobserved repetition(s)"), "{md}");
+}
