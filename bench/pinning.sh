@@ -192,7 +192,7 @@ for line in sys.stdin:
         if len(p) >= 2:
             syms.append(p[1].split("+")[0])
 flush()
-rcu = sum(v for k, v in c.items() if "rcu_do_batch" in k)
+rcu = sum(v for k, v in c.items() if "RCU callbacks" in k)
 own = sum(v for k, v in c.items() if " umount work (cleanup_mnt, no" in k and "another process" not in k)
 print(f"{name}: umount work {own} samples ({own / 4000:.3f} s), RCU callbacks {rcu} samples ({rcu / 4000:.3f} s)")
 for k, v in c.most_common(8):
