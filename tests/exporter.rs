@@ -1,4 +1,4 @@
-//! `dentrylab exporter` (issue 6): real scrapes on loopback of captured
+//! `dentrylab exporter`: real scrapes on loopback of captured
 //! fixtures against golden `/metrics` files, promtool, HTTP behaviour,
 //! bounded concurrency, and that a scrape never touches /proc/slabinfo.
 
@@ -106,7 +106,7 @@ fn http_answers() {
     assert_eq!(e.get("/metrics").status, 200);
 }
 
-/// Issue 6: a scrape must not read /proc/slabinfo (root-only, costly on a
+/// A scrape must not read /proc/slabinfo (root-only, costly on a
 /// huge slab). Here it is a FIFO with no writer: opening it would block the
 /// scrape for ever.
 #[test]
