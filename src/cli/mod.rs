@@ -235,7 +235,10 @@ pub struct ReclaimArgs {
     /// How to reclaim: umount (umount(2), seed 000), ns-exit (the mount namespace's last process exits, as a
     /// container dies), drop-caches (echo 2 > /proc/sys/vm/drop_caches: machine-wide, needs --allow-global),
     /// memcg (reclaim the generator's own memory cgroup: memory.reclaim on cgroup v2, memory.force_empty on
-    /// v1). A comma-separated list, or 'all', runs each at every size and compares them.
+    /// v1), inotify (not a reclaim: the first inotify_add_watch on each directory makes fsnotify walk its
+    /// children under the directory's d_lock, negatives included; it frees nothing; needs --kind negative or
+    /// unlinked on ext4 or xfs, and each repetition watches a fresh filesystem). A comma-separated list, or
+    /// 'all' (the four reclaims, not inotify), runs each at every size and compares them.
     #[arg(long, default_value = "umount", value_parser = parse_methods)]
     pub method: Methods,
     /// Run every repetition twice: alone, and with T threads doing path lookups in the same filesystem on the
