@@ -6,6 +6,7 @@ pub mod document;
 pub mod json;
 pub mod layers;
 pub mod markdown;
+pub mod matrix;
 pub mod mitigate;
 pub mod node;
 pub mod profile;
