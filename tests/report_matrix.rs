@@ -158,7 +158,7 @@ fn other_schemas_are_refused_in_one_line() {
     broken["rows"][0]["cpus"] = json!("two");
     let cases = [
         ("newer.json", newer, "newer.json: matrix schema \"dentrylab.vm-matrix/2\" is newer than this dentrylab reads"),
-        ("other.json", other, "other.json: unknown schema \"dentrylab.something/1\": this dentrylab reads results of schema"),
+        ("other.json", other, "other.json: unknown schema \"dentrylab.something/1\" (not a version number): this dentrylab reads results of schema"),
         ("broken.json", broken, "broken.json: not a valid dentrylab.vm-matrix/1 matrix"),
     ];
     for (name, v, want) in cases {

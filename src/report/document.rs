@@ -117,7 +117,8 @@ fn parse_matrix(text: &str, schema: &str) -> std::result::Result<Loaded, String>
              dentrylab that wrote it, or a newer one"
         )),
         _ => Err(format!(
-            "unknown schema {schema:?}: this dentrylab reads results of schema {SCHEMA} and {VM_MATRIX_SCHEMA} matrices"
+            "unknown schema {schema:?} (not a version number): this dentrylab reads results of schema {SCHEMA} and \
+             {VM_MATRIX_SCHEMA} matrices"
         )),
     }
 }
