@@ -72,7 +72,11 @@ pub enum Command {
                       beside it, in DIR. Reclaim results get reclaim time, ns per dentry and the longest gap \
                       against the dentry count on log axes, with the power-law fit, its extrapolation and the \
                       soft-lockup threshold. Several results of the same benchmark (two kernels, tmpfs vs ext4, \
-                      hardlink vs file) are drawn on the same axes and compared in one table.\n\n\
+                      hardlink vs file) are drawn on the same axes and compared in one table. A kernel matrix \
+                      written by 'dentrylab vm --json' (schema dentrylab.vm-matrix/1) gets one table row per \
+                      kernel, preemption model and accelerator/clock (ns/dentry, longest stretch and its share, \
+                      gap exponent and predicted edge with their 90% intervals, watchdog, heaviest kernel path, \
+                      or the row's error) and one chart of every row's longest-gap curve.\n\n\
                       Rendering reads only the files: the same files always give the same report. Results of \
                       an unknown or newer schema are refused with a line naming the file."
     )]

@@ -172,7 +172,7 @@ fn heaviest_path(r: &ReclaimResult, method: Method) -> Option<(String, f64)> {
 }
 
 /// The matrix's rows as columns.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Matrix {
     /// Per row: its label, and what its result says (or its error).
     pub rows: Vec<(String, Result<Cells, String>)>,
@@ -289,7 +289,7 @@ fn notes(m: &VmMatrix) -> Vec<String> {
 }
 
 /// The matrix as a plain table, for the terminal (`dentrylab vm` prints it).
-#[allow(dead_code)] // until `vm` calls it
+#[cfg_attr(not(test), allow(dead_code))] // until `vm` calls it
 pub fn table(m: &VmMatrix) -> String {
     let mut s = super::table::render_grid(&Matrix::of(m).grid(m, false));
     for n in notes(m) {
@@ -329,5 +329,57 @@ impl MatrixFile {
             started_at: matrix.started_at.clone(),
         };
         MatrixFile { matrix, header }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-row matrix: a measured 6.18 result as the host row, and a
+    /// failed guest (synthetic: only the rendering is under test).
+    fn matrix() -> VmMatrix {
+        let result: ReclaimResult =
+            serde_json::from_str(include_str!("../../docs/results/inotify-ext4-negative-6.18.json")).unwrap();
+        let row = |release: &str, accel: &str, result: Option<Box<ReclaimResult>>, error: Option<&str>| MatrixRow {
+            kernel_spec: release.into(),
+            kernel_release: release.into(),
+            preempt: "none".into(),
+            preempt_requested: Some("full".into()),
+            accel: accel.into(),
+            clock: "host".into(),
+            emulated: accel == "tcg",
+            memory_bytes: 1 << 30,
+            cpus: 2,
+            wall_seconds: 1.0,
+            result,
+            kernel_log: Vec::new(),
+            error: error.map(String::from),
+        };
+        VmMatrix {
+            schema: VM_MATRIX_SCHEMA.into(),
+            started_at: "2026-11-25T08:00:00Z".into(),
+            host: MatrixHost { kernel: "6.18.44".into(), cpus: 2, memory_bytes: 1 << 34 },
+            command: vec!["reclaim".into(), "--method".into(), "inotify".into()],
+            rows: vec![row("6.18.44", "host", Some(Box::new(result)), None), row("6.1.0-9", "tcg", None, None)],
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_line_per_row_and_says_what_failed() {
+        let m = matrix();
+        let t = table(&m);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("Kernel") && lines[1].starts_with("---"), "{t}");
+        assert!(lines[2].starts_with("6.18.44 ") && lines[2].contains("400M (309M–531M)"), "{t}");
+        assert!(lines[2].contains("none (asked full)") && lines[2].contains("not checked"), "{t}");
+        assert!(lines[3].starts_with("6.1.0-9 ") && lines[3].trim_end().ends_with("no result came back"), "{t}");
+        assert!(lines[3].contains("tcg (emulated)"), "{t}");
+        assert!(t.contains("note: Emulated rows (TCG)"), "{t}");
+        // The matrix survives a round trip through its JSON (the contract).
+        let back: VmMatrix = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(Matrix::of(&back).rows, Matrix::of(&m).rows);
+        let v: serde_json::Value = serde_json::to_value(&m).unwrap();
+        assert!(v["rows"][1]["result"].is_null() && v["rows"][1]["error"].is_null(), "{}", v["rows"][1]);
     }
 }
