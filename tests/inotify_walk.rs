@@ -29,18 +29,19 @@ fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {v}"))
 }
 
-/// What the machine-wide nr_negative counter says of one run: the walk
-/// moved it by almost nothing, and the clean-up umount still found the
-/// negatives. Other processes on the machine move the same counter, so a
-/// run may be disturbed (the lead's machine runs several jobs at once).
-/// The tolerance is dentrylab's own (10% of the count, as for the other
-/// methods' counts).
+/// What the machine-wide nr_negative counter says of one run, in its two
+/// windows: over the walk it moved by almost nothing, or the clean-up
+/// umount still found the negatives (each within dentrylab's 10%
+/// tolerance). A walk that freed them fails both: the first counter drops
+/// by the count and the second finds none. Other jobs on a shared machine
+/// move the same counter, by hundreds of thousands at times, so one window
+/// may be disturbed, and sometimes both.
 fn frees_none_by_the_counter(r: &Value, made: f64) -> Result<(), String> {
-    let (freed, left, moved) = (f(r, "freed_fraction"), f(r, "left_for_umount"), f(r, "reclaimed_negative"));
-    if freed < 0.1 && left >= made * 0.9 && moved.abs() < made * 0.1 {
+    let (left, moved) = (f(r, "left_for_umount"), f(r, "reclaimed_negative"));
+    if (left - made).abs() <= made * 0.1 || moved.abs() <= made * 0.1 {
         Ok(())
     } else {
-        Err(format!("freed {freed}, the clean-up umount found {left}, the walk moved nr_negative by {moved}"))
+        Err(format!("the walk moved nr_negative by {moved}, the clean-up umount found {left}"))
     }
 }
 
