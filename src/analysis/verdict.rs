@@ -269,6 +269,10 @@ pub struct PathRow {
     pub contended_reclaim_seconds: Option<f64>,
     /// The count at which this path's fit reaches the soft-lockup threshold.
     pub lockup_count: Option<f64>,
+    /// The path walks the dentries without freeing any (`inotify`): its
+    /// freed share is 0 by design, and its count is the dentries walked.
+    #[serde(default)]
+    pub walk_only: bool,
 }
 
 /// Which reclaim path is the most dangerous on this kernel.
@@ -339,7 +343,7 @@ pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
         ));
     }
     for r in &ranking {
-        if r.freed_fraction < 0.99 {
+        if r.freed_fraction < 0.99 && !r.walk_only {
             summary.push(format!(
                 "{} freed only {:.1}% of the dentries created: its stretch covers only those, and the rest stay in \
                  the cache.",
@@ -458,6 +462,7 @@ mod tests {
             contended_max_gap_seconds: None,
             contended_reclaim_seconds: None,
             lockup_count: lockup,
+            walk_only: false,
         }
     }
 

@@ -72,7 +72,11 @@ pub enum Command {
                       beside it, in DIR. Reclaim results get reclaim time, ns per dentry and the longest gap \
                       against the dentry count on log axes, with the power-law fit, its extrapolation and the \
                       soft-lockup threshold. Several results of the same benchmark (two kernels, tmpfs vs ext4, \
-                      hardlink vs file) are drawn on the same axes and compared in one table.\n\n\
+                      hardlink vs file) are drawn on the same axes and compared in one table. A kernel matrix \
+                      written by 'dentrylab vm --json' (schema dentrylab.vm-matrix/1) gets one table row per \
+                      kernel, preemption model and accelerator/clock (ns/dentry, longest stretch and its share, \
+                      gap exponent and predicted edge with their 90% intervals, watchdog, heaviest kernel path, \
+                      or the row's error) and one chart of every row's longest-gap curve.\n\n\
                       Rendering reads only the files: the same files always give the same report. Results of \
                       an unknown or newer schema are refused with a line naming the file."
     )]
@@ -238,7 +242,10 @@ pub struct ReclaimArgs {
     /// How to reclaim: umount (umount(2), seed 000), ns-exit (the mount namespace's last process exits, as a
     /// container dies), drop-caches (echo 2 > /proc/sys/vm/drop_caches: machine-wide, needs --allow-global),
     /// memcg (reclaim the generator's own memory cgroup: memory.reclaim on cgroup v2, memory.force_empty on
-    /// v1). A comma-separated list, or 'all', runs each at every size and compares them.
+    /// v1), inotify (not a reclaim: the first inotify_add_watch on each directory makes fsnotify walk its
+    /// children under the directory's d_lock, negatives included; it frees nothing; needs --kind negative or
+    /// unlinked on ext4 or xfs, and each repetition watches a fresh filesystem). A comma-separated list, or
+    /// 'all' (the four reclaims, not inotify), runs each at every size and compares them.
     #[arg(long, default_value = "umount", value_parser = parse_methods)]
     pub method: Methods,
     /// Run every repetition twice: alone, and with T threads doing path lookups in the same filesystem on the

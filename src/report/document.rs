@@ -30,6 +30,8 @@ pub enum Loaded {
     Scale(Box<ScaleResult>),
     Mitigate(Box<MitigateResult>),
     Containers(Box<ContainersResult>),
+    /// A `vm` matrix (its own schema, [`super::matrix::VM_MATRIX_SCHEMA`]).
+    VmMatrix(Box<super::matrix::MatrixFile>),
 }
 
 impl Loaded {
@@ -41,6 +43,7 @@ impl Loaded {
             Loaded::Scale(_) => "scale",
             Loaded::Mitigate(_) => "mitigate",
             Loaded::Containers(_) => "containers",
+            Loaded::VmMatrix(_) => "vm",
         }
     }
 }
@@ -60,6 +63,7 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
         None => {
             return Err(bad("not a dentrylab result: it has no \"schema\" field; give files written by --json".into()));
         }
+        Some(serde_json::Value::String(s)) => return parse_matrix(text, &s).map_err(bad),
         Some(v) => v.as_u64().ok_or_else(|| bad(format!("\"schema\" is {v}, not a version number")))?,
     };
     if schema > u64::from(SCHEMA) {
@@ -95,6 +99,27 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
             Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
         }
         b => Err(bad(format!("unknown benchmark {b:?} (this dentrylab renders: {})", RENDERS.join(", ")))),
+    }
+}
+
+/// A file whose `schema` is a string: a `vm` matrix, or an error naming
+/// what this dentrylab reads.
+fn parse_matrix(text: &str, schema: &str) -> std::result::Result<Loaded, String> {
+    use super::matrix::{MatrixFile, VM_MATRIX_SCHEMA, VM_MATRIX_SCHEMA_PREFIX, VmMatrix};
+    if schema == VM_MATRIX_SCHEMA {
+        return serde_json::from_str::<VmMatrix>(text)
+            .map(|m| Loaded::VmMatrix(Box::new(MatrixFile::new(m))))
+            .map_err(|e| format!("not a valid {VM_MATRIX_SCHEMA} matrix: {e}"));
+    }
+    match schema.strip_prefix(VM_MATRIX_SCHEMA_PREFIX).and_then(|v| v.parse::<u32>().ok()) {
+        Some(v) if v > 1 => Err(format!(
+            "matrix schema {schema:?} is newer than this dentrylab reads ({VM_MATRIX_SCHEMA}): render it with the \
+             dentrylab that wrote it, or a newer one"
+        )),
+        _ => Err(format!(
+            "unknown schema {schema:?} (not a version number): this dentrylab reads results of schema {SCHEMA} and \
+             {VM_MATRIX_SCHEMA} matrices"
+        )),
     }
 }
 
@@ -180,6 +205,18 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                     .collect();
                 let labels: Vec<String> = rs.iter().map(|r| r.options.workload.name().to_string()).collect();
                 (super::mitigate::part(&rs), Vec::new(), rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+            }
+            "vm" => {
+                let ms: Vec<&super::matrix::MatrixFile> =
+                    results.iter().filter_map(|l| if let Loaded::VmMatrix(m) = l { Some(m.as_ref()) } else { None }).collect();
+                let (mut part, mut figures) = (String::new(), Vec::new());
+                for (i, m) in ms.iter().enumerate() {
+                    let file = if i == 0 { "vm-matrix-longest-gap.svg".to_string() } else { format!("vm-matrix-{}-longest-gap.svg", i + 1) };
+                    let chart = svg::matrix_longest_gap(&m.matrix, &file)?;
+                    part += &super::matrix::markdown(&m.matrix, Some(&chart));
+                    figures.push(chart);
+                }
+                (part, figures, ms.iter().map(|m| (format!("matrix of {}", m.header.started_at), &m.header)).collect())
             }
             "containers" => {
                 let rs: Vec<&ContainersResult> = results

@@ -6,6 +6,7 @@ pub mod document;
 pub mod json;
 pub mod layers;
 pub mod markdown;
+pub mod matrix;
 pub mod mitigate;
 pub mod node;
 pub mod profile;
@@ -92,8 +93,8 @@ pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
             row.extend([
                 human(s.target),
                 grouped(s.reclaimed.median.max(0.0) as u64),
-                format!("{:+.2}%", s.reclaimed_vs_target * 100.0),
-                freed(s.freed_fraction),
+                if s.method.frees() { format!("{:+.2}%", s.reclaimed_vs_target * 100.0) } else { "–".into() },
+                if s.method.frees() { freed(s.freed_fraction) } else { WALK_FREES_NONE.into() },
                 spread_secs(&s.reclaim_seconds),
                 spread_ns(&s.ns_per_dentry),
             ]);
@@ -116,6 +117,9 @@ pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
         .collect();
     Grid { header, rows }
 }
+
+/// The Freed cell of a path that walks without freeing (`inotify`).
+const WALK_FREES_NONE: &str = "none (a walk)";
 
 /// The share of created dentries a reclaim freed, flagged when short.
 fn freed(f: f64) -> String {
@@ -151,7 +155,7 @@ pub fn methods_grid(r: &ReclaimResult) -> Option<Grid> {
             let mut row = vec![
                 (i + 1).to_string(),
                 p.method.clone(),
-                freed(p.freed_fraction),
+                if p.walk_only { WALK_FREES_NONE.into() } else { freed(p.freed_fraction) },
                 secs(p.reclaim_seconds),
                 secs(p.max_gap_seconds),
             ];

@@ -238,6 +238,7 @@ pub(super) fn compare(per_method: &[MethodAnalysis], sizes: &[SizeSummary]) -> O
                     .as_ref()
                     .and_then(|v| v.lockup_count)
                     .filter(|&n| n <= verdict::MAX_PREDICTED_COUNT),
+                walk_only: !m.method.frees(),
             })
         })
         .collect();

@@ -43,6 +43,14 @@ pub(super) fn method_notes(opts: &Options) -> Vec<String> {
             ));
         }
     }
+    if opts.methods.contains(&Method::Inotify) {
+        out.push(
+            "inotify is a walk, not a reclaim: the first inotify_add_watch on a directory flags its children \
+             (fsnotify_set_children_dentry_flags, under the directory's d_lock) and frees nothing, so 'Freed' is \
+             0 by design; its ns/dentry and fits count the negatives made in the watched directories"
+                .into(),
+        );
+    }
     if opts.methods.contains(&Method::DropCaches) {
         out.push(
             "drop-caches is machine-wide: its time and 'Reclaimed' include every other unused dentry on the \
@@ -58,6 +66,27 @@ pub(super) fn method_notes(opts: &Options) -> Vec<String> {
         );
     }
     out
+}
+
+/// `inotify` runs whose clean-up umount found far fewer negatives still
+/// cached than were made: memory pressure shrank some before the walk, so
+/// the walk covered at most what was left.
+pub(super) fn walk_notes(runs: &[Run]) -> Vec<String> {
+    runs.iter()
+        .filter(|r| !r.method.frees())
+        .filter_map(|r| {
+            let left = r.left_for_umount?;
+            let made = r.create.entries as i64;
+            ((left as f64) < made as f64 * (1.0 - super::COUNT_TOLERANCE)).then(|| {
+                format!(
+                    "size {} rep {}: the clean-up umount found {left} of the {made} negatives still cached: the \
+                     walk covered at most those, but the run is counted at its target",
+                    human(r.target),
+                    r.rep + 1
+                )
+            })
+        })
+        .collect()
 }
 
 /// The largest size that fits in [`MAX_MEMORY_SHARE`] of MemAvailable at
@@ -146,6 +175,13 @@ pub fn validate(opts: &Options) -> Result<()> {
         bail!(UsageError("--method: give at least one reclaim method".into()));
     }
     check_kind(opts.kind, opts.fs)?;
+    if opts.methods.contains(&Method::Inotify) && !opts.kind.is_negative() {
+        bail!(UsageError(format!(
+            "--method inotify times fsnotify's walk over a directory of negative dentries, and --kind {} makes \
+             none: add --kind negative (with --fs ext4 or --fs xfs)",
+            opts.kind.name()
+        )));
+    }
     super::overlay::validate(opts)?;
     if opts.methods.contains(&Method::DropCaches) && !opts.allow_global {
         bail!(UsageError(

@@ -26,7 +26,7 @@ pub(super) fn report_progress(r: &Run, observed: bool) {
     use std::io::IsTerminal;
     if std::io::stderr().is_terminal() {
         eprintln!(
-            "  {:>6} {}{} rep {}{}{}: created {} at {:.0}/s, freed {:.1}% in {:.3} s{}",
+            "  {:>6} {}{} rep {}{}{}: created {} at {:.0}/s, {} in {:.3} s{}",
             human(r.target),
             r.method.name(),
             if r.contenders > 0 { format!(" +{} lookup threads", r.contenders) } else { String::new() },
@@ -35,7 +35,11 @@ pub(super) fn report_progress(r: &Run, observed: bool) {
             if r.placement.pinned { String::new() } else { format!(" ({})", r.placement.describe()) },
             r.create.entries,
             r.create.rate_per_second,
-            r.freed_fraction * 100.0,
+            if r.method.frees() {
+                format!("freed {:.1}%", r.freed_fraction * 100.0)
+            } else {
+                "walked (frees none)".into()
+            },
             r.reclaim_seconds,
             if observed { format!(", max gap {:.3} s", r.probe.max_gap_seconds) } else { String::new() }
         );
@@ -174,6 +178,7 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
         after_cleanup,
         contention,
         memcg: done.memcg,
+        watch: done.watch,
         ns_per_dentry: reclaim_seconds * 1e9 / fit_count(at.method, freed, target),
         bytes_per_dentry: grown_slab.max(lost_avail) / created.max(1) as f64,
         create,

@@ -16,9 +16,19 @@
 //!   v1): the memcg-aware shrinkers walk that cgroup's dentry LRU. Timed:
 //!   the write.
 //!
-//! The last two free only dentries on the LRU (unused ones): tmpfs pins
-//! its dentries, so they free none of those; after them the filesystem is
-//! unmounted, untimed, to count what they left.
+//! - `inotify`: not a reclaim but a walk. The first inotify_add_watch on a
+//!   directory makes fsnotify flag its children as having a watched parent
+//!   (fsnotify_recalc_mask → fsnotify_set_children_dentry_flags), a loop
+//!   over every child dentry, negative ones included, under the
+//!   directory's d_lock, with no reschedule. Timed: the inotify_add_watch
+//!   calls, one per directory of the layout, each on a directory nothing
+//!   watched before (a fresh filesystem every repetition). It frees
+//!   nothing.
+//!
+//! drop-caches and memcg free only dentries on the LRU (unused ones):
+//! tmpfs pins its dentries, so they free none of those. After them, and
+//! after inotify, the filesystem is unmounted, untimed, to count what they
+//! left.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,10 +58,14 @@ pub enum Method {
     DropCaches,
     /// memory.reclaim (v2) or memory.force_empty (v1) on the generator's own memory cgroup.
     Memcg,
+    /// inotify_add_watch on the directory: fsnotify's walk over its children (frees nothing).
+    Inotify,
 }
 
 impl Method {
-    pub const NAMES: &'static [&'static str] = &["umount", "ns-exit", "drop-caches", "memcg"];
+    pub const NAMES: &'static [&'static str] = &["umount", "ns-exit", "drop-caches", "memcg", "inotify"];
+    /// What `--method all` runs: the four reclaims (`inotify`, a walk that
+    /// frees nothing and needs negative dentries, is named on its own).
     pub const ALL: [Method; 4] = [Method::Umount, Method::NsExit, Method::DropCaches, Method::Memcg];
 
     pub fn name(self) -> &'static str {
@@ -60,18 +74,24 @@ impl Method {
             Method::NsExit => "ns-exit",
             Method::DropCaches => "drop-caches",
             Method::Memcg => "memcg",
+            Method::Inotify => "inotify",
         }
     }
 
     /// Whether the filesystem is still mounted after the reclaim, so an
     /// untimed umount afterwards counts what the reclaim left.
     pub fn leaves_mounted(self) -> bool {
-        matches!(self, Method::DropCaches | Method::Memcg)
+        matches!(self, Method::DropCaches | Method::Memcg | Method::Inotify)
     }
 
     /// Whether the method can only free unused dentries on the LRU.
     pub fn lru_only(self) -> bool {
-        self.leaves_mounted()
+        matches!(self, Method::DropCaches | Method::Memcg)
+    }
+
+    /// Whether the method frees dentries at all (`inotify` only walks them).
+    pub fn frees(self) -> bool {
+        self != Method::Inotify
     }
 }
 
@@ -83,7 +103,11 @@ impl std::str::FromStr for Method {
             "ns-exit" => Ok(Method::NsExit),
             "drop-caches" => Ok(Method::DropCaches),
             "memcg" => Ok(Method::Memcg),
-            _ => Err(format!("unknown reclaim method {s:?}: use one of {}, a comma-separated list, or all", Method::NAMES.join(", "))),
+            "inotify" => Ok(Method::Inotify),
+            _ => Err(format!(
+                "unknown reclaim method {s:?}: use one of {}, a comma-separated list, or all (the first four)",
+                Method::NAMES.join(", ")
+            )),
         }
     }
 }
@@ -114,11 +138,25 @@ pub struct MemcgOutcome {
     pub complete: bool,
 }
 
+/// What `inotify` did: the watches it added, and the kernel's own account
+/// of them (the `inotify wd:` lines of the instance's /proc fdinfo, read
+/// after the timed calls).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WatchOutcome {
+    /// Directories watched (one per directory of the layout).
+    pub directories: usize,
+    /// The watch descriptors inotify_add_watch returned.
+    pub watch_descriptors: Vec<i32>,
+    /// Marks the kernel lists for the instance in /proc/self/fdinfo.
+    pub marks_in_fdinfo: usize,
+}
+
 /// What the timed reclaim measured.
 pub struct Reclaimed {
     pub took: Duration,
     pub sys: Duration,
     pub memcg: Option<MemcgOutcome>,
+    pub watch: Option<WatchOutcome>,
 }
 
 /// Dentries created and ready to be reclaimed by one method.
@@ -139,6 +177,9 @@ enum How {
     Cgroup { mount: Mount, cg: MemCgroup },
     /// ns-exit: mounted only in the child's own mount namespace.
     Namespace { child: Generator, path: PathBuf },
+    /// inotify: mounted in the sandbox; the watches (once added) live as
+    /// long as the instance, until the clean-up.
+    Watched { mount: Mount, dirs: Vec<PathBuf>, inotify: Option<nix::sys::inotify::Inotify> },
     /// ns-exit after its reclaim: the child and its namespace are gone.
     Done,
 }
@@ -173,13 +214,17 @@ pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, Create
     }
     let staged = |how| Staged { how, stack: None, top: None };
     match s.method {
-        Method::Umount | Method::DropCaches => {
+        Method::Umount | Method::DropCaches | Method::Inotify => {
             let mount = sandbox.mount(s.fs, &capacity)?;
             let progress = Arc::new(Progress::default());
             let created =
                 workload::with_progress(s.create.count, s.label, &progress, || workload::create(mount.path(), &s.create, &progress))
                     .with_context(what)?;
             mount.sync()?;
+            if s.method == Method::Inotify {
+                let dirs = (0..s.create.layout.dirs()).map(|d| mount.path().join(workload::dir_name(d))).collect();
+                return Ok((staged(How::Watched { mount, dirs, inotify: None }), created));
+            }
             Ok((staged(How::Mounted { method: s.method, mount }), created))
         }
         Method::Memcg => {
@@ -235,7 +280,9 @@ impl Staged {
     /// namespace.
     pub fn lookup_root(&self) -> PathBuf {
         match &self.how {
-            How::Mounted { mount, .. } | How::Cgroup { mount, .. } => mount.path().to_path_buf(),
+            How::Mounted { mount, .. } | How::Cgroup { mount, .. } | How::Watched { mount, .. } => {
+                mount.path().to_path_buf()
+            }
             How::Done => PathBuf::new(),
             How::Namespace { child, path } => {
                 Path::new(&format!("/proc/{}/root", child.pid())).join(path.strip_prefix("/").unwrap_or(path))
@@ -276,7 +323,14 @@ impl Staged {
     fn reclaim_once(&mut self, proc: &ProcRoot) -> Result<Reclaimed> {
         let (_, sys0) = sys::thread_cpu_times();
         let mut memcg = None;
+        let mut watch = None;
         let took = match &mut self.how {
+            How::Watched { dirs, inotify, .. } => {
+                let (took, instance, outcome) = watch_all(dirs)?;
+                *inotify = Some(instance);
+                watch = Some(outcome);
+                took
+            }
             How::Mounted { method: Method::DropCaches, .. } => {
                 let p = proc.path("sys/vm/drop_caches");
                 let t = Instant::now();
@@ -301,12 +355,12 @@ impl Staged {
                 let How::Namespace { child, path } = std::mem::replace(&mut self.how, How::Done) else { unreachable!() };
                 let (took, sys) = child.exit()?;
                 let _ = std::fs::remove_dir(&path);
-                return Ok(Reclaimed { took, sys, memcg: None });
+                return Ok(Reclaimed { took, sys, memcg: None, watch: None });
             }
             How::Done => bail!("internal error: reclaimed twice"),
         };
         let (_, sys1) = sys::thread_cpu_times();
-        Ok(Reclaimed { took, sys: sys1.saturating_sub(sys0), memcg })
+        Ok(Reclaimed { took, sys: sys1.saturating_sub(sys0), memcg, watch })
     }
 
     /// Untimed clean-up: unmounts what the reclaim left mounted and removes
@@ -321,6 +375,12 @@ impl Staged {
             How::Cgroup { mut mount, cg } => {
                 mount.umount()?;
                 cg.remove()?;
+                Ok(true)
+            }
+            How::Watched { mut mount, inotify, .. } => {
+                // The watches go with the instance, before the umount.
+                drop(inotify);
+                mount.umount()?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -338,6 +398,36 @@ impl Staged {
     }
 }
 
+/// `inotify`'s timed part: one inotify_add_watch per directory on a new
+/// instance (made before the clock starts), then, untimed, the kernel's
+/// fdinfo count of the instance's marks.
+fn watch_all(dirs: &[PathBuf]) -> Result<(Duration, nix::sys::inotify::Inotify, WatchOutcome)> {
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    let inotify = Inotify::init(InitFlags::IN_CLOEXEC).map_err(|e| {
+        anyhow::anyhow!("inotify_init1 failed: {e} (fs.inotify.max_user_instances may be reached; see /proc/sys/fs/inotify)")
+    })?;
+    let mut wds = Vec::with_capacity(dirs.len());
+    let t = Instant::now();
+    for d in dirs {
+        // IN_ALL_EVENTS holds events a child can report (FS_EVENTS_POSS_ON_CHILD),
+        // and inotify adds FS_EVENT_ON_CHILD for a directory: the kernel walks.
+        let wd = inotify.add_watch(d.as_path(), AddWatchFlags::IN_ALL_EVENTS).map_err(|e| {
+            anyhow::anyhow!(
+                "inotify_add_watch {} failed: {e} (fs.inotify.max_user_watches may be reached; see /proc/sys/fs/inotify)",
+                d.display()
+            )
+        })?;
+        wds.push(wd);
+    }
+    let took = t.elapsed();
+    let fdinfo = format!("/proc/self/fdinfo/{}", std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&inotify)));
+    let text = std::fs::read_to_string(&fdinfo).with_context(|| format!("cannot read {fdinfo}"))?;
+    let marks_in_fdinfo = text.lines().filter(|l| l.starts_with("inotify wd:")).count();
+    let outcome =
+        WatchOutcome { directories: dirs.len(), watch_descriptors: wds.iter().map(|w| w.as_raw()).collect(), marks_in_fdinfo };
+    Ok((took, inotify, outcome))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,8 +439,12 @@ mod tests {
         assert_eq!(parse_list("memcg,ns-exit").unwrap(), vec![Method::Memcg, Method::NsExit]);
         assert!(parse_list("umount,umount").unwrap_err().contains("twice"));
         assert!(parse_list("shrink").unwrap_err().contains("ns-exit"));
-        for m in Method::ALL {
+        assert_eq!(parse_list("inotify").unwrap(), vec![Method::Inotify]);
+        assert!(!parse_list("all").unwrap().contains(&Method::Inotify));
+        assert!(!Method::Inotify.frees() && Method::Inotify.leaves_mounted() && !Method::Inotify.lru_only());
+        for m in Method::ALL.into_iter().chain([Method::Inotify]) {
             assert_eq!(m.name().parse::<Method>().unwrap(), m);
         }
+        assert_eq!(Method::NAMES.len(), Method::ALL.len() + 1);
     }
 }

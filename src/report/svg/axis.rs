@@ -130,7 +130,9 @@ pub(super) fn ticks(scale: Scale, unit: Unit, lo: f64, hi: f64) -> Ticks {
         // Within a decade, round linear steps label better when they are more.
         let (dlo, dhi) = (10f64.powf(lo), 10f64.powf(hi));
         let lin: Vec<f64> = linear_ticks(dlo, dhi).into_iter().filter(|v| *v > 0.0).collect();
-        if bold.len() >= 4 || (bold.len() >= 2 && bold.len() >= lin.len()) {
+        // Over two decades or more, powers of ten read better than linear
+        // steps bunched at the top (three decades give only three labels).
+        if bold.len() >= 4 || (bold.len() >= 2 && (bold.len() >= lin.len() || decades >= 2.0)) {
             return Ticks { bold, light };
         }
         return Ticks { bold: lin.iter().map(|&v| (v.log10(), label(v))).collect(), light };
@@ -318,6 +320,11 @@ mod tests {
         // Less than a decade: intermediate steps.
         let t = ticks(Scale::Log, Unit::Nanoseconds, 3.0, 3.35);
         assert!(t.bold.len() >= 3, "{:?}", t.bold.iter().map(|b| &b.1).collect::<Vec<_>>());
+        // Just over three decades (20 ms to 28 s): still powers of ten, not
+        // linear steps of 5 s.
+        let t = ticks(Scale::Log, Unit::Seconds, -1.7, 1.45);
+        let labels: Vec<_> = t.bold.iter().map(|b| b.1.as_str()).collect();
+        assert_eq!(labels, ["100 ms", "1 s", "10 s"]);
         // A sliver: linear steps inside it.
         let t = ticks(Scale::Log, Unit::Plain, 3.1, 3.12);
         assert!(t.bold.len() >= 2);

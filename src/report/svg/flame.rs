@@ -131,5 +131,6 @@ fn method_words(m: Method) -> &'static str {
         Method::NsExit => "namespace exit",
         Method::DropCaches => "drop_caches",
         Method::Memcg => "memory cgroup reclaim",
+        Method::Inotify => "inotify_add_watch's children walk",
     }
 }

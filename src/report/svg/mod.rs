@@ -15,10 +15,12 @@ mod containers;
 mod figures;
 mod flame;
 mod kinds;
+mod matrix;
 
 pub use containers::containers;
 pub use figures::{churn, pollute, reclaim, scale};
 pub use flame::{containers_longest_stretch, longest_stretch};
+pub use matrix::matrix_longest_gap;
 
 use plotters::prelude::*;
 

@@ -1,0 +1,385 @@
+//! The kernel matrix: one row per (kernel, preemption model, accelerator
+//! and clock), each holding the reclaim result its guest (or the host)
+//! wrote. [`VmMatrix`] is the file `dentrylab vm --json` writes (schema
+//! [`VM_MATRIX_SCHEMA`]); [`Matrix`] turns its rows into the columns people
+//! compare, and [`table`] and [`markdown`] print them, for `vm`'s own
+//! output and for `report`.
+
+use serde::{Deserialize, Serialize};
+
+use super::Grid;
+use crate::analysis::verdict::MAX_PREDICTED_COUNT;
+use crate::bench::reclaim::{Method, ReclaimResult, Run, profile};
+use crate::duration::secs;
+use crate::size::human;
+use crate::stats::median;
+
+/// The `schema` field of a matrix file.
+pub const VM_MATRIX_SCHEMA: &str = "dentrylab.vm-matrix/1";
+/// What every matrix schema starts with (the version follows).
+pub const VM_MATRIX_SCHEMA_PREFIX: &str = "dentrylab.vm-matrix/";
+
+/// A matrix file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VmMatrix {
+    pub schema: String,
+    pub started_at: String,
+    pub host: MatrixHost,
+    /// The dentrylab command every row ran (without `dentrylab`).
+    pub command: Vec<String>,
+    pub rows: Vec<MatrixRow>,
+}
+
+/// The machine that ran the guests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MatrixHost {
+    pub kernel: String,
+    pub cpus: usize,
+    pub memory_bytes: u64,
+}
+
+/// One kernel, preemption model and accelerator/clock.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MatrixRow {
+    /// As given: a Debian package name, a kernel image path, or `host`.
+    pub kernel_spec: String,
+    /// What the kernel says it is (`uname -r`).
+    pub kernel_release: String,
+    /// The model the kernel ran: none, voluntary, full, lazy or rt.
+    pub preempt: String,
+    /// The model asked for with `preempt=`, if any.
+    pub preempt_requested: Option<String>,
+    /// tcg, kvm, or host (the reference row, run natively).
+    pub accel: String,
+    /// host, or icount:SHIFT (the guest's clock counts instructions).
+    pub clock: String,
+    /// Whether the times are an emulator's (TCG): comparable with the other
+    /// emulated rows of the same matrix, never with the host's.
+    pub emulated: bool,
+    pub memory_bytes: u64,
+    pub cpus: usize,
+    pub wall_seconds: f64,
+    /// The guest's own reclaim result, as it wrote it; none when the row failed.
+    pub result: Option<Box<ReclaimResult>>,
+    #[serde(default)]
+    pub kernel_log: Vec<String>,
+    pub error: Option<String>,
+}
+
+impl MatrixRow {
+    /// The row's name in legends: release, model, and the machine when it
+    /// is not the host.
+    pub fn label(&self) -> String {
+        format!("{} {}{}", self.kernel_release, self.preempt, if self.accel == "host" { String::new() } else { format!(", {}", self.machine()) })
+    }
+
+    /// Accelerator and clock, and whether the times are emulated.
+    pub fn machine(&self) -> String {
+        let clock = if self.clock == "host" { String::new() } else { format!(" {}", self.clock) };
+        format!("{}{clock}{}", self.accel, if self.emulated { " (emulated)" } else { "" })
+    }
+
+    fn preempt_cell(&self) -> String {
+        match &self.preempt_requested {
+            Some(asked) if asked != &self.preempt => format!("{} (asked {asked})", self.preempt),
+            _ => self.preempt.clone(),
+        }
+    }
+}
+
+/// What a row's result says, in the matrix's columns (`None`: not in
+/// the result).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cells {
+    pub method: Option<String>,
+    /// The largest size of the first method.
+    pub largest: Option<u64>,
+    pub ns_per_dentry: Option<f64>,
+    pub longest_gap_seconds: Option<f64>,
+    /// Median of longest gap ÷ reclaim time over that size's repetitions.
+    pub longest_share: Option<f64>,
+    /// The gap fit's exponent and its 90% interval.
+    pub gap_exponent: Option<(f64, Option<(f64, Option<f64>)>)>,
+    /// The predicted soft-lockup count and its 90% interval.
+    pub edge: Option<(f64, Option<f64>, Option<f64>)>,
+    pub watchdog: Option<String>,
+    /// The reclaiming task's heaviest path in the longest profiled stretch
+    /// (`callee ← caller`) and its share of that task's samples.
+    pub heaviest_path: Option<(String, f64)>,
+}
+
+impl Cells {
+    /// The columns of one reclaim result: its first method's, without
+    /// contending lookups.
+    pub fn of(r: &ReclaimResult) -> Cells {
+        let Some(&method) = r.options.methods.first() else { return Cells::default() };
+        let largest = r.sizes.iter().filter(|s| s.method == method && s.contenders == 0).max_by_key(|s| s.target);
+        let at_largest: Vec<&Run> = largest
+            .map(|s| r.runs.iter().filter(|x| x.method == method && x.contenders == 0 && x.target == s.target).collect())
+            .unwrap_or_default();
+        let shares: Vec<f64> = at_largest
+            .iter()
+            .filter(|x| x.reclaim_seconds > 0.0)
+            .map(|x| (x.probe.max_gap_seconds / x.reclaim_seconds).min(1.0))
+            .collect();
+        let analysis = r.per_method.iter().find(|m| m.method == method);
+        let gap = analysis.and_then(|m| m.fits.gap_power);
+        let verdict = analysis.and_then(|m| m.verdict.as_ref());
+        Cells {
+            method: Some(method.name().into()),
+            largest: largest.map(|s| s.target),
+            ns_per_dentry: largest.map(|s| s.ns_per_dentry.median),
+            longest_gap_seconds: largest.map(|s| s.max_gap_seconds.median),
+            longest_share: (!shares.is_empty()).then(|| median(&shares)),
+            gap_exponent: gap.map(|p| (p.exponent, p.band.map(|b| b.exponent(&p)).map(|i| (i.low, i.high)))),
+            edge: verdict
+                .and_then(|v| v.lockup_count.filter(|&n| n <= MAX_PREDICTED_COUNT).map(|n| (n, v.lockup_count_low, v.lockup_count_high))),
+            watchdog: watchdog_cell(r),
+            heaviest_path: heaviest_path(r, method),
+        }
+    }
+}
+
+/// The watchdog checks of a result, one clause per threshold.
+fn watchdog_cell(r: &ReclaimResult) -> Option<String> {
+    let checks: Vec<String> = r
+        .watchdog
+        .iter()
+        .chain(&r.watchdog_more)
+        .map(|w| {
+            format!(
+                "thresh {} s: {} fired, {} silent as predicted, {} FP, {} FN{}",
+                w.thresh_seconds,
+                w.true_positive,
+                w.true_negative,
+                w.false_positive,
+                w.false_negative,
+                if w.validated { " (validated)" } else { "" }
+            )
+        })
+        .collect();
+    (!checks.is_empty()).then(|| checks.join("; "))
+}
+
+/// The reclaiming task's heaviest path in the longest profiled stretch.
+fn heaviest_path(r: &ReclaimResult, method: Method) -> Option<(String, f64)> {
+    let w = &profile::longest(&r.runs, method)?.profile.as_ref()?.longest_gap;
+    let path = match &w.reclaimer {
+        Some(me) => me.path.as_ref(),
+        None => w.path.as_ref(),
+    }?;
+    (path.frames.len() >= 2).then(|| (path.name(), path.share))
+}
+
+/// The matrix's rows as columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    /// Per row: its label, and what its result says (or its error).
+    pub rows: Vec<(String, Result<Cells, String>)>,
+}
+
+impl Matrix {
+    pub fn of(m: &VmMatrix) -> Matrix {
+        let rows = m
+            .rows
+            .iter()
+            .map(|row| {
+                let cells = match (&row.error, &row.result) {
+                    (Some(e), _) => Err(e.clone()),
+                    (None, Some(r)) => Ok(Cells::of(r)),
+                    (None, None) => Err("no result came back".into()),
+                };
+                (row.label(), cells)
+            })
+            .collect();
+        Matrix { rows }
+    }
+
+    /// One line per row. `md`: Markdown cells (code spans for kernel functions).
+    pub fn grid(&self, m: &VmMatrix, md: bool) -> Grid {
+        let header = [
+            "Kernel",
+            "Preemption",
+            "Accel / clock",
+            "Method, largest size",
+            "ns/dentry",
+            "Longest stretch (share of reclaim)",
+            "Gap exponent (90%)",
+            "Predicted edge (90%)",
+            "Watchdog",
+            "Heaviest kernel path",
+            "Error",
+        ]
+        .map(String::from)
+        .to_vec();
+        let dash = || "–".to_string();
+        let rows = m
+            .rows
+            .iter()
+            .zip(&self.rows)
+            .map(|(row, (_, cells))| {
+                let mut out = vec![row.kernel_release.clone(), row.preempt_cell(), row.machine()];
+                match cells {
+                    Err(e) => {
+                        out.extend(std::iter::repeat_with(dash).take(7));
+                        out.push(e.clone());
+                    }
+                    Ok(c) => {
+                        out.push(match (&c.method, c.largest) {
+                            (Some(m), Some(n)) => format!("{m}, {}", human(n)),
+                            (Some(m), None) => m.clone(),
+                            _ => dash(),
+                        });
+                        out.push(c.ns_per_dentry.map(|n| format!("{n:.0} ns")).unwrap_or_else(dash));
+                        out.push(match (c.longest_gap_seconds, c.longest_share) {
+                            (Some(g), Some(s)) => format!("{} ({:.0}%)", secs(g), s * 100.0),
+                            (Some(g), None) => secs(g),
+                            _ => dash(),
+                        });
+                        out.push(match c.gap_exponent {
+                            Some((e, Some((lo, Some(hi))))) => format!("{e:.2} ({lo:.2}–{hi:.2})"),
+                            Some((e, _)) => format!("{e:.2} (no interval)"),
+                            None => dash(),
+                        });
+                        out.push(match c.edge {
+                            Some((n, Some(lo), hi)) => format!(
+                                "{} ({}–{})",
+                                human(n as u64),
+                                human(lo as u64),
+                                hi.map(|h| human(h as u64)).unwrap_or_else(|| "unbounded".into())
+                            ),
+                            Some((n, None, _)) => format!("{} (no interval)", human(n as u64)),
+                            None => "none predicted".into(),
+                        });
+                        out.push(c.watchdog.clone().unwrap_or_else(|| "not checked".into()));
+                        out.push(match &c.heaviest_path {
+                            Some((p, share)) if md => format!("`{p}` ({:.0}%)", share * 100.0),
+                            Some((p, share)) => format!("{p} ({:.0}%)", share * 100.0),
+                            None => dash(),
+                        });
+                        out.push(String::new());
+                    }
+                }
+                out
+            })
+            .collect();
+        Grid { header, rows }
+    }
+}
+
+/// The notes under the table: what the command was, and what the emulated
+/// times may be compared with.
+fn notes(m: &VmMatrix) -> Vec<String> {
+    let mut out = vec![format!(
+        "Every row ran `dentrylab {}`; host: kernel {}, {} CPUs, {}; started {}.",
+        m.command.join(" "),
+        m.host.kernel,
+        m.host.cpus,
+        crate::size::bytes(m.host.memory_bytes),
+        m.started_at
+    )];
+    if m.rows.iter().any(|r| r.emulated) {
+        out.push(
+            "Emulated rows (TCG) have an emulator's times: compare them with each other within this matrix, never \
+             with the host's row."
+                .into(),
+        );
+    }
+    out
+}
+
+/// The matrix as a plain table, for the terminal (`dentrylab vm` prints it).
+#[cfg_attr(not(test), allow(dead_code))] // until `vm` calls it
+pub fn table(m: &VmMatrix) -> String {
+    let mut s = super::table::render_grid(&Matrix::of(m).grid(m, false));
+    for n in notes(m) {
+        s += &format!("note: {n}\n");
+    }
+    s
+}
+
+/// The matrix as a Markdown section (the chart, when given, first).
+pub fn markdown(m: &VmMatrix, chart: Option<&super::svg::Figure>) -> String {
+    let mut s = String::from("## Kernel matrix: the longest stretch per kernel and preemption model\n\n");
+    if let Some(f) = chart {
+        s += &format!("![{}]({})\n\n", f.caption, f.file);
+    }
+    s += &super::markdown::render_grid(&Matrix::of(m).grid(m, true));
+    s.push('\n');
+    for n in notes(m) {
+        s += &format!("{n}\n\n");
+    }
+    s
+}
+
+/// A loaded matrix file with the header `report` lists it by.
+#[derive(Debug, Clone)]
+pub struct MatrixFile {
+    pub matrix: VmMatrix,
+    pub header: crate::result::Header,
+}
+
+impl MatrixFile {
+    pub fn new(matrix: VmMatrix) -> MatrixFile {
+        let version = matrix.schema.strip_prefix(VM_MATRIX_SCHEMA_PREFIX).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let header = crate::result::Header {
+            schema: version,
+            benchmark: "vm".into(),
+            command: format!("dentrylab vm -- {}", matrix.command.join(" ")),
+            started_at: matrix.started_at.clone(),
+        };
+        MatrixFile { matrix, header }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-row matrix: a measured 6.18 result as the host row, and a
+    /// failed guest (synthetic: only the rendering is under test).
+    fn matrix() -> VmMatrix {
+        let result: ReclaimResult =
+            serde_json::from_str(include_str!("../../docs/results/inotify-ext4-negative-6.18.json")).unwrap();
+        let row = |release: &str, accel: &str, result: Option<Box<ReclaimResult>>, error: Option<&str>| MatrixRow {
+            kernel_spec: release.into(),
+            kernel_release: release.into(),
+            preempt: "none".into(),
+            preempt_requested: Some("full".into()),
+            accel: accel.into(),
+            clock: "host".into(),
+            emulated: accel == "tcg",
+            memory_bytes: 1 << 30,
+            cpus: 2,
+            wall_seconds: 1.0,
+            result,
+            kernel_log: Vec::new(),
+            error: error.map(String::from),
+        };
+        VmMatrix {
+            schema: VM_MATRIX_SCHEMA.into(),
+            started_at: "2026-11-25T08:00:00Z".into(),
+            host: MatrixHost { kernel: "6.18.44".into(), cpus: 2, memory_bytes: 1 << 34 },
+            command: vec!["reclaim".into(), "--method".into(), "inotify".into()],
+            rows: vec![row("6.18.44", "host", Some(Box::new(result)), None), row("6.1.0-9", "tcg", None, None)],
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_line_per_row_and_says_what_failed() {
+        let m = matrix();
+        let t = table(&m);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("Kernel") && lines[1].starts_with("---"), "{t}");
+        assert!(lines[2].starts_with("6.18.44 ") && lines[2].contains("400M (309M–531M)"), "{t}");
+        assert!(lines[2].contains("none (asked full)") && lines[2].contains("not checked"), "{t}");
+        assert!(lines[3].starts_with("6.1.0-9 ") && lines[3].trim_end().ends_with("no result came back"), "{t}");
+        assert!(lines[3].contains("tcg (emulated)"), "{t}");
+        assert!(t.contains("note: Emulated rows (TCG)"), "{t}");
+        // The matrix survives a round trip through its JSON (the contract).
+        let back: VmMatrix = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(Matrix::of(&back).rows, Matrix::of(&m).rows);
+        let v: serde_json::Value = serde_json::to_value(&m).unwrap();
+        assert!(v["rows"][1]["result"].is_null() && v["rows"][1]["error"].is_null(), "{}", v["rows"][1]);
+    }
+}

@@ -1,0 +1,58 @@
+//! The kernel matrix's chart: the longest-gap curve of every row (longest
+//! gap against dentry count, log axes), one labelled series per row with
+//! a result, with the row's gap fit over its measured range and the
+//! soft-lockup threshold.
+
+use anyhow::Result;
+
+use super::axis::format_value;
+use super::figures::fit_lines;
+use super::kinds::*;
+use super::*;
+use crate::report::matrix::VmMatrix;
+
+/// The chart, in `file`.
+pub fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
+    let mut plot = XyPlot {
+        subtitle: format!("dentrylab {}", m.command.join(" ")),
+        ..XyPlot::new(
+            "Longest stretch without a reschedule, per kernel and preemption model",
+            Axis::new("dentries (log scale)", Scale::Log, Unit::Count),
+            Axis::new("longest gap seen by the probe (log scale)", Scale::Log, Unit::Seconds),
+        )
+    };
+    let mut thresholds: Vec<f64> = Vec::new();
+    for (i, row) in m.rows.iter().enumerate() {
+        let Some(r) = &row.result else { continue };
+        let Some(&method) = r.options.methods.first() else { continue };
+        let runs: Vec<_> = r.runs.iter().filter(|x| x.method == method && x.contenders == 0).collect();
+        let points: Vec<(f64, f64)> = runs.iter().map(|x| (x.fit_count(), x.probe.max_gap_seconds)).collect();
+        let lo = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let hi = points.iter().map(|p| p.0).fold(0.0, f64::max);
+        let analysis = r.per_method.iter().find(|a| a.method == method);
+        let lines = match analysis.and_then(|a| a.fits.gap_power) {
+            Some(p) if hi > 0.0 => fit_lines(&p, lo, hi, hi, format!("{}: fit ∝ N^{:.2}", row.label(), p.exponent), &|_, g| g),
+            _ => Vec::new(),
+        };
+        if let Some(v) = analysis.and_then(|a| a.verdict.as_ref()) {
+            thresholds.push(v.soft_lockup_threshold_seconds);
+        }
+        plot.series.push(Series { label: row.label(), points, marker: Marker::Filled, lines, colour: i });
+    }
+    thresholds.sort_by(f64::total_cmp);
+    thresholds.dedup();
+    for thr in thresholds {
+        plot.guides.push(Guide {
+            label: format!("soft-lockup threshold {} (2 × watchdog_thresh)", format_value(Unit::Seconds, thr)),
+            shape: Shape::Horizontal(thr),
+            kind: GuideKind::Threshold,
+        });
+    }
+    Ok(Figure {
+        file: file.into(),
+        caption: "Longest stretch the reclaiming CPU ran no other task against dentry count, one series per kernel \
+                  and preemption model, with each row's gap fit and the soft-lockup threshold"
+            .into(),
+        svg: xy(&plot)?,
+    })
+}
