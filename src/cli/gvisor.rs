@@ -74,13 +74,13 @@ impl GvisorArgs {
             runsc_flags: self.runsc_flags.clone(),
         };
         crate::bench::gvisor::validate(&o)?;
+        let runsc = crate::bench::gvisor::runsc::find(self.runsc.as_deref())?;
         if !nix::unistd::geteuid().is_root() {
             return Err(crate::error::UsageError(
                 "gvisor needs root (runsc run creates namespaces and mounts): run it as root".into(),
             )
             .into());
         }
-        let runsc = crate::bench::gvisor::runsc::find(self.runsc.as_deref())?;
         Ok(crate::bench::gvisor::Options { runsc, ..o })
     }
 }

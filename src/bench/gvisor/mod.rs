@@ -151,6 +151,10 @@ impl Drop for Cleanup {
 
 pub fn run(o: &Options, announce: &dyn Fn(&str)) -> Result<GvisorResult> {
     validate(o)?;
+    // runsc --network=none bind-mounts a network namespace under its state
+    // directory (NullNetNSFilename, runsc/specutils/namespace.go) and leaves
+    // it there: in a private namespace it never reaches the host.
+    crate::sandbox::Sandbox::private_mount_namespace()?;
     let header = Header::new("gvisor");
     let runsc_version = runsc::version(&o.runsc)?;
     let exe = std::env::current_exe().context("finding dentrylab's own executable")?;

@@ -188,6 +188,9 @@ pub fn run(r: &Run, args: &[String]) -> Result<Observed> {
         (status, sampler.join().unwrap_or_default())
     });
     obs.run_seconds = start.elapsed().as_secs_f64();
+    // As runsc's own UnmountNullNetNS: stacked bind mounts are possible.
+    let netns = state.join("null-netns");
+    while nix::mount::umount2(&netns, nix::mount::MntFlags::MNT_DETACH).is_ok() {}
     let status = status.context("waiting for runsc")?;
     if !status.success() {
         let err = std::fs::read_to_string(&stderr).unwrap_or_default();
