@@ -81,6 +81,12 @@ fn bad_dcache_is_exit_2() {
     let out = common::bin().args(["gvisor", "--dcache=lots"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("per-mount"));
+    // A cache the sentry's open-file limit cannot hold.
+    let out = common::bin().args(["gvisor", "--dcache", "100,4000000000"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("--dcache 4000000000") && err.contains("EMFILE"), "{err}");
 }
 
 /// Lookups natively and inside runsc with a global dentry cache of 10 and

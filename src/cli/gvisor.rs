@@ -20,6 +20,9 @@ that many unreferenced dentries, or per-mount (runsc's default: 1,000 per mount)
 round by round; figures are medians over --rounds. The host's dentry counters do not see the sentry's cache; \
 counted instead: latency and throughput in the workload, the most host FDs the sentry held (one per cached gofer \
 dentry with directfs), and runsc's metrics at exit (in the JSON).\n\n\
+--dcache sizes within 1,000 of the open-file limit (ulimit -n) are refused: the sentry inherits it and holds one \
+host FD per cached dentry, and lookups fail with EMFILE once the cache fills. runsc runs from a private mount \
+namespace (runsc --network=none leaves a bind mount of a network namespace under its state directory).\n\n\
 runsc: --runsc PATH, else $DENTRYLAB_RUNSC, else runsc on the PATH; bench/gvisor/install.sh builds it. Needs root.";
 
 #[derive(Debug, Args)]
