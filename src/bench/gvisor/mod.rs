@@ -82,18 +82,18 @@ pub fn validate(o: &Options) -> Result<()> {
     }
     // The sentry inherits this process's open-file limit and, with directfs,
     // holds one host FD per cached dentry: a bigger cache ends in EMFILE.
-    if let Ok((soft, _)) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE) {
-        if let Some(n) = o.dcache.iter().find_map(|d| match d {
-            Dcache::Global(n) if *n + 1000 > soft => Some(*n),
+    if let Ok((soft, _)) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        && let Some(n) = o.dcache.iter().find_map(|d| match d {
+            Dcache::Global(n) if n.saturating_add(1000) > soft => Some(*n),
             _ => None,
-        }) {
-            return bad(format!(
-                "--dcache {n}: the sentry holds one host file descriptor per cached dentry and inherits the open-file \
-                 limit ({soft}, ulimit -n), so lookups would fail with EMFILE once the cache fills: give at most \
-                 {} or raise ulimit -n",
-                soft.saturating_sub(1000)
-            ));
-        }
+        })
+    {
+        return bad(format!(
+            "--dcache {n}: the sentry holds one host file descriptor per cached dentry and inherits the open-file \
+             limit ({soft}, ulimit -n), so lookups would fail with EMFILE once the cache fills: give at most {} or \
+             raise ulimit -n",
+            soft.saturating_sub(1000)
+        ));
     }
     if !o.dir.is_dir() {
         return bad(format!("--dir {}: not a directory", o.dir.display()));
