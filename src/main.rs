@@ -102,6 +102,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench::scale::worker_main(&a.root, a.op, a.index, a.seconds, a.sample_every)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Gvisor(a) => report::gvisor::emit(&bench::gvisor::run(&a.options()?, &|m| eprintln!("{m}"))?, a.output.json.as_deref()),
+        Command::GvisorWorker { spec } => bench::gvisor::worker::worker_main(&spec).map(|()| ExitCode::SUCCESS),
         Command::Report(a) => cmd_report(a),
         Command::Containers(a) => cmd_containers(a, &proc),
         Command::ContainerChild { spec } => {

@@ -6,6 +6,7 @@ pub mod churn;
 pub mod mitigate;
 pub mod containers;
 pub mod create;
+pub mod gvisor;
 pub mod layers;
 pub mod pollute;
 pub mod reclaim;

@@ -11,9 +11,11 @@ use crate::workload::lookup::Op;
 use crate::workload::{Kind, Layout};
 
 mod experiments;
+mod gvisor;
 mod node;
 
 pub use experiments::*;
+pub use gvisor::*;
 pub use node::*;
 
 #[derive(Debug, Parser)]
@@ -60,6 +62,12 @@ pub enum Command {
     /// Internal: one worker process of 'scale --procs'.
     #[command(name = SCALE_WORKER, hide = true)]
     ScaleWorker(ScaleWorkerArgs),
+    /// The same workload natively and inside gVisor's runsc: lookups against -dcache sizes, a build-like tree.
+    #[command(long_about = GVISOR_ABOUT)]
+    Gvisor(GvisorArgs),
+    /// Internal: the workload process of 'gvisor' (native or inside runsc).
+    #[command(name = crate::bench::gvisor::WORKER, hide = true)]
+    GvisorWorker { spec: String },
     /// This node now: dentry counts and bytes, memory, watchdog and cache settings, and how far it is from a soft lockup (any user).
     #[command(long_about = STATUS_ABOUT)]
     Status(StatusArgs),

@@ -2,6 +2,7 @@
 //! nothing else.
 
 pub mod containers;
+pub mod gvisor;
 pub mod document;
 pub mod json;
 pub mod layers;

@@ -151,6 +151,21 @@ impl Sandbox {
         Ok(Sandbox { scratch: PathBuf::from(SCRATCH), next: 0, privilege, guardian: None })
     }
 
+    /// Moves this process into a private mount namespace and nothing more
+    /// (no scratch tmpfs: the filesystem it sees is the host's). What a
+    /// child mounts there, such as the bind mount of its network namespace
+    /// `runsc --network=none` leaves under its state directory, never
+    /// reaches the host and goes away when dentrylab exits. Root only;
+    /// before any thread starts.
+    pub fn private_mount_namespace() -> Result<()> {
+        if sys::thread_count() > 1 {
+            bail!("internal error: the mount namespace must be entered before any thread starts");
+        }
+        unshare(CloneFlags::CLONE_NEWNS).context("cannot create a private mount namespace (unshare CLONE_NEWNS)")?;
+        mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+            .context("cannot make the namespace's mounts private (mount --make-rprivate /)")
+    }
+
     /// Hands the sandbox the cgroup guardian started before entering it.
     pub fn adopt(&mut self, guardian: cgroup::Guardian) {
         self.guardian = Some(guardian);
