@@ -5,7 +5,7 @@
 # loop (bench/seed-link-loop.c) into one directory of a fresh tmpfs, the
 # umount pinned to the same CPU. Rounds interleave the two so that drift
 # hits both alike; prints each round, the medians and their ratio (the
-# issue asks for dentrylab within ±10%). Needs root; nothing is left
+# goal: dentrylab within ±10%). Needs root; nothing is left
 # mounted (both run in private mount namespaces).
 #
 #   bench/fidelity.sh [COUNT] [ROUNDS] [CPU]     (default 1M links, 3 rounds, CPU 0)

@@ -5,7 +5,7 @@
 /// 500k because a smaller size's longest gap is under the noise floor on
 /// these machines (100k: 7–9 ms against 10 ms, every idle run) and never
 /// enters the gap fit, and it goes to 4M because a sweep that stopped at 2M
-/// extrapolated its exponent's noise 150× (issue 11: three idle sweeps'
+/// extrapolated its exponent's noise 150× (three idle sweeps'
 /// edges 1.94× apart).
 pub const QUICK: [u64; 4] = [500_000, 1_000_000, 2_000_000, 4_000_000];
 /// Seed 000's exact table.
@@ -153,7 +153,7 @@ mod tests {
         assert!(parse_count("-5").unwrap_err().contains("at least 1"));
     }
 
-    /// Issue 15: `4.1M`, `8.2M`, `16.1k` were refused as "not a whole
+    /// `4.1M`, `8.2M`, `16.1k` were refused as "not a whole
     /// number" (floating-point rounding).
     #[test]
     fn decimal_sizes_are_exact() {

@@ -1,4 +1,4 @@
-//! `dentrylab exporter` (issue 6): real scrapes on loopback of captured
+//! `dentrylab exporter`: real scrapes on loopback of captured
 //! fixtures against golden `/metrics` files, promtool, HTTP behaviour,
 //! bounded concurrency, and that a scrape never touches /proc/slabinfo.
 
@@ -106,7 +106,7 @@ fn http_answers() {
     assert_eq!(e.get("/metrics").status, 200);
 }
 
-/// Issue 6: a scrape must not read /proc/slabinfo (root-only, costly on a
+/// A scrape must not read /proc/slabinfo (root-only, costly on a
 /// huge slab). Here it is a FIFO with no writer: opening it would block the
 /// scrape for ever.
 #[test]
@@ -186,7 +186,7 @@ fn bad_input_and_failures() {
     assert!(err.contains(&format!("cannot listen on {}", e.addr)), "{err}");
 }
 
-/// Issue 15: the timeout was per read, so a client sending a byte every
+/// The timeout was per read, so a client sending a byte every
 /// second held a worker for as long as it liked, and four of them blocked
 /// every scrape. Each connection now has a total deadline: 8 such clients
 /// (twice the workers) stay connected, trickling, while 100 scrapes are all
@@ -233,7 +233,7 @@ fn slow_clients_cannot_starve_scrapes() {
     }
 }
 
-/// Issue 15: a worker thread that cannot be started was a panic. In a pids
+/// A worker thread that cannot be started was a panic. In a pids
 /// cgroup that allows three tasks (main, signal thread, one worker) the
 /// second worker cannot start: one line naming the limit (and its cause),
 /// exit 1.

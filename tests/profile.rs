@@ -1,4 +1,4 @@
-//! `reclaim --profile` and `containers --profile` (issue 16): perf samples of the reclaiming CPU, the
+//! `reclaim --profile` and `containers --profile`: perf samples of the reclaiming CPU, the
 //! longest gap's stacks, the verdict's line, the flame graph; and the one
 //! line said when perf cannot be used.
 
@@ -187,7 +187,7 @@ fn report_draws_the_longest_stretch() {
     }
 }
 
-/// `containers --profile` (issue 16, "also for containers teardowns"):
+/// `containers --profile`:
 /// each teardown recorded on the probe's clock, the longest stretch's
 /// stacks and every teardown's added up, the path named in one line.
 #[test]

@@ -12,7 +12,7 @@
 //! upper edge reaches the value is the low end, where its lower edge does is
 //! the high end; with a slope not clear of zero the high end is unbounded).
 //!
-//! The scale is honest about misfit between sizes (issue 11: three idle
+//! The scale is honest about misfit between sizes (three idle
 //! quick sweeps gave points 1.7× apart whose intervals missed each other).
 //! The repetitions of one size say how much one reclaim scatters; they say
 //! nothing about how far the size's mean lies off the power law, and with
@@ -424,7 +424,7 @@ mod tests {
         assert_eq!(count_with_interval(205e6, None, None), "205M (no interval)");
     }
 
-    /// Issue 11, the interval's honesty: sizes whose means scatter around
+    /// The interval's honesty: sizes whose means scatter around
     /// the power law more than their repetitions do widen the interval;
     /// clean data keep it; the point never moves.
     #[test]

@@ -7,7 +7,7 @@
 //! repetitions (and the misfit between sizes, see [`super::interval`]) do
 //! not show it, and a short sweep extrapolated 150× turns a few percent at
 //! its small sizes into a slope, and the slope into a lockup count 30% off
-//! (issue 11: three idle quick sweeps; the third's 500k and 1M means sat 5%
+//! (three idle quick sweeps; the third's 500k and 1M means sat 5%
 //! high in all three repetitions, its exponent came out 0.93 against 0.98,
 //! and its interval missed the `auto` run's point by 8%).
 //!
@@ -175,7 +175,7 @@ mod tests {
         assert!(close(numeric.low, closed.low, 1e-6) && close(numeric.high.unwrap(), closed.high.unwrap(), 1e-6), "{numeric:?} {closed:?}");
     }
 
-    /// The issue-11 case: a short sweep's interval widens by the scatter,
+    /// The case that showed it: a short sweep's interval widens by the scatter,
     /// far more at 300M than a sweep of six doubling sizes', and the point
     /// never moves.
     #[test]

@@ -161,7 +161,7 @@ pub fn decide(i: &Inputs) -> Verdict {
         Some(n) => summary.push(format!(
             "Predicted soft lockup from about {} dentries per reclaim on this kernel{}.",
             count_with_interval(n, count_interval.map(|c| c.low), count_interval.and_then(|c| c.high)),
-            // Only an interval gets the interval's parenthetical (issue 11:
+            // Only an interval gets the interval's parenthetical (a calibration without one printed
             // "398M (no interval) … (90% interval; …)").
             if count_interval.is_some() {
                 " (90% interval; status and the exporter use its low end)"
@@ -411,7 +411,7 @@ mod tests {
         assert!(row.exceeds_by_time);
     }
 
-    /// Issue 11: without an interval the verdict printed "398M (no
+    /// Without an interval the verdict printed "398M (no
     /// interval) … (90% interval; …)".
     #[test]
     fn the_interval_parenthetical_appears_only_with_an_interval() {

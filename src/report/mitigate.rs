@@ -21,7 +21,7 @@ fn per_k(v: f64) -> String {
     if !v.is_finite() { "–".into() } else { format!("{v:.1}") }
 }
 
-/// One row per combination: the figures the issue asks for.
+/// One row per combination: the figures a reader compares.
 pub fn grid(r: &MitigateResult) -> Grid {
     let ops = if r.options.workload == crate::bench::mitigate::Workload::Mariadb { "queries" } else { "ops" };
     let header = vec![
