@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn seed_000_model_puts_the_edge_near_55m() {
-        // Seed 000: 368 ns per dentry, a walk that never yields, 20 s threshold.
+        // The node-lockup report: 368 ns per dentry, a walk that never yields, 20 s threshold.
         let m = Model { time_power: Some(lin(368.0)), gap_power: None, governs: Governs::TotalTime };
         let p = predict(&m, 1_526_564_907, 10);
         assert_eq!(p.soft_lockup_threshold_seconds, Some(20.0));

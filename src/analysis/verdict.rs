@@ -21,7 +21,7 @@ pub const NO_YIELD_RATIO: f64 = 0.8;
 pub enum Governs {
     /// The kernel yields inside the walk: the longest stretch decides.
     LongestStretch,
-    /// The walk never yields: its total time decides (seed 000's model).
+    /// The walk never yields: its total time decides (the node-lockup report's model).
     TotalTime,
 }
 
@@ -57,7 +57,7 @@ pub struct Verdict {
     pub lockup_count_by_gap: Option<f64>,
     /// The count at which the total reclaim time reaches it.
     pub lockup_count_by_total_time: Option<f64>,
-    /// The same from the straight-line fit (seed 000's constant ns/dentry model).
+    /// The same from the straight-line fit (the node-lockup report's constant ns/dentry model).
     pub lockup_count_by_total_time_linear: Option<f64>,
     /// The count that governs on this kernel.
     pub lockup_count: Option<f64>,

@@ -1,4 +1,4 @@
-//! `dentrylab reclaim`: seed 000's experiment, done right.
+//! `dentrylab reclaim`: the node-lockup report's experiment, done right.
 //!
 //! For each size and repetition: mount a fresh filesystem in the sandbox,
 //! create the dentries, count them, reclaim them while a probe pinned to the
@@ -281,7 +281,7 @@ pub struct SizeSummary {
     /// Probed ÷ unobserved reclaim time, repetition by repetition.
     #[serde(default)]
     pub probe_overhead: Option<Spread>,
-    /// Median ns/dentry × the extrapolation target (seed 000's column).
+    /// Median ns/dentry × the extrapolation target (the node-lockup report's column).
     pub extrapolated_seconds: f64,
     pub max_gap_seconds: Spread,
     pub p99_gap_seconds: f64,

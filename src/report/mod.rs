@@ -42,7 +42,7 @@ pub struct Grid {
     pub rows: Vec<Vec<String>>,
 }
 
-/// Seed 000's results table plus the gap columns; with several methods or
+/// The node-lockup report's results table plus the gap columns; with several methods or
 /// `--contend`, one row per method and contention as well.
 pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
     let o = &r.options;
