@@ -1,5 +1,10 @@
-//! The command line: clap definitions and nothing else. The benchmarks
-//! never see clap; `main` turns these into their option structs.
+//! The command line: the clap definitions (this file, `experiments`,
+//! `node`) and one handler per command (`handlers/`), which turns its
+//! arguments into the option struct of the code that runs it. The
+//! benchmarks never see clap.
+//!
+//! In: the process's arguments. Out: an exit code. The top layer: it may
+//! import every module below it; only `main` imports it.
 
 use std::path::PathBuf;
 
@@ -12,6 +17,7 @@ use crate::workload::{Kind, Layout};
 
 mod experiments;
 mod node;
+pub mod handlers;
 
 pub use experiments::*;
 pub use node::*;
