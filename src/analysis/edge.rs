@@ -210,7 +210,8 @@ mod tests {
 
     #[test]
     fn the_level_follows_the_low_end_of_the_interval() {
-        use crate::analysis::interval::{SizeValues, weighted_power};
+        use crate::analysis::interval::SizeValues;
+        use crate::analysis::weighted::weighted_power;
         // A gap fit with scatter: 1M → 0.1 s … 8M → 0.8 s, ±20% per size.
         let sizes: Vec<SizeValues> = (0..4)
             .map(|j| {

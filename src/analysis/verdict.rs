@@ -422,7 +422,8 @@ mod tests {
         let line = v.summary.iter().find(|l| l.starts_with("Predicted soft lockup")).unwrap();
         assert!(line.contains("(no interval)") && !line.contains("90% interval"), "{line}");
         // With repetitions there is a band, and the parenthetical.
-        use crate::analysis::interval::{SizeValues, weighted_power};
+        use crate::analysis::interval::SizeValues;
+        use crate::analysis::weighted::weighted_power;
         let sized = |pts: &[(f64, f64)]| -> Vec<SizeValues> {
             pts.iter().map(|&(n, v)| SizeValues { count: n, values: vec![v * 1.1, v / 1.1] }).collect()
         };

@@ -15,6 +15,9 @@
 //! over its median before; over the repetitions it is their geometric mean
 //! with a 95 % t-interval ([`slowdown`]). dentry-state's nr_negative is the
 //! witness that the negative dentries exist.
+//!
+//! In: [`Options`], the sandbox. Out: [`PolluteResult`]. Imported by
+//! `cli::handlers` and `report`.
 
 use std::fs::File;
 use std::os::fd::AsFd;

@@ -11,6 +11,13 @@
 //! created afresh for each of them, and the verdict names the most
 //! dangerous. With `--contend T`, every repetition also runs with T threads
 //! doing path lookups in the same filesystem on the other CPUs.
+//!
+//! In: [`Options`] (from `cli::handlers::reclaim`), the sandbox, the proc
+//! root. Out: [`ReclaimResult`], which `report` renders and whose fit `state`
+//! saves as the calibration. Imported by `cli`, `report` and the other
+//! benchmarks (`create`, `containers`, `mitigate` share its checks and
+//! methods); the hidden `reclaim-child` and `sysctl-guard` subcommands run
+//! [`child`] and [`watchdog`].
 
 mod analyse;
 pub mod auto;

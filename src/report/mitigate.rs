@@ -144,7 +144,7 @@ fn changes(r: &MitigateResult) -> Vec<String> {
 /// The terminal table.
 pub fn table(r: &MitigateResult) -> String {
     let mut s = format!("{}\n{}\n\n", method(r), environment_line(&r.environment));
-    s += &super::table::render_grid(&grid(r));
+    s += &super::plain::render_grid(&grid(r));
     if !r.verdicts.is_empty() {
         s += "\nVerdicts:\n";
         for v in &r.verdicts {

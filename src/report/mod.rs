@@ -1,5 +1,12 @@
 //! Renderers: one file per output format. Each consumes a result struct and
 //! nothing else.
+//!
+//! In: result structs (`bench`, `status`), or their saved JSON. Out: text
+//! tables, Markdown, JSON and SVG files; the same input always gives the
+//! same output. Imports `bench`, `status`, `analysis` and below; imported
+//! only by `cli`. Inside, one way: `plain` (the text grid) and `svg` below
+//! the per-benchmark renderers (`containers`, `node`, `layers`, `profile`,
+//! `mitigate`), below `table` and `markdown`, below `document`.
 
 pub mod containers;
 pub mod document;
@@ -8,6 +15,7 @@ pub mod layers;
 pub mod markdown;
 pub mod mitigate;
 pub mod node;
+pub mod plain;
 pub mod profile;
 pub mod svg;
 pub mod table;

@@ -1,6 +1,11 @@
 //! Dentry generators: one file per kind. A generator fills one directory
 //! with `count` entries; [`create`] spreads the work over directories and
 //! threads according to the layout.
+//!
+//! In: a directory (or a filesystem of the sandbox), a kind, a count. Out:
+//! dentries in the kernel's cache, and the rate and CPU time it took.
+//! Imports `sandbox`, `procfs`, `sys` and the utilities; imported by
+//! `bench`, `report` (plain types) and `cli`.
 
 pub mod contend;
 pub mod container;
