@@ -173,18 +173,18 @@ fn report_draws_the_longest_stretch() {
     // A result without --profile draws no flame graph.
     assert_no_flame_graph("reclaim-small.json", "reclaim-longest-stretch.svg", "What held CPU");
     // rsvg-convert (CI installs it) draws it.
-    if std::process::Command::new("rsvg-convert").arg("--version").output().is_ok() {
-        let png = a.path().join("flame.png");
-        let st = std::process::Command::new("rsvg-convert")
-            .arg(a.path().join("reclaim-longest-stretch.svg"))
-            .arg("-o")
-            .arg(&png)
-            .status()
-            .unwrap();
-        assert!(st.success() && std::fs::metadata(&png).unwrap().len() > 5_000);
-    } else {
-        eprintln!("rsvg-convert not installed (apt-get install librsvg2-bin): the flame graph was not rendered");
-    }
+    require!(
+        common::has("rsvg-convert"),
+        "rsvg-convert not installed (apt-get install librsvg2-bin): the flame graph was not rendered"
+    );
+    let png = a.path().join("flame.png");
+    let st = std::process::Command::new("rsvg-convert")
+        .arg(a.path().join("reclaim-longest-stretch.svg"))
+        .arg("-o")
+        .arg(&png)
+        .status()
+        .unwrap();
+    assert!(st.success() && std::fs::metadata(&png).unwrap().len() > 5_000);
 }
 
 /// `containers --profile`:

@@ -27,7 +27,10 @@
 //! Clean data (means on the curve, or within their repetitions' spread) keep
 //! the band as it was; the point estimate never changes.
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::run_scatter::RunScatter;
 use crate::stats::median;
@@ -42,23 +45,17 @@ pub const NOISE_FLOOR_P99_FACTOR: f64 = 5.0;
 /// interrupts make the longest gap, not the reclaim.
 pub const NOISE_FLOOR_SECONDS: f64 = 0.010;
 
-/// Student's t, 0.95 quantile (a two-sided 90% interval), for 1..=30
-/// degrees of freedom (standard table values).
-const T95: [f64; 30] = [
-    6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771, 1.761, 1.753, 1.746,
-    1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697,
-];
-
-/// The 0.95 quantile of Student's t with `dof` degrees of freedom (beyond
-/// 30: the normal's 1.645 plus the first correction term).
+/// The 0.95 quantile of Student's t with `dof` degrees of freedom (the
+/// half-width factor of a two-sided 90% interval), from statrs, exact for
+/// every degree of freedom; infinite at 0. The first 256 are computed once
+/// and kept: the band's numeric crossing asks for thousands.
 pub fn t90(dof: u32) -> f64 {
+    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
+    let quantile = |dof: u32| StudentsT::new(0.0, 1.0, f64::from(dof)).map_or(f64::NAN, |t| t.inverse_cdf(0.95));
     match dof {
         0 => f64::INFINITY,
-        1..=30 => T95[dof as usize - 1],
-        _ => {
-            let z = 1.644_854;
-            z + (z * z * z + z) / (4.0 * dof as f64)
-        }
+        1..=256 => TABLE.get_or_init(|| (1..=256).map(quantile).collect())[dof as usize - 1],
+        _ => quantile(dof),
     }
 }
 

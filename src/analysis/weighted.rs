@@ -345,8 +345,12 @@ mod tests {
 
         #[test]
         fn t_quantiles() {
-            assert_eq!(t90(6), 1.943);
-            assert!(close(t90(1000), 1.6455, 1e-3));
+            // Table values of t(0.95; dof), to their printed digits.
+            for (dof, t) in [(1, 6.314), (2, 2.920), (6, 1.943), (10, 1.812), (30, 1.697), (120, 1.658)] {
+                assert!((t90(dof) - t).abs() < 5e-4, "t90({dof}) = {}, table {t}", t90(dof));
+            }
+            assert!(close(t90(1000), 1.6464, 1e-3));
+            assert!(close(t90(100_000), 1.644_854, 1e-4));
             assert!(t90(0).is_infinite());
         }
     }
