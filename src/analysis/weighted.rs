@@ -236,13 +236,14 @@ mod tests {
             let se_b = (s2 / (10.0 * 2f64.ln().powi(2))).sqrt();
             assert!(close(f.exponent_stderr, se_b, 1e-9), "{} {se_b}", f.exponent_stderr);
             let e = b.exponent(&f);
-            assert!(close(e.low, 1.2 - 1.943 * se_b, 1e-9) && close(e.high.unwrap(), 1.2 + 1.943 * se_b, 1e-9));
+            // t(0.95; 6) = 1.943 in the table's four digits: agree to that.
+            assert!(close(e.low, 1.2 - 1.943 * se_b, 1e-4) && close(e.high.unwrap(), 1.2 + 1.943 * se_b, 1e-4));
             // At the weighted mean of x the band's half-width is t·s/√W (in ln).
             let mid = b.x_mean.exp();
             let v = b.value_at(&f, mid);
             let half = 1.943 * (s2 / 8.0).sqrt();
-            assert!(close(v.high.unwrap() / f.at(mid), half.exp(), 1e-9), "{v:?}");
-            assert!(close(v.low / f.at(mid), (-half).exp(), 1e-9));
+            assert!(close(v.high.unwrap() / f.at(mid), half.exp(), 1e-4), "{v:?}");
+            assert!(close(v.low / f.at(mid), (-half).exp(), 1e-4));
             // The count interval holds the point, the low end is where the
             // upper edge of the band reaches the value, and vice versa.
             let i = b.count_reaching(&f, 20.0).unwrap();
@@ -397,8 +398,9 @@ mod tests {
             let d = n.ln() - 1e6f64.ln();
             let half: f64 = 1.833 * 0.02 * (1.0 / 3.0 + d * d / sxx).sqrt();
             let v = b.value_at(&f, n);
-            assert!(close(v.high.unwrap() / f.at(n), half.exp(), 1e-6), "{v:?} {half}");
-            assert!(close(v.low / f.at(n), (-half).exp(), 1e-6));
+            // t(0.95; 9) = 1.833 in the table's four digits: agree to that.
+            assert!(close(v.high.unwrap() / f.at(n), half.exp(), 1e-4), "{v:?} {half}");
+            assert!(close(v.low / f.at(n), (-half).exp(), 1e-4));
             // The count interval is where those edges reach the value.
             let i = b.count_reaching(&f, 20.0).unwrap();
             assert!(close(b.value_at(&f, i.low).high.unwrap(), 20.0, 1e-6), "{i:?}");

@@ -4,9 +4,9 @@
 //! In: result structs (`bench`, `status`), or their saved JSON. Out: text
 //! tables, Markdown, JSON and SVG files; the same input always gives the
 //! same output. Imports `bench`, `status`, `analysis` and below; imported
-//! only by `cli`. Inside, one way: `plain` (the text grid) and `svg` below
-//! the per-benchmark renderers (`containers`, `node`, `layers`, `profile`,
-//! `mitigate`), below `table` and `markdown`, below `document`.
+//! only by `cli`. Inside, one way: `plain` (the text grid), `svg`,
+//! `layers`, `profile` and `node` below `markdown`, below `containers`,
+//! `mitigate` and `table`, below `document`.
 
 pub mod containers;
 pub mod document;
