@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creation rate, side by side in one run: seed 000's single-threaded link()
+# Creation rate, side by side in one run: the node-lockup report's single-threaded link()
 # loop into one directory, against `dentrylab create` with one thread per CPU
 # (one directory per thread). Both run on a fresh tmpfs in a private mount
 # namespace; nothing is written outside it. Needs root.

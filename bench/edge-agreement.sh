@@ -4,7 +4,7 @@
 # another, none saved as the calibration, and prints each run's verdict line
 # and its point and 90% interval; then whether every run's interval holds
 # the auto run's point and whether all points lie within 1.5x of each other
-# (issue 11's "What it must show"). Run it on an idle machine, as root.
+# (the goal the sweep was written to check). Run it on an idle machine, as root.
 #
 #   bench/edge-agreement.sh [N] [OUTDIR]     (default 3 quick sweeps; JSON kept in OUTDIR if given)
 set -euo pipefail

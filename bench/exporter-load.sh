@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Loopback load test of `dentrylab exporter` (issue 6): ROUNDS rounds of N
+# Loopback load test of `dentrylab exporter`: ROUNDS rounds of N
 # scrapes of /metrics, C of them concurrent (default 1000 and 1000: every
 # scrape at once), on 127.0.0.1 only, with ApacheBench (Debian package
 # apache2-utils). Prints, per round, the latency percentiles ab measured

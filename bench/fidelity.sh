@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fidelity of the reclaim time: `dentrylab reclaim --threads 1 --sizes N`
 # (its unobserved repetitions, which the table reports) against a plain,
-# unobserved umount of N hard links made by seed 000's one-thread link()
+# unobserved umount of N hard links made by the node-lockup report's one-thread link()
 # loop (bench/seed-link-loop.c) into one directory of a fresh tmpfs, the
 # umount pinned to the same CPU. Rounds interleave the two so that drift
 # hits both alike; prints each round, the medians and their ratio (the
-# issue asks for dentrylab within ±10%). Needs root; nothing is left
+# goal: dentrylab within ±10%). Needs root; nothing is left
 # mounted (both run in private mount namespaces).
 #
 #   bench/fidelity.sh [COUNT] [ROUNDS] [CPU]     (default 1M links, 3 rounds, CPU 0)

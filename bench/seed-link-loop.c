@@ -1,5 +1,5 @@
 /*
- * The baseline of bench/create-rate.sh: seed 000's method, a single-threaded
+ * The baseline of bench/create-rate.sh: the node-lockup report's method, a single-threaded
  * loop of link() system calls with full paths into one directory.
  * Usage: seed-link-loop DIR COUNT   (prints "<count> <seconds>")
  */

@@ -60,7 +60,7 @@ mod tests {
         assert_eq!(super::rfc3339(1_795_000_000), "2026-11-18T11:06:40Z");
     }
 
-    /// Issue 15: quotes and `$` broke the "reproduce with" line. A shell
+    /// Quotes and `$` broke the "reproduce with" line. A shell
     /// given the line gets back exactly the arguments.
     #[test]
     fn reproduce_survives_a_shell() {

@@ -5,10 +5,10 @@
 /// 500k because a smaller size's longest gap is under the noise floor on
 /// these machines (100k: 7–9 ms against 10 ms, every idle run) and never
 /// enters the gap fit, and it goes to 4M because a sweep that stopped at 2M
-/// extrapolated its exponent's noise 150× (issue 11: three idle sweeps'
+/// extrapolated its exponent's noise 150× (three idle sweeps'
 /// edges 1.94× apart).
 pub const QUICK: [u64; 4] = [500_000, 1_000_000, 2_000_000, 4_000_000];
-/// Seed 000's exact table.
+/// The six sizes of the 5.10 node-lockup report (docs/background.md): `--sizes wide`, or `seed`.
 pub const SEED: [u64; 6] = [100_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000];
 /// Largest count dentrylab accepts (about 10^12: far beyond any memory).
 pub const MAX_COUNT: u64 = 1_000_000_000_000;
@@ -71,11 +71,11 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
-/// Parses `--sizes`: a preset (`quick`, `seed`) or a comma-separated list.
+/// Parses `--sizes`: a preset (`quick`, `wide` alias `seed`) or a comma-separated list.
 pub fn parse_sizes(s: &str) -> Result<Vec<u64>, String> {
     match s.trim() {
         "quick" => return Ok(QUICK.to_vec()),
-        "seed" => return Ok(SEED.to_vec()),
+        "wide" | "seed" => return Ok(SEED.to_vec()),
         _ => {}
     }
     let v: Vec<u64> = s.split(',').map(parse_count).collect::<Result<_, _>>()?;
@@ -153,7 +153,7 @@ mod tests {
         assert!(parse_count("-5").unwrap_err().contains("at least 1"));
     }
 
-    /// Issue 15: `4.1M`, `8.2M`, `16.1k` were refused as "not a whole
+    /// `4.1M`, `8.2M`, `16.1k` were refused as "not a whole
     /// number" (floating-point rounding).
     #[test]
     fn decimal_sizes_are_exact() {
@@ -179,6 +179,7 @@ mod tests {
     #[test]
     fn lists_and_presets() {
         assert_eq!(parse_sizes("seed").unwrap(), SEED.to_vec());
+        assert_eq!(parse_sizes("wide").unwrap(), SEED.to_vec());
         assert_eq!(parse_sizes("quick").unwrap(), QUICK.to_vec());
         assert_eq!(parse_sizes("1M,100k").unwrap(), vec![100_000, 1_000_000]);
         assert!(parse_sizes("1M,1000k").unwrap_err().contains("repeat"));

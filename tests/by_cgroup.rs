@@ -1,4 +1,4 @@
-//! `status --by-cgroup` (issue 14): on fixture trees (cgroup v1 with the
+//! `status --by-cgroup`: on fixture trees (cgroup v1 with the
 //! cgroupfs driver, v2 with systemd's) as root and as nobody, and on the
 //! real kernel: two memory cgroups, one making 1M negative dentries and one
 //! 100k, are ranked in that order with estimates within ±20% of what they

@@ -1,4 +1,4 @@
-//! Issue 4: `dentrylab churn` at small sizes on real ext4 and xfs (root, as
+//! `dentrylab churn` at small sizes on real ext4 and xfs (root, as
 //! in CI): every file is built and unlinked, the timeline adds up, the
 //! unlinked files' dentries show as negative dentries, a kill -9 leaves no
 //! loop device, and bad input gets one line and exit 2. No test asserts a

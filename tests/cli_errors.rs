@@ -83,3 +83,22 @@ fn help_and_version_exit_zero() {
     assert!(text.contains("--sizes") && text.contains("seed"), "{text}");
     assert!(bin().arg("--version").output().unwrap().status.success());
 }
+
+/// A usage error (exit 2) comes before any output is created: a refused
+/// `--watchdog-check` leaves no `--json`, `--markdown` or `--report` behind.
+#[test]
+fn usage_error_creates_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let md = dir.path().join("r.md");
+    let report = dir.path().join("report");
+    let (j, m, r) = (json.to_str().unwrap(), md.to_str().unwrap(), report.to_str().unwrap());
+    expect_error(
+        &["reclaim", "--watchdog-check", "--no-save", "--json", j, "--markdown", m, "--report", r],
+        2,
+        &["--watchdog-check", "--allow-global"],
+    );
+    for p in [&json, &md, &report] {
+        assert!(!p.exists(), "{} was created before the usage error", p.display());
+    }
+}

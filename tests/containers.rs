@@ -1,4 +1,4 @@
-//! `dentrylab containers` (issue 12): per-container counts on a real
+//! `dentrylab containers`: per-container counts on a real
 //! overlay over an ext4 image, every bad input, and SIGKILL at several
 //! moments leaving no mount, loop device, namespace or file.
 

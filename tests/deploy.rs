@@ -1,4 +1,4 @@
-//! `deploy/` (issue 6): the alert rules pass promtool's check and unit
+//! `deploy/`: the alert rules pass promtool's check and unit
 //! tests, the manifests parse as Kubernetes objects that agree with the
 //! exporter's flags, and the dashboard and alerts use only metrics the
 //! exporter exports.
@@ -147,7 +147,7 @@ fn dashboard_and_alerts_use_only_exported_metrics() {
     assert!(unknown.is_empty(), "not exported: {unknown:?}");
 }
 
-/// The calibration Job (issue 14): pinned to one node, privileged, runs
+/// The calibration Job: pinned to one node, privileged, runs
 /// once, writes the calibration into the host directory the DaemonSet reads,
 /// with flags `reclaim` accepts, and says its risk.
 #[test]

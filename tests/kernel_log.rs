@@ -1,4 +1,4 @@
-//! `status --kernel-log` and the node-problem-detector rule (issue 14):
+//! `status --kernel-log` and the node-problem-detector rule:
 //! the real soft lockup of a tmpfs umount (in `d_walk`), an RCU stall that
 //! is not the dcache's and one that is, a soft lockup and a hung task that
 //! are not, each a multi-line report split over many log lines in the
@@ -61,7 +61,7 @@ fn the_real_tmpfs_umount_lockup_is_in_the_dcache() {
     assert!(r["lines"].as_u64().unwrap() > 10, "one report gathered from many records: {r}");
 }
 
-/// Issue 14: the soft lockup the kernel logged for a 40M-link tmpfs umount
+/// The soft lockup the kernel logged for a 40M-link tmpfs umount
 /// (captured from /dev/kmsg on this project's VM): in the dcache, in
 /// `d_walk` under `kill_litter_super`, the task that ran the umount named.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 13: `dentrylab mitigate` at small sizes on the real kernel (root,
+//! `dentrylab mitigate` at small sizes on the real kernel (root,
 //! as in CI): each workload leaves the dentries it must, fs.dentry-negative
 //! changes what unlink leaves, a real MariaDB server answers queries and is
 //! gone afterwards, every sysctl is back after the run and after a SIGKILL
@@ -231,7 +231,7 @@ fn sigkill_stops_the_server() {
     wait_until("a cgroup stayed", Duration::from_secs(15), || cgroups_of(pid).is_empty());
 }
 
-/// Issue 13: without mariadbd, one line says how to install it (exit 2).
+/// Without mariadbd, one line says how to install it (exit 2).
 /// DENTRYLAB_MARIADB_PATH names the only directories searched: an empty
 /// one stands for a machine without MariaDB.
 #[test]

@@ -2,6 +2,9 @@
 //! is an edge from the file's top-level module to `x`; an edge must go to a
 //! strictly lower layer of [`LAYERS`], which also rules out every cycle.
 //! A new top-level module must be placed in [`LAYERS`] before it is used.
+//!
+//! Inside each folder the child modules import one way too: no cycle among
+//! siblings (see `files_inside_each_folder_import_one_way`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -171,4 +174,258 @@ fn checker_names_an_edge_up_and_a_cycle() {
     e.entry(("peer".into(), "high".into())).or_default().insert("peer.rs".into());
     let bad = violations(&e, &[&["low"], &["high", "peer"]]);
     assert_eq!(bad, ["low -> high goes up (layer 0 -> 1) in low.rs", "peer -> high goes sideways (layer 1 -> 1) in peer.rs"]);
+}
+
+// ---------------------------------------------------------------------------
+// Inside a folder: the files of one module folder (its child modules) import
+// one way too. An edge is a path in a child (or anywhere below it) that names
+// a sibling child: `super::x`, `crate::folder::x`, `self::x` from the folder's
+// own file is the folder itself and not an edge. Items of the folder's own
+// file (`mod.rs`, or `name.rs` beside `name/`) are not nodes: that file
+// declares the children. Test modules count like any other code.
+
+/// Module path of a file under `src/`: `report/svg/axis.rs` → report, svg,
+/// axis; `report/svg/mod.rs` → report, svg; `main.rs` → nothing.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let last = parts.pop().unwrap();
+    let stem = last.strip_suffix(".rs").unwrap_or(&last).to_string();
+    if stem != "mod" && !(parts.is_empty() && stem == "main") {
+        parts.push(stem);
+    }
+    parts
+}
+
+/// Every path that starts with `crate::`, `super::` or `self::` in `text`,
+/// resolved against `module` (the file's module path), groups expanded.
+/// Comment lines are skipped.
+fn paths_in(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    fn ident(s: &str) -> (&str, &str) {
+        let end = s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
+        (&s[..end], &s[end..])
+    }
+    /// Reads `a::b::{c, d::e}` at the start of `s` into full paths after `base`.
+    fn read(s: &str, base: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+        let mut path = base;
+        let mut i = 0;
+        loop {
+            let rest = &s[i..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut j = 0;
+                let g = group;
+                loop {
+                    let t = &g[j..];
+                    let skip = t.len() - t.trim_start().len();
+                    j += skip;
+                    if g[j..].starts_with('}') {
+                        return i + 1 + j + 1;
+                    }
+                    j += read(&g[j..], path.clone(), out);
+                    let t = &g[j..];
+                    let skip = t.len() - t.trim_start().len();
+                    j += skip;
+                    if g[j..].starts_with(',') {
+                        j += 1;
+                    } else if g[j..].starts_with('}') || j >= g.len() {
+                        return i + 1 + (j + 1).min(g.len());
+                    }
+                }
+            }
+            let (name, after) = ident(rest);
+            if name.is_empty() {
+                out.push(path);
+                return i;
+            }
+            if name == "self" && !path.is_empty() {
+                // `use super::x::{self, y}`: the module itself.
+            } else {
+                path.push(name.to_string());
+            }
+            i += name.len();
+            if after.starts_with("::") {
+                i += 2;
+            } else {
+                out.push(path);
+                return i;
+            }
+        }
+    }
+    let mut out = vec![];
+    for line in text.lines() {
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        let mut k = 0;
+        while k < line.len() {
+            let rest = &line[k..];
+            let before = line[..k].chars().next_back();
+            let boundary = !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+            let (base, len) = if !boundary {
+                (None, 0)
+            } else if rest.starts_with("crate::") {
+                (Some(vec![]), "crate::".len())
+            } else if rest.starts_with("super::") {
+                let mut m = module.to_vec();
+                let mut len = 0;
+                while line[k + len..].starts_with("super::") {
+                    m.pop();
+                    len += "super::".len();
+                }
+                (Some(m), len)
+            } else if rest.starts_with("self::") {
+                (Some(module.to_vec()), "self::".len())
+            } else {
+                (None, 0)
+            };
+            match base {
+                Some(b) => {
+                    let used = read(&line[k + len..], b, &mut out);
+                    k += len + used.max(1);
+                }
+                None => k += rest.chars().next().map_or(1, char::len_utf8),
+            }
+        }
+    }
+    out
+}
+
+/// Folder (module path joined by `/`) → (from child, to child) → files.
+type FolderEdges = BTreeMap<String, Edges>;
+
+fn folder_edges(src: &Path) -> FolderEdges {
+    let mut files = vec![];
+    rust_files(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f.strip_prefix(src).unwrap())).collect();
+    let mut out = FolderEdges::new();
+    for f in &files {
+        let rel = f.strip_prefix(src).unwrap();
+        let me = module_of(rel);
+        let text = std::fs::read_to_string(f).unwrap();
+        for p in paths_in(&text, &me) {
+            let common = me.iter().zip(&p).take_while(|(a, b)| a == b).count();
+            // Top-level edges are the layers' business; a path into the
+            // file's own module (or above it in the same line) is no edge.
+            if common == 0 || common >= me.len() || common >= p.len() {
+                continue;
+            }
+            let to = p[..=common].to_vec();
+            if !modules.contains(&to) {
+                continue; // an item of the folder's own file
+            }
+            let folder = p[..common].join("/");
+            out.entry(folder).or_default().entry((me[common].clone(), p[common].clone())).or_default().insert(rel.display().to_string());
+        }
+    }
+    out
+}
+
+/// A cycle in `edges` as its nodes, first repeated at the end; `None` if
+/// the graph has none.
+fn find_cycle(edges: &Edges) -> Option<Vec<String>> {
+    let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (from, to) in edges.keys() {
+        next.entry(from.as_str()).or_default().push(to.as_str());
+    }
+    // 0 unvisited, 1 on the stack, 2 done.
+    fn visit<'a>(n: &'a str, next: &BTreeMap<&'a str, Vec<&'a str>>, state: &mut BTreeMap<&'a str, u8>, stack: &mut Vec<&'a str>) -> Option<Vec<String>> {
+        state.insert(n, 1);
+        stack.push(n);
+        for &m in next.get(n).into_iter().flatten() {
+            match state.get(m).copied().unwrap_or(0) {
+                1 => {
+                    let at = stack.iter().position(|&s| s == m).unwrap();
+                    let mut c: Vec<String> = stack[at..].iter().map(|s| s.to_string()).collect();
+                    c.push(m.to_string());
+                    return Some(c);
+                }
+                0 => {
+                    if let Some(c) = visit(m, next, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n, 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for &n in next.keys() {
+        if state.get(n).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, &next, &mut state, &mut vec![]) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// One line per folder with a cycle: the cycle, and where each of its
+/// edges is written.
+fn folder_cycles(all: &FolderEdges) -> Vec<String> {
+    let mut out = vec![];
+    for (folder, edges) in all {
+        if let Some(c) = find_cycle(edges) {
+            let wheres: Vec<String> = c
+                .windows(2)
+                .map(|w| {
+                    let files = &edges[&(w[0].clone(), w[1].clone())];
+                    format!("{} -> {} ({})", w[0], w[1], files.iter().cloned().collect::<Vec<_>>().join(", "))
+                })
+                .collect();
+            out.push(format!("src/{folder}/: {}: {}", c.join(" -> "), wheres.join("; ")));
+        }
+    }
+    out
+}
+
+#[test]
+fn files_inside_each_folder_import_one_way() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let all = folder_edges(&src);
+    let n: usize = all.values().map(|e| e.len()).sum();
+    assert!(n > 30, "found only {n} edges inside folders under {}: is the scanner broken?", src.display());
+    let bad = folder_cycles(&all);
+    assert!(bad.is_empty(), "import cycle(s) inside a folder (types below, users above):\n  {}", bad.join("\n  "));
+}
+
+#[test]
+fn folder_scanner_resolves_super_crate_and_groups() {
+    let me: Vec<String> = ["report", "svg", "axis"].iter().map(|s| s.to_string()).collect();
+    let text = "use super::kinds::*;\nuse super::{Figure, figures::{a, b}};\nlet x = super::super::table::render(1);\n// super::hidden\nuse crate::analysis::fit::PowerFit;\nuse self::inner::Thing;";
+    let got: Vec<String> = paths_in(text, &me).iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        got,
+        [
+            "report::svg::kinds",
+            "report::svg::Figure",
+            "report::svg::figures::a",
+            "report::svg::figures::b",
+            "report::table::render",
+            "analysis::fit::PowerFit",
+            "report::svg::axis::inner::Thing"
+        ]
+    );
+}
+
+#[test]
+fn cycle_finder_finds_a_cycle_and_passes_a_chain() {
+    let edge = |e: &mut Edges, a: &str, b: &str| {
+        e.entry((a.into(), b.into())).or_default().insert(format!("{a}.rs"));
+    };
+    let mut chain = Edges::new();
+    edge(&mut chain, "fit", "interval");
+    edge(&mut chain, "interval", "run_scatter");
+    edge(&mut chain, "fit", "run_scatter");
+    assert_eq!(find_cycle(&chain), None);
+    let mut circle = chain.clone();
+    edge(&mut circle, "run_scatter", "fit");
+    assert_eq!(find_cycle(&circle).unwrap(), ["fit", "interval", "run_scatter", "fit"]);
+    let mut all = FolderEdges::new();
+    all.insert("analysis".into(), circle);
+    all.insert("report".into(), chain);
+    let bad = folder_cycles(&all);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("src/analysis/: fit -> interval -> run_scatter -> fit"), "{bad:?}");
 }

@@ -1,4 +1,4 @@
-//! `reclaim --fs overlay` and `create --fs overlay` (issue 12, item 1) on
+//! `reclaim --fs overlay` and `create --fs overlay` on
 //! the real kernel: the overlay's teardown frees its own dentries and
 //! leaves the lower layer's negative ones (one per name created through
 //! it), counted by unmounting each layer in turn; the per-layer accounting

@@ -1,4 +1,4 @@
-//! Issue 4: `dentrylab pollute` at small sizes on a real ext4 (root, as in
+//! `dentrylab pollute` at small sizes on a real ext4 (root, as in
 //! CI): the sweep runs every size, each probe makes the calls asked for,
 //! dentry-state witnesses the negative dentries, slowdowns come with their
 //! interval, and bad input gets one line and exit 2. Nothing here asserts a

@@ -1,4 +1,4 @@
-//! `reclaim --profile` and `containers --profile` (issue 16): perf samples of the reclaiming CPU, the
+//! `reclaim --profile` and `containers --profile`: perf samples of the reclaiming CPU, the
 //! longest gap's stacks, the verdict's line, the flame graph; and the one
 //! line said when perf cannot be used.
 
@@ -173,21 +173,21 @@ fn report_draws_the_longest_stretch() {
     // A result without --profile draws no flame graph.
     assert_no_flame_graph("reclaim-small.json", "reclaim-longest-stretch.svg", "What held CPU");
     // rsvg-convert (CI installs it) draws it.
-    if std::process::Command::new("rsvg-convert").arg("--version").output().is_ok() {
-        let png = a.path().join("flame.png");
-        let st = std::process::Command::new("rsvg-convert")
-            .arg(a.path().join("reclaim-longest-stretch.svg"))
-            .arg("-o")
-            .arg(&png)
-            .status()
-            .unwrap();
-        assert!(st.success() && std::fs::metadata(&png).unwrap().len() > 5_000);
-    } else {
-        eprintln!("rsvg-convert not installed (apt-get install librsvg2-bin): the flame graph was not rendered");
-    }
+    require!(
+        common::has("rsvg-convert"),
+        "rsvg-convert not installed (apt-get install librsvg2-bin): the flame graph was not rendered"
+    );
+    let png = a.path().join("flame.png");
+    let st = std::process::Command::new("rsvg-convert")
+        .arg(a.path().join("reclaim-longest-stretch.svg"))
+        .arg("-o")
+        .arg(&png)
+        .status()
+        .unwrap();
+    assert!(st.success() && std::fs::metadata(&png).unwrap().len() > 5_000);
 }
 
-/// `containers --profile` (issue 16, "also for containers teardowns"):
+/// `containers --profile`:
 /// each teardown recorded on the probe's clock, the longest stretch's
 /// stacks and every teardown's added up, the path named in one line.
 #[test]

@@ -52,7 +52,7 @@ fn hardlinks_flat_umount_counts_move() {
     assert!(near(nr_dentry(), before), "dentry count returned near {before}: {}", nr_dentry());
 }
 
-/// Issue 11: `--sizes auto:SIZE` runs through the real sweep (a cap under
+/// `--sizes auto:SIZE` runs through the real sweep (a cap under
 /// the first 500k makes it one small size), says what stopped it, and runs
 /// the probes under the policy it names.
 #[test]

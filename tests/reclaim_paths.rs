@@ -1,4 +1,4 @@
-//! Issue 3: every kind of dentry and every reclaim path. Real mounts at
+//! Every kind of dentry and every reclaim path. Real mounts at
 //! small sizes (needs root, as in CI): ext4/xfs on loop devices, the
 //! negative and unlinked kinds, the ns-exit, drop-caches and memcg methods,
 //! --contend, the errors for impossible combinations, and a kill -9 that

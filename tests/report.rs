@@ -1,4 +1,4 @@
-//! `dentrylab report` (issue 7): saved results in, report.md and SVG plots
+//! `dentrylab report`: saved results in, report.md and SVG plots
 //! out. Rendering is a pure function of the JSON, so fixture results are
 //! rendered and compared byte for byte against golden files under
 //! `tests/fixtures/golden/<case>/`. After a deliberate change to the output,
@@ -107,7 +107,7 @@ fn two_results_share_the_axes() {
     std::fs::remove_dir_all(out).unwrap();
 }
 
-/// Issue 4: a pollute result (seed 001) renders the latency bars and the
+/// A pollute result (seed 001) renders the latency bars and the
 /// slowdown plot, a churn result (seed 002) the timeline; together in one
 /// report, each benchmark its own part, in the order given.
 #[test]
@@ -212,7 +212,7 @@ fn bad_results_get_one_line_and_exit_2() {
     assert!(!out.exists(), "no output directory for a refused report");
 }
 
-/// Issue 15: a result whose `methods` list is empty made `report` panic
+/// A result whose `methods` list is empty made `report` panic
 /// (it indexed `methods[0]`). It renders, with a generic column title.
 #[test]
 fn a_result_with_no_methods_renders() {
@@ -282,7 +282,7 @@ fn reclaim_writes_a_report_outside_the_sandbox() {
     }
 }
 
-/// Issue 13: a saved `mitigate` result (captured from a real run) renders
+/// A saved `mitigate` result (captured from a real run) renders
 /// as a section with its table, its verdict and what was restored.
 #[test]
 fn renders_a_mitigate_result() {

@@ -1,4 +1,4 @@
-//! `dentrylab status` (issue 6): figures from captured proc trees, the
+//! `dentrylab status`: figures from captured proc trees, the
 //! calibration named, `--json`, `--textfile` (the golden metrics, written
 //! atomically), `--fail-on` exit codes, and a run as a non-root user.
 

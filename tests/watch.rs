@@ -1,4 +1,4 @@
-//! `status --watch` (issue 14): beside a generator of negative dentries at
+//! `status --watch`: beside a generator of negative dentries at
 //! a known rate, the growth it reports is within ±10% of that rate, for
 //! nr_dentry and nr_negative, and its time to the edge is the distance to
 //! the edge over that rate. No wall-clock assertion: the rate is the

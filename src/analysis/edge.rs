@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn seed_000_model_puts_the_edge_near_55m() {
-        // Seed 000: 368 ns per dentry, a walk that never yields, 20 s threshold.
+        // The node-lockup report: 368 ns per dentry, a walk that never yields, 20 s threshold.
         let m = Model { time_power: Some(lin(368.0)), gap_power: None, governs: Governs::TotalTime };
         let p = predict(&m, 1_526_564_907, 10);
         assert_eq!(p.soft_lockup_threshold_seconds, Some(20.0));
@@ -210,7 +210,8 @@ mod tests {
 
     #[test]
     fn the_level_follows_the_low_end_of_the_interval() {
-        use crate::analysis::interval::{SizeValues, weighted_power};
+        use crate::analysis::interval::SizeValues;
+        use crate::analysis::weighted::weighted_power;
         // A gap fit with scatter: 1M → 0.1 s … 8M → 0.8 s, ±20% per size.
         let sizes: Vec<SizeValues> = (0..4)
             .map(|j| {

@@ -116,7 +116,7 @@ mod tests {
 
     #[test]
     fn seed_000_table_is_linear() {
-        // Seed 000's measured (reclaimed, seconds): ns/dentry 363–433.
+        // The node-lockup report's measured (reclaimed, seconds): ns/dentry 363–433.
         let pts = [
             (99_600.0, 0.043),
             (499_948.0, 0.211),

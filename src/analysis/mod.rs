@@ -1,5 +1,14 @@
 //! Fits, extrapolation, thresholds and statistics: pure functions of
 //! measured numbers.
+//!
+//! In: measured numbers (counts, times, gaps, folded stacks, rates). Out:
+//! fits, 90% intervals, verdicts, edges, slowdowns, oscillation periods. No
+//! I/O. Imports only the utilities below it (`stats`, `size`, `duration`,
+//! `probe`'s plain types); imported by `state`, `bench`, `status`,
+//! `report`, `exporter` and `cli`. Inside, one way: `run_scatter` (numbers
+//! only) below `interval` (the band) below `fit` (a fit holds its band)
+//! below `weighted` (the weighted fit and the band's predictions), and
+//! those below `verdict` and `edge`.
 
 pub mod edge;
 pub mod fit;
@@ -10,6 +19,7 @@ pub mod run_scatter;
 pub mod scaling;
 pub mod slowdown;
 pub mod verdict;
+pub mod weighted;
 
 /// Reads a number that may have been written as `null`: serde_json writes
 /// NaN and infinities as `null` (a power-law fit over two sizes has no

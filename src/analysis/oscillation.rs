@@ -1,5 +1,5 @@
 //! Does a throughput series oscillate, and with what period and depth?
-//! (Seed 002: an 8-way unlink fell into "a very regular peak/trough
+//! (The unlink-regression report: an 8-way unlink fell into "a very regular peak/trough
 //! pattern with a period of about 20s", 80k against 20k unlinks/s.)
 //!
 //! The series is sampled at a fixed interval. Its steady part (the first
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn finds_the_period_of_a_noisy_sine() {
-        // 100 ms samples, period 20 s as seed 002, 60 s of it.
+        // 100 ms samples, period 20 s as the unlink-regression report, 60 s of it.
         let v = sine(750, 200.0, 50_000.0, 30_000.0, 5_000.0, 0.0);
         let o = analyse(&v, 0.1);
         assert!(o.oscillates, "{o:?}");

@@ -21,7 +21,7 @@ pub const NO_YIELD_RATIO: f64 = 0.8;
 pub enum Governs {
     /// The kernel yields inside the walk: the longest stretch decides.
     LongestStretch,
-    /// The walk never yields: its total time decides (seed 000's model).
+    /// The walk never yields: its total time decides (the node-lockup report's model).
     TotalTime,
 }
 
@@ -57,7 +57,7 @@ pub struct Verdict {
     pub lockup_count_by_gap: Option<f64>,
     /// The count at which the total reclaim time reaches it.
     pub lockup_count_by_total_time: Option<f64>,
-    /// The same from the straight-line fit (seed 000's constant ns/dentry model).
+    /// The same from the straight-line fit (the node-lockup report's constant ns/dentry model).
     pub lockup_count_by_total_time_linear: Option<f64>,
     /// The count that governs on this kernel.
     pub lockup_count: Option<f64>,
@@ -161,7 +161,7 @@ pub fn decide(i: &Inputs) -> Verdict {
         Some(n) => summary.push(format!(
             "Predicted soft lockup from about {} dentries per reclaim on this kernel{}.",
             count_with_interval(n, count_interval.map(|c| c.low), count_interval.and_then(|c| c.high)),
-            // Only an interval gets the interval's parenthetical (issue 11:
+            // Only an interval gets the interval's parenthetical (a calibration without one printed
             // "398M (no interval) … (90% interval; …)").
             if count_interval.is_some() {
                 " (90% interval; status and the exporter use its low end)"
@@ -415,7 +415,7 @@ mod tests {
         assert!(row.exceeds_by_time);
     }
 
-    /// Issue 11: without an interval the verdict printed "398M (no
+    /// Without an interval the verdict printed "398M (no
     /// interval) … (90% interval; …)".
     #[test]
     fn the_interval_parenthetical_appears_only_with_an_interval() {
@@ -426,7 +426,8 @@ mod tests {
         let line = v.summary.iter().find(|l| l.starts_with("Predicted soft lockup")).unwrap();
         assert!(line.contains("(no interval)") && !line.contains("90% interval"), "{line}");
         // With repetitions there is a band, and the parenthetical.
-        use crate::analysis::interval::{SizeValues, weighted_power};
+        use crate::analysis::interval::SizeValues;
+        use crate::analysis::weighted::weighted_power;
         let sized = |pts: &[(f64, f64)]| -> Vec<SizeValues> {
             pts.iter().map(|&(n, v)| SizeValues { count: n, values: vec![v * 1.1, v / 1.1] }).collect()
         };

@@ -1,10 +1,10 @@
-//! `dentrylab churn`: seed 002's experiment. A parallel unlink of a large
+//! `dentrylab churn`: the unlink-regression report's experiment. A parallel unlink of a large
 //! tree: how fast does it go, how many dentries pile up while it runs, and
 //! does the throughput oscillate?
 //!
 //! A fresh disk filesystem in the sandbox gets `--files` empty files spread
 //! over `--dirs` directories. It is then unmounted and mounted again, so
-//! the removal starts with a cold cache as seed 002's did (a filesystem
+//! the removal starts with a cold cache as the unlink-regression report's did (a filesystem
 //! mounted with 50M files in it; `--warm` skips this). `--workers` threads
 //! unlink the files, each its share of the directories, while a sampler
 //! reads the unlink counter, dentry-state and meminfo every `--interval`.
@@ -48,7 +48,7 @@ pub const BYTES_PER_FILE: u64 = 2000;
 /// A steady part whose nr_dentry grows by at least this per unlink has no
 /// steady state: the unlinks' dentries pile up.
 pub const GROWING_DENTRIES_PER_UNLINK: f64 = 0.5;
-/// What seed 002 saw on 3.0-rc1 (8-way unlink of 50M files on XFS).
+/// What the unlink-regression report saw on 3.0-rc1 (8-way unlink of 50M files on XFS).
 pub const SEED_002_PERIOD_SECONDS: f64 = 20.0;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

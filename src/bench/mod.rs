@@ -1,6 +1,13 @@
 //! One file per benchmark. Each takes a plain options struct (never clap),
 //! wires a workload to the probes, and returns one serde result struct that
 //! the renderers consume.
+//!
+//! In: an options struct (built by `cli::handlers`), the sandbox and the
+//! proc root. Out: a serde result struct, printed by `report` and saved as
+//! JSON. Imports `sandbox`, `workload`, `probe`, `analysis`, `state`,
+//! `env`, `procfs` and the utilities; imported by `report` (to render the
+//! results) and `cli`. A benchmark may use another's pieces (`containers`'
+//! harness in `mitigate`), never the other way round.
 
 pub mod churn;
 pub mod mitigate;

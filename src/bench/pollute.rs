@@ -1,4 +1,4 @@
-//! `dentrylab pollute`: seed 001's experiment as a measurement. Does a pile
+//! `dentrylab pollute`: the lookup-pollution report's experiment as a measurement. Does a pile
 //! of negative dentries slow down lookups of hot, existing paths?
 //!
 //! Each repetition mounts a fresh disk filesystem in the sandbox (tmpfs
@@ -15,6 +15,9 @@
 //! over its median before; over the repetitions it is their geometric mean
 //! with a 95 % t-interval ([`slowdown`]). dentry-state's nr_negative is the
 //! witness that the negative dentries exist.
+//!
+//! In: [`Options`], the sandbox. Out: [`PolluteResult`]. Imported by
+//! `cli::handlers` and `report`.
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -56,7 +59,7 @@ pub const ROUNDS: usize = 10;
 pub const MISS_SHARE: usize = 4;
 /// A slowdown whose whole interval is above 1 + this is called a slowdown.
 pub const MIN_EFFECT: f64 = 0.05;
-/// What seed 001 saw: kernel time of its hot loop 1.3 s → 1.9–2.0 s after
+/// What the lookup-pollution report saw: kernel time of its hot loop 1.3 s → 1.9–2.0 s after
 /// 100k failed lookups in /dev.
 pub const SEED_001_SLOWDOWN: f64 = 1.5;
 pub const SEED_001_NEGATIVES: u64 = 100_000;
@@ -154,7 +157,7 @@ pub struct PolluteResult {
     pub reps: Vec<Rep>,
     /// Size 0 (unpolluted) first, then each of `--negatives`.
     pub levels: Vec<LevelSummary>,
-    /// Whether a hot lookup slowed down measurably (seed 001's effect).
+    /// Whether a hot lookup slowed down measurably (the lookup-pollution report's effect).
     pub seed_001_effect: bool,
     pub summary: Vec<String>,
     pub notes: Vec<String>,

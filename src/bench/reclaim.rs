@@ -1,4 +1,4 @@
-//! `dentrylab reclaim`: seed 000's experiment, done right.
+//! `dentrylab reclaim`: the node-lockup report's experiment, done right.
 //!
 //! For each size and repetition: mount a fresh filesystem in the sandbox,
 //! create the dentries, count them, reclaim them while a probe pinned to the
@@ -11,6 +11,13 @@
 //! created afresh for each of them, and the verdict names the most
 //! dangerous. With `--contend T`, every repetition also runs with T threads
 //! doing path lookups in the same filesystem on the other CPUs.
+//!
+//! In: [`Options`] (from `cli::handlers::reclaim`), the sandbox, the proc
+//! root. Out: [`ReclaimResult`], which `report` renders and whose fit `state`
+//! saves as the calibration. Imported by `cli`, `report` and the other
+//! benchmarks (`create`, `containers`, `mitigate` share its checks and
+//! methods); the hidden `reclaim-child` and `sysctl-guard` subcommands run
+//! [`child`] and [`watchdog`].
 
 mod analyse;
 pub mod auto;
@@ -304,7 +311,7 @@ pub struct SizeSummary {
     /// Probed ÷ unobserved reclaim time, repetition by repetition.
     #[serde(default)]
     pub probe_overhead: Option<Spread>,
-    /// Median ns/dentry × the extrapolation target (seed 000's column).
+    /// Median ns/dentry × the extrapolation target (the node-lockup report's column).
     pub extrapolated_seconds: f64,
     pub max_gap_seconds: Spread,
     pub p99_gap_seconds: f64,

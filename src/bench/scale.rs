@@ -1,4 +1,4 @@
-//! `dentrylab scale`: seed 004's scalability question on today's kernel.
+//! `dentrylab scale`: the dcache scalability paper's scalability question on today's kernel.
 //!
 //! For each operation (stat of a deep path, stat of a missing name,
 //! open+close, create+unlink in a shared and in private directories) and

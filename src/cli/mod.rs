@@ -1,5 +1,10 @@
-//! The command line: clap definitions and nothing else. The benchmarks
-//! never see clap; `main` turns these into their option structs.
+//! The command line: the clap definitions (this file, `experiments`,
+//! `node`) and one handler per command (`handlers/`), which turns its
+//! arguments into the option struct of the code that runs it. The
+//! benchmarks never see clap.
+//!
+//! In: the process's arguments. Out: an exit code. The top layer: it may
+//! import every module below it; only `main` imports it.
 
 use std::path::PathBuf;
 
@@ -13,6 +18,7 @@ use crate::workload::{Kind, Layout};
 mod experiments;
 mod gvisor;
 mod node;
+pub mod handlers;
 
 pub use experiments::*;
 pub use gvisor::*;
@@ -41,10 +47,10 @@ pub enum Command {
     Reclaim(ReclaimArgs),
     /// Only create dentries in a sandbox and hold them for manual experiments.
     Create(CreateArgs),
-    /// Lookup latency of hot paths before and after N negative dentries, same and other directory (seed 001).
+    /// Lookup latency of hot paths before and after N negative dentries, same and other directory (the 2020 lookup-pollution report's question; docs/background.md).
     #[command(long_about = POLLUTE_ABOUT)]
     Pollute(PolluteArgs),
-    /// Parallel unlink of a large tree: throughput timeline, dentry high-water mark, oscillation (seed 002).
+    /// Parallel unlink of a large tree: throughput timeline, dentry high-water mark, oscillation (the 2011 unlink-regression report's experiment; docs/background.md).
     #[command(long_about = CHURN_ABOUT)]
     Churn(ChurnArgs),
     /// Test dentry-cache mitigations A/B (sysctls, periodic drop_caches, MariaDB options) on a workload in a memory cgroup.
@@ -128,7 +134,7 @@ pub enum Command {
     },
 }
 
-const SCALE_ABOUT: &str = "Path-lookup scalability across CPUs (seed 004, on today's RCU path walk).\n\n\
+const SCALE_ABOUT: &str = "Path-lookup scalability across CPUs: the 2002 dcache scalability paper's question, asked of today's RCU path walk (docs/background.md).\n\n\
 For each operation and each worker count of the sweep, the workers repeat the operation for --seconds on a \
 fresh filesystem in the sandbox. Operations: stat (an existing file 8 path components deep), stat-missing \
 (a missing name in the same directory: a negative lookup), open-close (the deep file), create-unlink-shared \
@@ -141,28 +147,28 @@ tracepoints) to name the kernel functions and locks the time goes to; what this 
 tmpfs keeps no negative dentries, so stat-missing on tmpfs measures dentry allocation under the directory \
 lock; use a disk filesystem (--fs) for cached negative lookups.";
 
-const POLLUTE_ABOUT: &str = "Seed 001's question, measured call by call: do negative dentries slow down lookups of \
+const POLLUTE_ABOUT: &str = "The question of the 2020 lookup-pollution report (docs/background.md), measured call by call: do negative dentries slow down lookups of \
 hot, existing paths?\n\n\
 Each repetition mounts a fresh ext4 (or xfs) in the sandbox with two directories of hot files: polluted/ (where \
-the negative dentries go, as seed 001's /dev/null$i went into /dev) and other/. Every call of six probes is timed \
+the negative dentries go, as that report's /dev/null$i went into /dev) and other/. Every call of six probes is timed \
 with CLOCK_MONOTONIC: stat and open+close of a hot file in each directory, a stat that hits a cached negative \
 dentry, and a stat of a name never looked up (a miss, answered by the filesystem). Then negative dentries are \
 added to polluted/ up to each size of --negatives in turn, and the probes are timed again, in the same run.\n\n\
 Reported per size and probe: p50, p99, max and mean latency, and the slowdown against the unpolluted \
 measurement: per repetition the ratio of medians, over repetitions their geometric mean with a 95% Student-t \
 interval. dentry-state before and after each size (nr_negative is the witness). The output says plainly whether \
-seed 001's effect (hot lookups slowing as negative dentries pile up) shows on this kernel.\n\n\
-tmpfs (and devtmpfs, where seed 001 polluted /dev) keeps no negative dentries: --fs tmpfs is refused.";
+the report's effect (hot lookups slowing as negative dentries pile up) shows on this kernel.\n\n\
+tmpfs (and devtmpfs, where that report polluted /dev) keeps no negative dentries: --fs tmpfs is refused.";
 
-const CHURN_ABOUT: &str = "Seed 002's experiment: an N-way parallel unlink of a large tree.\n\n\
+const CHURN_ABOUT: &str = "The experiment of the 2011 unlink-regression report (docs/background.md): an N-way parallel unlink of a large tree.\n\n\
 A fresh ext4 (or xfs) in the sandbox gets --files empty files spread over --dirs directories; it is then \
-unmounted and mounted again so the removal starts with a cold cache, as seed 002's did (--warm skips this). \
+unmounted and mounted again so the removal starts with a cold cache, as the report's did (--warm skips this). \
 --workers threads unlink the files, each its share of the directories, while the unlink counter, dentry-state \
 (nr_dentry, nr_negative) and meminfo are sampled every --interval.\n\n\
 Reported: the throughput timeline, the steady-state rate and dentry count (the middle 80% of the timeline), the \
 dentry high-water mark, how many unlinked files stayed cached as negative dentries, what the rmdirs and the final umount freed, \
 and whether the throughput oscillates: the autocorrelation of the detrended rate gives the period, and the \
-peak/trough ratio its depth (seed 002: about 20 s, 80k against 20k unlinks/s).\n\n\
+peak/trough ratio its depth (the report saw about 20 s, 80k against 20k unlinks/s).\n\n\
 Sizes that would take more than half of MemAvailable (about 2000 bytes per file) are refused unless --force.";
 
 
@@ -182,7 +188,7 @@ pub struct WorkloadArgs {
     /// tmpfs keeps no negative dentries.
     #[arg(long, default_value = "hardlink", value_parser = parse_kind)]
     pub kind: Kind,
-    /// 'flat' (all in one directory, as seed 000) or 'dirs=K' (spread over K directories).
+    /// 'flat' (all in one directory, as the node-lockup report) or 'dirs=K' (spread over K directories).
     #[arg(long, default_value = "flat", value_parser = parse_layout)]
     pub layout: Layout,
     /// Generator threads (default: one per CPU; with fewer directories than threads, threads share directories).
@@ -230,7 +236,7 @@ fn parse_lower_fs(s: &str) -> Result<FsType, String> {
 
 #[derive(Debug, Args)]
 pub struct ReclaimArgs {
-    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (500k,1M,2M,4M), 'seed' (seed 000's 100k…10M), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable or of what the memory cgroup's limit leaves (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
+    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (500k,1M,2M,4M), 'wide' (100k,500k,1M,2M,5M,10M: the six sizes of the 5.10 node-lockup report, docs/background.md; 'seed' is the same), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable or of what the memory cgroup's limit leaves (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
     #[arg(long, default_value = "quick", value_parser = parse_sweep_sizes, allow_hyphen_values = true)]
     pub sizes: SweepSizes,
     /// How the probe threads are scheduled: fifo (SCHED_FIFO at the top priority, as the watchdog's per-CPU stopper thread runs; needs root or CAP_SYS_NICE) or other (SCHED_OTHER). Default: fifo where permitted, else other; the output says which and why.
@@ -247,7 +253,7 @@ pub struct ReclaimArgs {
     pub unpinned_reps: Option<u32>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// How to reclaim: umount (umount(2), seed 000), ns-exit (the mount namespace's last process exits, as a
+    /// How to reclaim: umount (umount(2), as the node-lockup report), ns-exit (the mount namespace's last process exits, as a
     /// container dies), drop-caches (echo 2 > /proc/sys/vm/drop_caches: machine-wide, needs --allow-global),
     /// memcg (reclaim the generator's own memory cgroup: memory.reclaim on cgroup v2, memory.force_empty on
     /// v1), inotify (not a reclaim: the first inotify_add_watch on each directory makes fsnotify walk its
@@ -260,7 +266,7 @@ pub struct ReclaimArgs {
     /// other CPUs during the reclaim.
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..=crate::bench::reclaim::MAX_CONTEND as i64))]
     pub contend: Option<u32>,
-    /// Count to extrapolate the fit to (seed 000's nodes had 1.5G).
+    /// Count to extrapolate the fit to (the nodes of the node-lockup report had 1.5G).
     #[arg(long, default_value = "1.5G", value_parser = crate::size::parse_count, allow_hyphen_values = true)]
     pub extrapolate: u64,
     /// CPU that runs the reclaim and its latency probe (default: the first allowed CPU).
@@ -387,7 +393,7 @@ pub struct ChurnArgs {
     /// Files in the tree (suffixes k, M, G).
     #[arg(long, default_value = crate::bench::churn::DEFAULT_FILES, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
     pub files: u64,
-    /// Directories the files are spread over (default: one per worker, as seed 002's one rm -rf per directory).
+    /// Directories the files are spread over (default: one per worker, as the unlink-regression report's one rm -rf per directory).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::workload::MAX_DIRS as i64))]
     pub dirs: Option<u32>,
     /// Unlinking threads (default: the CPU count).

@@ -1,7 +1,7 @@
 //! The `--by-cgroup` series: the `--top` cgroups and one `other` series,
 //! so the cardinality is bounded whatever the node runs.
 
-use super::metrics::{Out, sig6};
+use super::text::{Out, sig6};
 use crate::status::cgroups::ByCgroup;
 
 pub(super) fn encode(o: &mut Out, b: &ByCgroup) {

@@ -2,11 +2,18 @@
 //! `/metrics`. Read-only: every scrape reads dentry-state, meminfo and two
 //! sysctls through the proc root (never `/proc/slabinfo`, which is costly
 //! on a huge slab) and re-reads the calibration only when its file changed.
+//!
+//! In: `status`'s collector (the proc root, the calibration). Out: HTTP
+//! answers with the Prometheus text format ([`metrics`], also written by
+//! `status --textfile`). Imports `status`, `analysis`, `sys`; imported only
+//! by `cli`. Inside, one way: `text` (the exposition format) below
+//! `cgroups` below `metrics` below `server`.
 
 mod cgroups;
 mod collect;
 pub mod metrics;
 pub mod server;
+mod text;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

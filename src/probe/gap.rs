@@ -185,7 +185,7 @@ fn summarise(cpu: usize, interval: Duration, joined: std::thread::Result<Vec<u64
 mod tests {
     use super::*;
 
-    /// Issue 15: a probe thread that died reported a longest gap of 0 s
+    /// A probe thread that died reported a longest gap of 0 s
     /// with no note; it is an error naming the CPU.
     #[test]
     fn a_dead_probe_is_an_error_not_a_zero_gap() {

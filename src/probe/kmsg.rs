@@ -144,7 +144,7 @@ impl KmsgWatch {
         };
         let off = self.offset_ns.unwrap_or(0);
         let (lo, hi) = (start_ns as i64 + off - slack, end_ns as i64 + off + slack);
-        let mut all = self.shared.alerts.lock().expect("kmsg lock");
+        let mut all = self.shared.alerts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|a| {
             let k = (a.usec * 1000) as i64;
             lo <= k && k <= hi
@@ -203,7 +203,7 @@ fn take_records(raw: &str, s: &Shared) {
         if rec.message == MARKER {
             s.marker_ns.store((rec.usec * 1000) as i64, Ordering::SeqCst);
         } else if let Some(alert) = classify(&rec) {
-            s.alerts.lock().expect("kmsg lock").push(alert);
+            s.alerts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(alert);
         }
     }
 }

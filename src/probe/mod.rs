@@ -1,6 +1,11 @@
 //! What is watched while a reclaim runs: the latency probe on the
 //! reclaiming CPU (and a control on another CPU), the kernel log, and the
 //! dentry counters; and, for `scale`, perf.
+//!
+//! In: a CPU to watch, a time window, the proc root. Out: gap statistics,
+//! kernel messages attributed to a run, dentry counts, perf samples. Imports
+//! `procfs`, `env`, `sys` and the utilities; imported by `analysis` (plain
+//! types only), `bench` and `cli`.
 
 pub mod counters;
 pub mod gap;

@@ -4,6 +4,9 @@
 //! fed a fixture captured from a real kernel. Errors name the file and the
 //! token that failed. Reading the live files goes through [`ProcRoot`], the
 //! one place that knows where `/proc` is (tests point it at a fixture tree).
+//!
+//! In: the bytes of `/proc` and `/sys` files. Out: typed values. Imports
+//! only the utilities; imported by every layer above it.
 
 pub mod cgroup;
 pub mod dentry_state;

@@ -127,14 +127,14 @@ pub fn table(r: &ContainersResult) -> String {
         secs(r.wall_seconds)
     );
     let _ = writeln!(s, "{}\n", super::environment_line(&r.environment));
-    s += &super::table::render_grid(&grid(r));
+    s += &super::plain::render_grid(&grid(r));
     s.push('\n');
     for l in lines(r) {
         let _ = writeln!(s, "{l}");
     }
     for (title, g) in super::profile::containers_stacks(r, false) {
         let _ = writeln!(s, "\n{title} (perf, --profile; stacks leaf first)");
-        s += &super::table::render_grid(&g);
+        s += &super::plain::render_grid(&g);
     }
     for p in super::profile::containers_problems(r) {
         let _ = writeln!(s, "{p}");

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::Grid;
-use super::table::render_grid;
+use super::plain::render_grid;
 use crate::bench::gvisor::{Config, GvisorResult};
 
 fn ns(v: f64) -> String {

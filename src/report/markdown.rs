@@ -1,4 +1,4 @@
-//! Markdown: a report section in seed 000's layout (environment, method,
+//! Markdown: a report section in the node-lockup report's layout (environment, method,
 //! results, fit, threshold table, verdict, how to reproduce).
 
 use std::fmt::Write;
@@ -158,7 +158,7 @@ pub fn report(sources: &[(Option<String>, &crate::result::Header)], parts: &[Str
 
 /// The reclaim part of a report: the plots first (people read the picture
 /// before the table), a comparison table when there are several results,
-/// then each result in seed 000's layout.
+/// then each result in the node-lockup report's layout.
 pub fn reclaim_part(results: &[&ReclaimResult], labels: &[String], subtitle: &str, figures: &[Figure]) -> String {
     let mut s = format!("## Dentry reclaim: {subtitle}\n\n");
     let _ = writeln!(s, "### Plots\n");

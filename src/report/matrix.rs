@@ -291,7 +291,7 @@ fn notes(m: &VmMatrix) -> Vec<String> {
 /// The matrix as a plain table, for the terminal (`dentrylab vm` prints it).
 #[cfg_attr(not(test), allow(dead_code))] // until `vm` calls it
 pub fn table(m: &VmMatrix) -> String {
-    let mut s = super::table::render_grid(&Matrix::of(m).grid(m, false));
+    let mut s = super::plain::render_grid(&Matrix::of(m).grid(m, false));
     for n in notes(m) {
         s += &format!("note: {n}\n");
     }

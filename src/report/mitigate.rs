@@ -21,7 +21,7 @@ fn per_k(v: f64) -> String {
     if !v.is_finite() { "–".into() } else { format!("{v:.1}") }
 }
 
-/// One row per combination: the figures the issue asks for.
+/// One row per combination: the figures a reader compares.
 pub fn grid(r: &MitigateResult) -> Grid {
     let ops = if r.options.workload == crate::bench::mitigate::Workload::Mariadb { "queries" } else { "ops" };
     let header = vec![
@@ -144,7 +144,7 @@ fn changes(r: &MitigateResult) -> Vec<String> {
 /// The terminal table.
 pub fn table(r: &MitigateResult) -> String {
     let mut s = format!("{}\n{}\n\n", method(r), environment_line(&r.environment));
-    s += &super::table::render_grid(&grid(r));
+    s += &super::plain::render_grid(&grid(r));
     if !r.verdicts.is_empty() {
         s += "\nVerdicts:\n";
         for v in &r.verdicts {

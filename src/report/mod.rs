@@ -1,5 +1,12 @@
 //! Renderers: one file per output format. Each consumes a result struct and
 //! nothing else.
+//!
+//! In: result structs (`bench`, `status`), or their saved JSON. Out: text
+//! tables, Markdown, JSON and SVG files; the same input always gives the
+//! same output. Imports `bench`, `status`, `analysis` and below; imported
+//! only by `cli`. Inside, one way: `plain` (the text grid), `svg`,
+//! `layers`, `profile` and `node` below `markdown`, below `containers`,
+//! `mitigate` and `table`, below `document`.
 
 pub mod containers;
 pub mod gvisor;
@@ -10,6 +17,7 @@ pub mod markdown;
 pub mod matrix;
 pub mod mitigate;
 pub mod node;
+pub mod plain;
 pub mod profile;
 pub mod svg;
 pub mod table;
@@ -44,7 +52,7 @@ pub struct Grid {
     pub rows: Vec<Vec<String>>,
 }
 
-/// Seed 000's results table plus the gap columns; with several methods or
+/// The node-lockup report's results table plus the gap columns; with several methods or
 /// `--contend`, one row per method and contention as well.
 pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
     let o = &r.options;

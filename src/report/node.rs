@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::Grid;
-use super::table::render_grid;
+use super::plain::render_grid;
 use crate::size::{bytes, grouped, human};
 use crate::status::StatusResult;
 use crate::status::cgroups::ByCgroup;

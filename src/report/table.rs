@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::plain::render_grid;
 use super::{
     Grid, churn_timeline_grid, environment_line, fit_lines, methods_grid, methods_label, pollute_counts_grid,
     pollute_latency_grid, pollute_slowdown_grid, reclaim_grid, scale_grid, threshold_grid,
@@ -10,41 +11,6 @@ use crate::bench::churn::ChurnResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::{Mode, ScaleResult};
-
-/// Aligns a grid in columns with a rule under the header.
-pub fn render_grid(g: &Grid) -> String {
-    let ncol = g.header.len();
-    let width = |i: usize| {
-        g.rows.iter().map(|r| r[i].chars().count()).chain([g.header[i].chars().count()]).max().unwrap_or(0)
-    };
-    let widths: Vec<usize> = (0..ncol).map(width).collect();
-    let line = |cells: &[String]| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let pad = widths[i] - c.chars().count();
-            if i > 0 {
-                s.push_str("  ");
-            }
-            // Numbers read best right-aligned; the first column is a label.
-            if i == 0 {
-                s.push_str(c);
-                s.push_str(&" ".repeat(pad));
-            } else {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(c);
-            }
-        }
-        s.trim_end().to_string()
-    };
-    let mut out = line(&g.header) + "\n";
-    out += &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ");
-    out.push('\n');
-    for r in &g.rows {
-        out += &line(r);
-        out.push('\n');
-    }
-    out
-}
 
 pub fn containers(r: &crate::bench::containers::ContainersResult) -> String {
     super::containers::table(r)

@@ -14,6 +14,11 @@
 //! over sparse files in the scratch tmpfs ([`disk`]): they detach when the
 //! namespace dies. Memory cgroups (`--method memcg`) are the one thing
 //! outside the namespace; a guardian process removes them ([`cgroup`]).
+//!
+//! In: the filesystem, size and layers a benchmark asks for. Out: mounted
+//! filesystems in the private namespace, loop devices, overlay stacks,
+//! memory cgroups. Imports `sys`, `procfs`, `env` and the utilities;
+//! imported by `workload`, `bench`, `report` (its plain types) and `cli`.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -32,7 +32,7 @@ pub const BUILTIN_PROVENANCE: &str = "docs/results/worst-per-dentry-6.18.md";
 /// The size `BUILTIN_NS_PER_DENTRY` was measured at.
 pub const BUILTIN_LARGEST_SIZE: u64 = 500_000;
 /// One dentry slab object on x86_64 (`/sys/kernel/slab/dentry/object_size`
-/// on the project's 6.18 machine; seed 000's 192 bytes on 5.10).
+/// on the project's 6.18 machine; the node-lockup report's 192 bytes on 5.10).
 pub const DENTRY_OBJECT_BYTES: u64 = 192;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn time_to_the_edge() {
-        // The example: +3.1k/s, 2.5G to go → 9.3 days.
+        // An example: +3.1k/s, 2.5G to go → 9.3 days.
         let t = seconds_to_edge(Some(2.5e9 + 1e6), 1_000_000, 3100.0).unwrap();
         assert_eq!(human_duration(t), "9.3 days");
         assert_eq!(seconds_to_edge(Some(100.0), 200, 5.0), Some(0.0));

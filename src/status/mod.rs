@@ -3,6 +3,11 @@
 //! meminfo, watchdog_thresh, vfs_cache_pressure — never `/proc/slabinfo`
 //! (root-only and costly on a node with a huge slab), and predicts from the
 //! calibration how far the node is from a soft lockup. Works as any user.
+//!
+//! In: the proc root, the calibration file, the cgroup tree and the kernel
+//! log. Out: [`StatusResult`] and the level. Imports `procfs`, `env`,
+//! `analysis`, `state` and the utilities; imported by `report`, `exporter`
+//! and `cli`.
 
 pub mod calibration;
 pub mod cgroups;

@@ -1,5 +1,8 @@
 //! Thin wrappers over the system calls dentrylab needs. Every `unsafe`
 //! block of the crate lives under this module.
+//!
+//! In: file descriptors, pids, CPU numbers. Out: safe wrappers and the
+//! guardian processes. Imports only `error`; imported by any module above.
 
 pub mod guardian;
 pub mod loopdev;

@@ -1,5 +1,5 @@
 //! `--contend T`: threads on the other CPUs doing path lookups in the
-//! filesystem being reclaimed, while the reclaim runs — what seed 000 called
+//! filesystem being reclaimed, while the reclaim runs — what the node-lockup report called
 //! "production would be worse". Each thread stats, round and round, a hot
 //! set of full paths to names the generator used (found or not, each is a
 //! whole path walk from `/`).

@@ -1,4 +1,4 @@
-//! Hard links (seed 000's dentry-creator): each link is one dentry, and
+//! Hard links (the node-lockup report's dentry-creator): each link is one dentry, and
 //! links share an inode. Each generator thread links to a source file of
 //! its own: `link()` locks the source inode, so one shared source would
 //! serialise the threads. Filesystems cap the links per inode (ext4:

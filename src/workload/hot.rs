@@ -1,9 +1,9 @@
-//! The hot lookups `pollute` times, call by call (seed 001 timed a shell
+//! The hot lookups `pollute` times, call by call (the lookup-pollution report timed a shell
 //! loop of `cat /dev/null >/dev/zero`; this is the "proper C program" it
 //! asked for).
 //!
 //! The tree: two directories under the mount root, `polluted/` (where the
-//! negative dentries go, as seed 001's `/dev/null$i` went into `/dev`, the
+//! negative dentries go, as the lookup-pollution report's `/dev/null$i` went into `/dev`, the
 //! directory of its hot paths) and `other/` (never polluted), each holding
 //! [`HOT_FILES`] small files. A probe cycles through the hot set of its
 //! directory with a path relative to the root, two components deep like
@@ -90,7 +90,7 @@ impl Probe {
         }
     }
 
-    /// A lookup of an existing file: what seed 001 timed.
+    /// A lookup of an existing file: what the lookup-pollution report timed.
     pub fn is_hot(self) -> bool {
         matches!(self, Probe::StatSame | Probe::OpenSame | Probe::StatOther | Probe::OpenOther)
     }

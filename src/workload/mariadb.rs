@@ -35,7 +35,7 @@ const STOP_PATIENCE: Duration = Duration::from_secs(20);
 /// Rows of the GROUP BY table. Each row's group key is a distinct 200-byte
 /// string, so the internal temporary table of the GROUP BY (about 20 MB in
 /// memory) overflows the default `tmp_table_size` (16 MB) and goes to disk
-/// as an Aria table in the tmpdir, as seed 000's queries did; with
+/// as an Aria table in the tmpdir, as the node-lockup report's queries did; with
 /// `tmp_table_size=256M` it stays in memory.
 pub const GROUP_ROWS: u64 = 70_000;
 /// Rows of `b`, grouped by a TEXT column: MariaDB 10.11 cannot keep a

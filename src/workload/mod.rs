@@ -1,6 +1,11 @@
 //! Dentry generators: one file per kind. A generator fills one directory
 //! with `count` entries; [`create`] spreads the work over directories and
 //! threads according to the layout.
+//!
+//! In: a directory (or a filesystem of the sandbox), a kind, a count. Out:
+//! dentries in the kernel's cache, and the rate and CPU time it took.
+//! Imports `sandbox`, `procfs`, `sys` and the utilities; imported by
+//! `bench`, `report` (plain types) and `cli`.
 
 pub mod contend;
 pub mod container;
@@ -30,7 +35,7 @@ use crate::sandbox::Capacity;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
-    /// Hard links to one file: one dentry each and no new inode (about 192 bytes), as seed 000.
+    /// Hard links to one file: one dentry each and no new inode (about 192 bytes), as the node-lockup report.
     Hardlink,
     /// Empty regular files: a dentry and an inode each (about 900 bytes).
     File,
@@ -103,7 +108,7 @@ impl Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "layout", content = "dirs")]
 pub enum Layout {
-    /// All entries in one directory (seed 000).
+    /// All entries in one directory (the node-lockup report).
     Flat,
     /// Spread evenly over K directories.
     Dirs(u32),

@@ -1,4 +1,4 @@
-//! Parallel removal of a tree made by [`super::create`] (seed 002's
+//! Parallel removal of a tree made by [`super::create`] (the unlink-regression report's
 //! `rm -rf` per directory, 8-way): each worker unlinks the names of its
 //! share of the plan, then the directories go. On a disk filesystem every
 //! unlinked file's dentry stays in the cache as a negative dentry.

@@ -1,4 +1,4 @@
-//! Create then unlink, as database temporary tables do (seed 000's MariaDB
+//! Create then unlink, as database temporary tables do (the node-lockup report's MariaDB
 //! fleet): the file is gone, but on a disk filesystem its dentry stays in
 //! the cache as a negative dentry.
 

@@ -13,6 +13,11 @@
 //! around the teardown. Those counters are machine-wide, so at the end the
 //! disk filesystem, which only this run uses, is unmounted (untimed): what
 //! that frees is what the containers left on the host, and nobody else's.
+//!
+//! In: [`Options`], the calibration's edge, the sandbox. Out:
+//! [`ContainersResult`]. Imported by `cli::handlers`, `report` and
+//! `bench::mitigate` (which runs the same container life in a loop);
+//! `child` is the hidden `container-child` subcommand's side.
 
 pub mod child;
 pub mod life;

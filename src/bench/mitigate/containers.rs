@@ -85,7 +85,7 @@ pub fn read(out: impl std::io::Read, ops: Arc<AtomicU64>, runs: Arc<Mutex<Vec<Co
     for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
         if let Ok(l) = serde_json::from_str::<Line>(&line) {
             ops.store(l.ops, Ordering::Relaxed);
-            runs.lock().unwrap().push(l.container);
+            runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(l.container);
         }
     }
 }

@@ -11,6 +11,11 @@
 //! and guarded ([`knobs::Sysctls`]): their originals come back however the
 //! run ends. [`summary`] turns the samples into a row per combination and a
 //! verdict per knob.
+//!
+//! In: [`Options`], the guarded sysctls, the sandbox. Out: [`MitigateResult`].
+//! Imported by `cli::handlers` and `report`; the hidden `mitigate-worker` and
+//! `mitigate-containers` subcommands run [`worker_main`] and
+//! [`containers::worker_main`].
 
 pub mod containers;
 pub mod knobs;

@@ -302,7 +302,7 @@ fn measure(
                 let at = t0.elapsed().as_secs_f64();
                 let t = Instant::now();
                 std::fs::write(DROP_CACHES, "2").context("cannot write 2 to /proc/sys/vm/drop_caches")?;
-                drops.lock().unwrap().push((at, t.elapsed().as_secs_f64()));
+                drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((at, t.elapsed().as_secs_f64()));
                 next += every;
             }
             Ok(())
@@ -321,7 +321,7 @@ fn measure(
             std::thread::sleep(Duration::from_millis(20).min(due.saturating_duration_since(Instant::now())));
         }
         let gap = probe.finish()?.max_gap_seconds;
-        let n_drops = drops.lock().unwrap().len();
+        let n_drops = drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
         let n = ops.load(Ordering::Relaxed) - start_ops;
         samples.push(read_sample(proc, cg, t0.elapsed().as_secs_f64(), n, gap, n_drops)?);
         // A workload that stopped (ENOSPC, a failing server) ends the run.
@@ -343,7 +343,7 @@ fn measure(
             let _ = child.kill();
             let st = child.wait()?;
             let _ = reader.join();
-            containers = std::mem::take(&mut *runs.lock().unwrap());
+            containers = std::mem::take(&mut *runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
             if worker_died {
                 bail!("the containers workload stopped early ({st}): {}", sys::child_stderr(&mut child));
             }
@@ -373,7 +373,7 @@ fn measure(
         }
     }
     let limit_reached = failcnt(cg) > 0;
-    let drops = std::mem::take(&mut *drops.lock().unwrap());
+    let drops = std::mem::take(&mut *drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     Ok(RunResult {
         rep,
         memory_limit_bytes: limit,

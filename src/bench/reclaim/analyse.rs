@@ -7,6 +7,7 @@ use super::{Fits, MethodAnalysis, Method, Options, Run, SizeSummary, Unobserved}
 use crate::analysis::fit;
 use crate::analysis::interval::{self, GapSize, SizeValues};
 use crate::analysis::run_scatter;
+use crate::analysis::weighted;
 use crate::stats::{Spread, median};
 use crate::analysis::verdict::{self, Verdict};
 use crate::env::Environment;
@@ -153,9 +154,9 @@ pub fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
         time_sizes.into_iter().map(|(_, count, values)| SizeValues { count, values }).collect();
     Fits {
         time_linear: fit::linear(&time_pts),
-        time_power: interval::weighted_power(&time_values).map(|f| f.across_runs(run_scatter::TIME)),
+        time_power: weighted::weighted_power(&time_values).map(|f| f.across_runs(run_scatter::TIME)),
         gap_linear: fit::linear(&gap),
-        gap_power: interval::weighted_power(&kept).map(|f| f.across_runs(run_scatter::GAP)),
+        gap_power: weighted::weighted_power(&kept).map(|f| f.across_runs(run_scatter::GAP)),
         gap_left_out,
         time_unobserved,
     }

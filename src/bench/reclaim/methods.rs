@@ -2,7 +2,7 @@
 //! in production:
 //!
 //! - `umount`: umount(2) → shrink_dcache_for_umount walks the superblock's
-//!   whole tree (seed 000). Timed: the umount call.
+//!   whole tree (the node-lockup report). Timed: the umount call.
 //! - `ns-exit`: the filesystem is mounted only in a mount namespace whose
 //!   last process then exits, as a container dies. The kernel unmounts it
 //!   inside that process's exit (exit_task_namespaces → put_mnt_ns →
@@ -50,7 +50,7 @@ use crate::workload::{self, CreateOutcome, CreateSpec, Progress};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
-    /// umount(2): shrink_dcache_for_umount walks the superblock's tree (seed 000).
+    /// umount(2): shrink_dcache_for_umount walks the superblock's tree (the node-lockup report).
     Umount,
     /// The mount namespace's last process exits, as a container dies.
     NsExit,

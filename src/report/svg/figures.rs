@@ -194,7 +194,7 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
 /// The pollute figures: per result, the p50 latency of every probe at every
 /// pollution size (grouped bars); for all results together, the slowdown of
 /// each probe against the pollution size, with its 95 % interval, the
-/// no-change line and seed 001's figure.
+/// no-change line and the lookup-pollution report's figure.
 pub fn pollute(results: &[&PolluteResult], labels: &[String], subtitle: &str) -> Result<Vec<Figure>> {
     let many = results.len() > 1;
     let mut figures = Vec::new();

@@ -468,55 +468,33 @@ pub(super) fn draw_xy(area: &Area<'_>, plot: &XyPlot) -> Result<()> {
     Ok(())
 }
 
-/// Estimated size of a text in pixels (no font is read: about 0.5 em per
-/// character, as DejaVu/Liberation/Arial set digits and lower case).
-pub(super) fn text_size(text: &str, size: u32) -> (i32, i32) {
-    let em = f64::from(size) / 1.24;
-    ((text.chars().count() as f64 * em * 0.58).ceil() as i32, (em * 1.3).ceil() as i32)
-}
-
-/// Top-left corners for labels beside anchor points, greedily: each label
-/// takes the first spot that stays inside `bounds` and covers no label
-/// already placed and no anchor. Labels right of 70% of the width prefer
-/// the left side (rising curves leave the upper left of a point free,
-/// and the lower right).
-pub(super) fn place_labels(anchors: &[(i32, i32)], sizes: &[(i32, i32)], bounds: ((i32, i32), (i32, i32))) -> Vec<(i32, i32)> {
-    type Rect = (i32, i32, i32, i32);
-    let overlaps = |a: Rect, b: Rect| a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3;
-    let ((x0, x1), (y0, y1)) = bounds;
-    let mut placed: Vec<Rect> = Vec::new();
-    let mut out = Vec::new();
-    for (i, (&(ax, ay), &(w, h))) in anchors.iter().zip(sizes).enumerate() {
-        let right = |dy: i32| (ax + 9, ay + dy);
-        let left = |dy: i32| (ax - 9 - w, ay + dy);
-        let below = 7;
-        let above = -7 - h;
-        let mut candidates = if x1 > x0 && f64::from(ax - x0) / f64::from(x1 - x0) > 0.7 {
-            vec![left(above), left(below), right(above), right(below)]
-        } else {
-            vec![right(below), left(above), right(above), left(below)]
-        };
-        for k in 1..6 {
-            candidates.push(right(below + k * h));
-            candidates.push(left(above - k * h));
+/// The transformed x and y values that set the ranges: points, lines,
+/// marks, and the straight guides (curves never widen a plot).
+fn extent(plot: &XyPlot) -> (Vec<f64>, Vec<f64>) {
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    let mut add = |x: f64, y: f64| {
+        if let (Some(x), Some(y)) = (tr(plot.x.scale, x), tr(plot.y.scale, y)) {
+            xs.push(x);
+            ys.push(y);
         }
-        let fits = |&(x, y): &(i32, i32)| {
-            let r = (x, y, x + w, y + h);
-            x >= x0
-                && x + w <= x1
-                && y >= y0
-                && y + h <= y1
-                && !placed.iter().any(|p| overlaps(*p, r))
-                && !anchors
-                    .iter()
-                    .enumerate()
-                    .any(|(j, &(bx, by))| j != i && overlaps((bx - 6, by - 6, bx + 6, by + 6), r))
-        };
-        let spot = candidates.iter().copied().find(fits).unwrap_or(candidates[0]);
-        placed.push((spot.0, spot.1, spot.0 + w, spot.1 + h));
-        out.push(spot);
+    };
+    for s in &plot.series {
+        for &(x, y) in s.points.iter().chain(s.lines.iter().flat_map(|l| &l.points)) {
+            add(x, y);
+        }
     }
-    out
+    for m in &plot.marks {
+        add(m.x, m.y);
+    }
+    for g in &plot.guides {
+        match g.shape {
+            Shape::Horizontal(y) => ys.extend(tr(plot.y.scale, y)),
+            Shape::Vertical(x) => xs.extend(tr(plot.x.scale, x)),
+            Shape::Curve(_) => {}
+        }
+    }
+    (xs, ys)
 }
 
 #[cfg(test)]

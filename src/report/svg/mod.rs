@@ -9,6 +9,10 @@
 //! built without a font backend, so nothing here reads fonts or needs
 //! fontconfig; label widths are estimated. Every axis is drawn in a linear
 //! space: a log axis plots log10(v) and gets its own ticks.
+//!
+//! In: plain series and result structs. Out: SVG text. Imported only by
+//! `report`. Inside, one way: `axis` below `kinds` below `figures` and
+//! `containers`; `flame` on its own.
 
 mod axis;
 mod containers;

@@ -1,0 +1,55 @@
+//! `containers`: containers on overlayfs run a workload and die.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::print_table_and_json;
+use crate::analysis;
+use crate::bench;
+use crate::cli;
+use crate::env;
+use crate::output;
+use crate::procfs::ProcRoot;
+use crate::report;
+use crate::sandbox;
+use crate::state;
+use crate::status;
+
+/// `dentrylab containers`.
+pub fn run(a: cli::ContainersArgs, proc: &ProcRoot) -> Result<ExitCode> {
+    let (cpu, _) = bench::reclaim::choose_cpus(a.cpu)?;
+    let opts = bench::containers::Options {
+        count: a.count,
+        parallel: a.parallel,
+        mix: a.workload,
+        ops: a.ops,
+        rate_per_hour: a.rate,
+        fs: a.fs,
+        cpu,
+        probe_interval_us: a.probe_interval_us,
+        force: a.force,
+        profile: a.profile,
+    };
+    bench::containers::validate(&opts)?;
+    bench::containers::preflight(&opts, proc)?;
+    let edge = containers_edge(a.state_dir.unwrap_or_else(state::default_dir), proc)?;
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let mut sandbox = sandbox::Sandbox::enter()?;
+    let announce = |m: &str| eprintln!("{m}");
+    let result = bench::containers::run(&opts, &edge, &mut sandbox, proc, &announce)?;
+    print_table_and_json(&report::table::containers(&result), json.as_mut(), &result)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The lockup count of the calibration `status` uses, for the projection.
+fn containers_edge(state_dir: std::path::PathBuf, proc: &ProcRoot) -> Result<bench::containers::Edge> {
+    let used = status::calibration::Store::new(&state_dir).current()?;
+    let thresh = proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
+    let p = analysis::edge::predict(&used.model(), 0, thresh);
+    Ok(bench::containers::Edge {
+        calibration: used.name.clone(),
+        lockup_dentries: p.lockup_dentries,
+        lockup_dentries_low: None,
+    })
+}

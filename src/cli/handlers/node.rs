@@ -1,0 +1,105 @@
+//! `status` and `exporter`: this node now, as a table, JSON, a textfile, a
+//! watch, or Prometheus metrics.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::print_table_and_json;
+use crate::cli;
+use crate::error::UsageError;
+use crate::exporter;
+use crate::output;
+use crate::procfs::ProcRoot;
+use crate::report;
+use crate::state;
+use crate::status;
+
+/// The status options `status` and `exporter` share.
+fn node_options(a: cli::NodeArgs, x: cli::NodeExtraArgs) -> status::Options {
+    let mut o = status::Options::basic(ProcRoot::new(a.proc_root), a.state_dir.unwrap_or_else(state::default_dir));
+    if x.by_cgroup {
+        o.by_cgroup =
+            Some(status::cgroups::Options { root: x.cgroup_root, top: x.top as usize, debugfs: x.debugfs });
+    }
+    o.kernel_log = x.kernel_log.map(|p| {
+        if p == std::path::Path::new(status::kernel_log::KMSG) { status::kernel_log::Source::Kmsg } else { status::kernel_log::Source::File(p) }
+    });
+    o
+}
+
+/// `dentrylab status`: once, or every INTERVAL with `--watch`.
+pub fn status(a: cli::StatusArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.textfile
+        && p.extension().is_none_or(|e| e != "prom")
+    {
+        return Err(UsageError(format!(
+            "--textfile {}: node_exporter's textfile collector reads only files ending in .prom",
+            p.display()
+        ))
+        .into());
+    }
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let mut opts = node_options(a.node, a.extra);
+    if let Some(every) = a.watch {
+        opts.growth_window_seconds = Some(a.window.as_secs_f64());
+        return watch(&opts, every, a.samples, json.as_mut());
+    }
+    let s = status::run(&opts)?;
+    print_table_and_json(&report::table::status(&s), json.as_mut(), &s)?;
+    if let Some(p) = &a.textfile {
+        output::write_atomic(p, &exporter::metrics::encode(&s, s.collection_seconds))?;
+    }
+    Ok(ExitCode::from(status::exit_code(s.prediction.level, a.fail_on)))
+}
+
+/// `status --watch`: one line per sample (and one JSON object per line
+/// with --json) until Ctrl-C or `samples`.
+fn watch(opts: &status::Options, every: std::time::Duration, samples: Option<u32>, mut json: Option<&mut output::Sink>) -> Result<ExitCode> {
+    let collector = status::Collector::new(opts);
+    let start = std::time::Instant::now();
+    let mut n = 0u32;
+    loop {
+        let s = collector.collect()?;
+        let line = report::node::watch_line(&s, start.elapsed().as_secs_f64());
+        if json.as_ref().is_some_and(|j| j.is_stdout()) {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+        if let Some(j) = json.as_mut() {
+            j.write_str(&(serde_json::to_string(&s)? + "\n"))?;
+        }
+        n += 1;
+        if samples.is_some_and(|m| n >= m) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        // Sample on a fixed schedule so the interval does not drift by the collection time.
+        let next = start + every * n;
+        std::thread::sleep(next.saturating_duration_since(std::time::Instant::now()));
+    }
+}
+
+/// `dentrylab exporter`: serve /metrics until SIGTERM or Ctrl-C.
+pub fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
+    let mut status = node_options(a.node, a.extra);
+    status.growth_window_seconds = Some(status::growth::EXPORTER_WINDOW_SECONDS);
+    let limits = exporter::server::Limits { header_timeout: a.header_timeout, max_requests: a.max_requests as usize };
+    let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, limits, status };
+    // As PID 1 in a container the default action of SIGTERM is ignored:
+    // handle it. Nothing to clean up, the exporter only reads.
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])
+        .context("cannot handle SIGTERM")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                std::process::exit(0);
+            }
+        })
+        .context("cannot start the signal thread (raise the process's thread limit: ulimit -u, the pids cgroup)")?;
+    exporter::run(&opts, &|addr, calibration| {
+        eprintln!("dentrylab exporter: listening on http://{addr}/metrics (calibration: {calibration})")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

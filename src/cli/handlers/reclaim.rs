@@ -1,0 +1,168 @@
+//! `reclaim`: the sweep, with `--watchdog-check` and the calibration it
+//! saves; and the `--fs` choice `create` shares.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::print_table_and_json;
+use super::report::write_report;
+use crate::bench;
+use crate::cli;
+use crate::error::UsageError;
+use crate::output;
+use crate::probe;
+use crate::procfs::ProcRoot;
+use crate::report;
+use crate::sandbox;
+use crate::size;
+use crate::state;
+
+/// `--fs`, `--lower-fs` and `--upper-fs` of reclaim and create: the
+/// filesystem the kinds are checked against (an overlay's lower) and the
+/// overlay stack, if any.
+pub fn fs_of(w: &cli::WorkloadArgs) -> Result<(sandbox::FsType, Option<sandbox::overlay::Stack>)> {
+    match w.fs {
+        cli::FsChoice::Overlay => {
+            let stack = bench::layers::stack(w.lower_fs, w.upper_fs);
+            Ok((stack.lower, Some(stack)))
+        }
+        cli::FsChoice::Plain(fs) => {
+            if let Some(flag) = [("--lower-fs", w.lower_fs), ("--upper-fs", w.upper_fs)].iter().find(|f| f.1.is_some()) {
+                return Err(UsageError(format!(
+                    "{}: the layers of an overlay are chosen only with --fs overlay (this run uses --fs {fs}); \
+                     add --fs overlay or drop {}",
+                    flag.0, flag.0
+                ))
+                .into());
+            }
+            Ok((fs, None))
+        }
+    }
+}
+
+/// Generator threads: as asked, else one per CPU. Where the layout has
+/// fewer directories than threads, threads share a directory: they then
+/// serialise on its lock while linking, but the rest of each call (name
+/// formatting, lookup, allocation) still runs in parallel (2M hard links,
+/// one directory, 2 CPUs: 257k/s with one thread, 374k/s with two).
+pub fn generator_threads(asked: Option<u32>) -> usize {
+    if let Some(t) = asked {
+        return t as usize;
+    }
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// `dentrylab reclaim`: check, open the outputs, start the guardians, enter the
+/// sandbox, sweep (once per `--watchdog-thresh`), print, save the calibration.
+pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
+    let (cpu, control_cpu) = bench::reclaim::choose_cpus(a.cpu)?;
+    let (fs, overlay) = fs_of(&a.workload)?;
+    let (policy, policy_why) = probe::gap::Policy::choose(a.probe_policy)?;
+    let opts = bench::reclaim::Options {
+        sizes: a.sizes.list.clone(),
+        reps: a.reps,
+        kind: a.workload.kind,
+        layout: a.workload.layout,
+        threads: generator_threads(a.workload.threads),
+        fs,
+        methods: a.method.0.clone(),
+        contend: a.contend.unwrap_or(0) as usize,
+        allow_global: a.allow_global,
+        extrapolate: a.extrapolate,
+        cpu,
+        control_cpu,
+        probe_interval_us: a.probe_interval_us,
+        force: a.force,
+        unobserved_reps: a.unobserved_reps.unwrap_or(a.reps),
+        unpinned_reps: a.unpinned_reps.unwrap_or(a.unobserved_reps.unwrap_or(a.reps)),
+        profile: a.profile,
+        overlay,
+        auto: a.sizes.auto,
+        probe_policy: policy,
+        probe_policy_why: policy_why,
+    };
+    // Every usage error (exit 2) before any output file or directory is made.
+    if a.watchdog_check && !a.allow_global {
+        return Err(UsageError(
+            "--watchdog-check changes kernel.watchdog_thresh for the whole machine during the run: add --allow-global"
+                .into(),
+        )
+        .into());
+    }
+    bench::reclaim::validate(&opts)?;
+    bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;
+    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let mut markdown = output::open_opt(a.markdown.as_deref())?;
+    let report_dir = a.report.as_deref().map(output::OutDir::create).transpose()?;
+    let state = match (a.no_save, &a.state_dir) {
+        (true, _) => None,
+        // A directory the user named must work.
+        (false, Some(dir)) => Some(state::StateDir::open(dir)?),
+        // The default one may not (no home, read-only): say so and go on.
+        (false, None) => match state::StateDir::open(&state::default_dir()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("dentrylab: warning: the calibration will not be saved: {e:#} (use --state-dir DIR)");
+                None
+            }
+        },
+    };
+    // Both guardians are copies of dentrylab started outside the sandbox
+    // (sys::guardian): they clean up when it ends, however it ends.
+    let guardian = if opts.methods.contains(&bench::reclaim::Method::Memcg) {
+        Some(sandbox::cgroup::Guardian::start(proc)?)
+    } else {
+        None
+    };
+    // With --watchdog-check, one sweep per threshold: lowered (and guarded:
+    // the guardian puts the original back however the run ends) before
+    // the sandbox, set to each threshold in turn, restored at the end.
+    let mut lowered = match a.watchdog_thresh.first() {
+        Some(&t) if a.watchdog_check => Some(bench::reclaim::watchdog::lower(t)?),
+        _ => None,
+    };
+    let mut sandbox = sandbox::Sandbox::enter()?;
+    if let Some(g) = guardian {
+        sandbox.adopt(g);
+    }
+    let mut result: Option<bench::reclaim::ReclaimResult> = None;
+    let threshs: Vec<Option<u64>> =
+        if a.watchdog_check { a.watchdog_thresh.iter().map(|&t| Some(t)).collect() } else { vec![None] };
+    for thresh in threshs {
+        if let (Some(l), Some(t)) = (lowered.as_mut(), thresh) {
+            l.set(t)?;
+        }
+        let mut r = bench::reclaim::run(&opts, &mut sandbox, proc)?;
+        if let (Some(l), Some(t)) = (lowered.as_ref(), thresh) {
+            let w = bench::reclaim::watchdog::compare(&r, l.original, t);
+            match result.as_mut() {
+                Some(first) => first.watchdog_more.push(w),
+                None => r.watchdog = Some(w),
+            }
+        }
+        result.get_or_insert(r);
+    }
+    if let Some(l) = lowered {
+        l.restore()?;
+    }
+    let result = result.context("no sweep ran")?;
+
+    print_table_and_json(&report::table::reclaim(&result), json.as_mut(), &result)?;
+    if let Some(m) = markdown.as_mut() {
+        m.write_str(&report::markdown::reclaim(&result))?;
+    }
+    if let Some(dir) = &report_dir {
+        let loaded = [report::document::Loaded::Reclaim(Box::new(result.clone()))];
+        let written = write_report(dir, &loaded)?;
+        eprintln!("report written to {}", written.display());
+    }
+    if let (Some(st), Some(cal)) = (&state, result.calibration()) {
+        let p = st.save(&cal)?;
+        eprintln!("calibration saved to {}", p.display());
+    }
+    if let Some(r) = result.refused.first() {
+        anyhow::bail!("stopped before size {}: {}", size::human(r.target), r.reason);
+    }
+    Ok(ExitCode::SUCCESS)
+}
