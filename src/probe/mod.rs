@@ -5,6 +5,7 @@
 pub mod counters;
 pub mod gap;
 pub mod kmsg;
+pub mod oom;
 pub mod perf;
 pub mod profile;
 

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{Options, Sample, Workload};
 use crate::bench::containers::ContainerRun;
 use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
+use crate::probe::oom::LogMark;
 use crate::procfs::ProcRoot;
 use crate::sandbox::cgroup::MemCgroup;
 use crate::sandbox::{Capacity, Sandbox};
@@ -54,21 +55,20 @@ pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> 
     }
 }
 
-/// A run ended by the cgroup's OOM killer (`.0` processes killed): the
-/// other combinations' results are kept.
-#[derive(Debug)]
-pub struct OomKilled(pub u64);
+pub use super::oom::OomKilled;
 
-impl std::fmt::Display for OomKilled {
+/// A limit at or below what the workload uses once set up: the run was
+/// not started (the other combinations go on).
+#[derive(Debug)]
+pub struct BelowSetup(pub String);
+
+impl std::fmt::Display for BelowSetup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the memory cgroup's OOM killer killed {} of the workload's processes: the limit leaves too little for \
-             the workload's own memory; give a larger --memory-limit",
-            self.0
-        )
+        f.write_str(&self.0)
     }
 }
+
+impl std::error::Error for BelowSetup {}
 
 /// How many processes the cgroup's OOM killer killed.
 fn oom_kills(cg: &MemCgroup) -> u64 {
@@ -172,27 +172,35 @@ pub fn run(
 ) -> Result<RunResult> {
     let mut mount = sandbox.mount(opts.fs, &Capacity { entries: FS_CAPACITY, inodes: FS_CAPACITY })?;
     let cg = sandbox.memcg()?;
+    // The kernel log from here on: an OOM report of this cgroup is read from it.
+    let mut mark = LogMark::now();
     let mut r = measure(opts, server_options, drop_every, rep, sandbox, proc, &mount, &cg);
     let killed = oom_kills(&cg);
+    // Killed: the kernel's report and the counters, before the cgroup goes.
+    let mut oom = (killed > 0).then(|| super::oom::diagnose(rep, killed, &cg, &mut mark, proc));
     cg.kill_all();
     let removed = cg.remove();
     // What the run's filesystem holds in the cache at the end: what its
     // umount frees (machine-wide counters, over the few ms of the umount).
-    if let Ok(run) = r.as_mut() {
+    if r.is_ok() || oom.is_some() {
         let before = proc.dentry_state()?;
         mount.umount()?;
         let after = proc.dentry_state()?;
-        run.fs_dentries_at_end = before.nr_dentry as i64 - after.nr_dentry as i64;
-        run.fs_negative_at_end = before.nr_negative as i64 - after.nr_negative as i64;
+        let (d, n) = (before.nr_dentry as i64 - after.nr_dentry as i64, before.nr_negative as i64 - after.nr_negative as i64);
+        if let Some(k) = oom.as_mut() {
+            (k.fs_dentries, k.fs_negative) = (d, n);
+        } else if let Ok(run) = r.as_mut() {
+            (run.fs_dentries_at_end, run.fs_negative_at_end) = (d, n);
+        }
     }
     drop(mount);
-    let r = match (r, killed) {
-        (Err(e), k) if k > 0 => Err(e.context(OomKilled(k))),
-        (r, _) => r,
-    };
-    let r = r?;
+    // A run the OOM killer entered did not run as asked, even if its
+    // workload survived (mariadb's clients): it is a finding, not a row.
     removed?;
-    Ok(r)
+    match oom {
+        Some(k) => Err(OomKilled(Box::new(k)).into()),
+        None => r,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -231,11 +239,12 @@ fn measure(
     let setup_usage = usage(cg);
     let limit = opts.memory_limit.unwrap_or(setup_usage + default_headroom(opts, server_options));
     if limit <= setup_usage {
-        bail!(
-            "--memory-limit {}: the workload already uses {} once set up; give more",
+        return Err(BelowSetup(format!(
+            "limit {}: the workload already uses {} once set up; give more",
             crate::size::bytes(limit),
             crate::size::bytes(setup_usage)
-        );
+        ))
+        .into());
     }
     cg.set_limit(limit)?;
 
