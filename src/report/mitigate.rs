@@ -48,7 +48,8 @@ pub fn grid(r: &MitigateResult) -> Grid {
     let rows = r
         .rows
         .iter()
-        .filter_map(|row| {
+        .enumerate()
+        .filter_map(|(i, row)| {
             let Some(s) = row.summary.as_ref() else {
                 // Every rep OOM-killed (or not run): what the kernel said.
                 if row.oom.is_empty() && row.not_run.is_empty() {
@@ -68,7 +69,9 @@ pub fn grid(r: &MitigateResult) -> Grid {
                 row.label.clone(),
                 format!("{:.0}", s.ops_per_second.median),
                 s.throughput_vs_baseline
-                    .map_or("baseline".into(), |t| format!("×{:.2}{}", t.median, spread(t.min, t.max))),
+                    .map_or(if i == 0 { "baseline".into() } else { "– (no baseline run)".into() }, |t| {
+                        format!("×{:.2}{}", t.median, spread(t.min, t.max))
+                    }),
                 format!("{} ({})", grouped(s.fs_dentries_at_end.max(0.0) as u64), grouped(s.fs_negative_at_end.max(0.0) as u64)),
                 per_k(s.dentries_per_1000_ops),
                 per_k(s.negative_per_1000_ops),

@@ -179,9 +179,11 @@ pub fn run(
     // Killed: the kernel's report and the counters, before the cgroup goes.
     let mut oom = (killed > 0).then(|| super::oom::diagnose(rep, killed, &cg, &mut mark, proc));
     cg.kill_all();
-    let removed = cg.remove();
     // What the run's filesystem holds in the cache at the end: what its
     // umount frees (machine-wide counters, over the few ms of the umount).
+    // The umount comes before the cgroup's removal: the dentries charged to
+    // the cgroup are freed with it, and no removed (offline) cgroup is left
+    // holding them for the next run.
     if r.is_ok() || oom.is_some() {
         let before = proc.dentry_state()?;
         mount.umount()?;
@@ -194,6 +196,7 @@ pub fn run(
         }
     }
     drop(mount);
+    let removed = cg.remove();
     // A run the OOM killer entered did not run as asked, even if its
     // workload survived (mariadb's clients): it is a finding, not a row.
     removed?;
