@@ -25,9 +25,20 @@ use crate::workload::mariadb::{self, Server};
 pub const WORKER_COMMAND: &str = "__mitigate-worker";
 /// How often the worker reports its operation count.
 pub const WORKER_REPORT_EVERY: Duration = Duration::from_millis(100);
-/// Default `--memory-limit`: the cgroup's usage once the workload is set
-/// up plus this (steady workloads), so dentries compete within seconds.
+/// The default `--memory-limit` is the cgroup's usage once the workload is
+/// set up, plus a headroom for the workload's own memory, plus what the
+/// workload's kernel memory grows by over the whole run at
+/// [`GROWTH_SAFETY`] times the rate measured here
+/// ([`growth_bytes_per_second`]): so a default run does not reach its limit
+/// and runs to its duration. A limit that is reached may OOM-kill the
+/// workload whatever its size (docs/memory-limit.md): a tighter limit is
+/// for the user to ask, and gets the kernel's finding.
 pub const DEFAULT_HEADROOM_BYTES: u64 = 32 << 20;
+/// How much faster than the measured rate a machine may grow dentries
+/// before the default limit is reached (a faster or idler machine).
+pub const GROWTH_SAFETY: f64 = 2.0;
+/// The default limit is at most this share of MemAvailable when the run starts.
+pub const MAX_DEFAULT_SHARE_OF_AVAILABLE: f64 = 0.5;
 /// For mariadb, the server's own memory grows after set-up (the buffer
 /// pool fills, each connection's in-memory temporary table grows up to
 /// min(tmp_table_size, max_heap_table_size)): its headroom is this plus
@@ -36,9 +47,28 @@ pub const MARIADB_HEADROOM_BYTES: u64 = 160 << 20;
 /// MariaDB's default tmp_table_size and max_heap_table_size.
 const MARIADB_HEAP_TABLE_BYTES: u64 = 16 << 20;
 
+/// The cgroup's kernel-memory growth per second of each workload with no
+/// limit in the way (for mariadb: its usage, page cache and buffer pool
+/// included, not only kernel memory), measured on the project's VM (6.18, 2 vCPUs, loaded)
+/// with `mitigate --workload W --duration 5s --memory-limit 3G` (the
+/// cgroup's usage over the run; docs/mitigate.md has the figures), rounded up.
+pub fn growth_bytes_per_second(w: Workload) -> u64 {
+    use crate::workload::steady::Steady;
+    match w {
+        Workload::Steady(Steady::Lookups) => 160 << 20,
+        Workload::Steady(Steady::Files) => 170 << 20,
+        Workload::Steady(Steady::TempTables) => 12 << 20,
+        Workload::Containers => 6 << 20,
+        Workload::Mariadb => MARIADB_GROWTH_BYTES_PER_SECOND,
+    }
+}
+
+/// See [`growth_bytes_per_second`].
+const MARIADB_GROWTH_BYTES_PER_SECOND: u64 = 32 << 20;
+
 /// The headroom of the default limit (see the constants above).
 pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> u64 {
-    match opts.workload {
+    let own = match opts.workload {
         Workload::Steady(_) => DEFAULT_HEADROOM_BYTES,
         Workload::Containers => super::containers::HEADROOM_BYTES,
         Workload::Mariadb => {
@@ -52,7 +82,8 @@ pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> 
             let table = size("tmp_table_size").min(size("max_heap_table_size"));
             MARIADB_HEADROOM_BYTES + opts.clients as u64 * table
         }
-    }
+    };
+    own + (growth_bytes_per_second(opts.workload) as f64 * opts.duration_seconds * GROWTH_SAFETY) as u64
 }
 
 pub use super::oom::OomKilled;
@@ -240,7 +271,25 @@ fn measure(
         Workload::Steady(_) | Workload::Containers => None,
     };
     let setup_usage = usage(cg);
-    let limit = opts.memory_limit.unwrap_or(setup_usage + default_headroom(opts, server_options));
+    let limit = match opts.memory_limit {
+        Some(l) => l,
+        None => {
+            let want = setup_usage + default_headroom(opts, server_options);
+            let cap = proc.meminfo().map(|m| (m.mem_available_bytes as f64 * MAX_DEFAULT_SHARE_OF_AVAILABLE) as u64);
+            match cap {
+                Ok(c) if c < want => {
+                    notes.push(format!(
+                        "the default limit ({}) was cut to half of MemAvailable ({}): the workload may reach it \
+                         before --duration ends, and a reached limit may OOM-kill it; give a shorter --duration",
+                        crate::size::bytes(want),
+                        crate::size::bytes(c)
+                    ));
+                    c.max(setup_usage + DEFAULT_HEADROOM_BYTES)
+                }
+                _ => want,
+            }
+        }
+    };
     if limit <= setup_usage {
         return Err(BelowSetup(format!(
             "limit {}: the workload already uses {} once set up; give more",
