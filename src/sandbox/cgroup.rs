@@ -192,7 +192,8 @@ impl MemCgroup {
 
     /// Removes the cgroup (its processes must have exited).
     pub fn remove(self) -> Result<()> {
-        remove_dir_patiently(&self.dir, Duration::from_secs(2))
+        // A killed process may take seconds to exit on a loaded machine.
+        remove_dir_patiently(&self.dir, Duration::from_secs(10))
             .with_context(|| format!("cannot remove the memory cgroup {}", self.dir.display()))
     }
 }

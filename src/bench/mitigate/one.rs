@@ -130,6 +130,11 @@ pub struct RunResult {
     /// the cache at the end: what its umount freed.
     pub fs_dentries_at_end: i64,
     pub fs_negative_at_end: i64,
+    /// The most nr_dentry or nr_negative moved, machine-wide, over an
+    /// interval as long as the umount right after it: how much other
+    /// processes may have disturbed the two counts above.
+    #[serde(default)]
+    pub fs_count_noise: i64,
     pub samples: Vec<Sample>,
     /// Each drop_caches write: seconds from the start, and how long it took.
     pub drops: Vec<(f64, f64)>,
@@ -217,13 +222,21 @@ pub fn run(
     // holding them for the next run.
     if r.is_ok() || oom.is_some() {
         let before = proc.dentry_state()?;
+        let t = Instant::now();
         mount.umount()?;
         let after = proc.dentry_state()?;
+        // How far the machine-wide counters move on their own (other
+        // processes) over as long again: the uncertainty of the counts.
+        std::thread::sleep(t.elapsed().max(Duration::from_millis(5)));
+        let later = proc.dentry_state()?;
+        let noise = (later.nr_dentry as i64 - after.nr_dentry as i64)
+            .abs()
+            .max((later.nr_negative as i64 - after.nr_negative as i64).abs());
         let (d, n) = (before.nr_dentry as i64 - after.nr_dentry as i64, before.nr_negative as i64 - after.nr_negative as i64);
         if let Some(k) = oom.as_mut() {
             (k.fs_dentries, k.fs_negative) = (d, n);
         } else if let Ok(run) = r.as_mut() {
-            (run.fs_dentries_at_end, run.fs_negative_at_end) = (d, n);
+            (run.fs_dentries_at_end, run.fs_negative_at_end, run.fs_count_noise) = (d, n, noise);
         }
     }
     drop(mount);
@@ -376,12 +389,29 @@ fn measure(
     let seconds = opts.duration_seconds.ceil() as u64;
     let mut worker_died = false;
     for s in 1..=seconds {
+        let t_window = Instant::now();
         let probe = GapProbe::start(opts.cpu, DEFAULT_INTERVAL)?;
         let due = t0 + Duration::from_secs_f64((s as f64).min(opts.duration_seconds));
         while Instant::now() < due {
             std::thread::sleep(Duration::from_millis(20).min(due.saturating_duration_since(Instant::now())));
         }
-        let gap = probe.finish()?.max_gap_seconds;
+        let window = t_window.elapsed().as_secs_f64();
+        let gap = match probe.finish() {
+            Ok(p) => p.max_gap_seconds,
+            // The probe never ran on its CPU in the whole window: its longest
+            // gap is at least the window (the workload or the kernel held the CPU).
+            Err(e) if format!("{e:#}").contains("never woke up") => {
+                if !notes.iter().any(|n: &String| n.starts_with("the latency probe never ran")) {
+                    notes.push(format!(
+                        "the latency probe never ran on CPU {} in a whole second (first at {s} s): that second's longest \
+                         stretch is taken as the whole window",
+                        opts.cpu
+                    ));
+                }
+                window
+            }
+            Err(e) => return Err(e),
+        };
         let n_drops = drops.lock().unwrap().len();
         let n = ops.load(Ordering::Relaxed) - start_ops;
         samples.push(read_sample(proc, cg, t0.elapsed().as_secs_f64(), n, gap, n_drops)?);
@@ -445,6 +475,7 @@ fn measure(
         query_errors,
         fs_dentries_at_end: 0,
         fs_negative_at_end: 0,
+        fs_count_noise: 0,
         samples,
         drops,
         containers,
