@@ -57,7 +57,7 @@ pub fn growth_bytes_per_second(w: Workload) -> u64 {
     match w {
         Workload::Steady(Steady::Lookups) => 160 << 20,
         Workload::Steady(Steady::Files) => 170 << 20,
-        Workload::Steady(Steady::TempTables) => 12 << 20,
+        Workload::Steady(Steady::TempTables) => 20 << 20,
         Workload::Containers => 6 << 20,
         Workload::Mariadb => MARIADB_GROWTH_BYTES_PER_SECOND,
     }
