@@ -215,6 +215,11 @@ pub fn run(
     // Killed: the kernel's report and the counters, before the cgroup goes.
     let mut oom = (killed > 0).then(|| super::oom::diagnose(rep, killed, &cg, &mut mark, proc));
     cg.kill_all();
+    // Its processes gone, nothing holds the run's filesystem (a container's
+    // mounts) and its umount frees every dentry it has.
+    if !cg.wait_empty(Duration::from_secs(10)) {
+        bail!("the workload's processes in {} did not exit within 10 s of SIGKILL", cg.dir.display());
+    }
     // What the run's filesystem holds in the cache at the end: what its
     // umount frees (machine-wide counters, over the few ms of the umount).
     // The umount comes before the cgroup's removal: the dentries charged to
