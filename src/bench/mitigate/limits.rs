@@ -158,3 +158,67 @@ pub fn sweep(rows: &[Row], opts: &Options) -> Option<LimitSweep> {
     verdict.push_str(&format!("; {}", Knob::MemoryLimit.acts_on()));
     Some(LimitSweep { outcomes, kills_up_to, bounds_from, verdict })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opts() -> Options {
+        serde_json::from_value(json!({
+            "workload": {"steady": "lookups"}, "settings": [], "memory_limit": null, "duration_seconds": 10.0,
+            "reps": 2, "clients": 1, "mariadb_options": [], "fs": "ext4", "cpu": 0, "allow_global": false, "edge": null
+        }))
+        .unwrap()
+    }
+
+    fn run(reached: bool) -> serde_json::Value {
+        json!({"rep": 1, "memory_limit_bytes": 0, "setup_usage_bytes": 0, "limit_reached": reached,
+               "server_install_seconds": null, "server_start_seconds": null, "query_errors": 0,
+               "fs_dentries_at_end": 1000, "fs_negative_at_end": 1000, "samples": [], "drops": [], "notes": []})
+    }
+
+    fn kill(share: f64) -> serde_json::Value {
+        json!({"rep": 1, "kills": 1, "finding": "x", "report": null,
+               "split": {"usage": 100, "limit": 100, "kernel": 90, "anon": 1, "file": 0, "filled": "kernel", "kernel_share": share},
+               "cgroup_usage_bytes": null, "cgroup_kernel_bytes": null, "cgroup_stat": {}, "nr_dentry": 0, "nr_negative": 0,
+               "fs_dentries": 0, "fs_negative": 0})
+    }
+
+    fn row(mib: u64, runs: Vec<serde_json::Value>, oom: Vec<serde_json::Value>) -> Row {
+        serde_json::from_value(json!({"label": format!("memory-limit={mib}M"),
+            "settings": [["memory-limit", {"bytes": mib << 20}]], "server_options": [], "runs": runs, "summary": null,
+            "oom_killed": [], "oom": oom}))
+        .unwrap()
+    }
+
+    /// Killed at the small limits, reached and survived above: the verdict
+    /// names both edges and the kernel share at the kill.
+    #[test]
+    fn kills_below_and_bounds_from() {
+        let rows = vec![
+            row(16, vec![], vec![kill(0.96), kill(0.97)]),
+            row(32, vec![run(true)], vec![kill(0.98)]),
+            row(64, vec![run(true), run(true)], vec![]),
+            row(128, vec![run(false), run(true)], vec![]),
+        ];
+        let s = sweep(&rows, &opts()).unwrap();
+        assert_eq!(s.kills_up_to, Some(32 << 20));
+        assert_eq!(s.bounds_from, Some(64 << 20));
+        assert!(s.verdict.contains("kills this workload at 32M and below; it bounds its dentries from 64M"), "{}", s.verdict);
+        assert!(s.verdict.contains("16M (2/2 reps OOM-killed, 96–97% kernel memory at the kill)"), "{}", s.verdict);
+        assert!(s.verdict.contains("128M: limit not reached in every rep"), "{}", s.verdict);
+        assert!(s.verdict.contains("super_cache_scan needs __GFP_FS"));
+    }
+
+    /// Every limit killed: no bound; no memory-limit setting: no sweep.
+    #[test]
+    fn kills_everywhere_or_no_sweep() {
+        let s = sweep(&[row(16, vec![], vec![kill(0.9)]), row(32, vec![], vec![kill(0.9)])], &opts()).unwrap();
+        assert_eq!((s.kills_up_to, s.bounds_from), (Some(32 << 20), None));
+        assert!(s.verdict.contains("kills this workload at every limit tried up to 32M"), "{}", s.verdict);
+        let mut plain = row(16, vec![run(true)], vec![]);
+        plain.settings.clear();
+        assert!(sweep(&[plain], &opts()).is_none());
+    }
+}
