@@ -381,8 +381,10 @@ fn containers_workload_runs_containers_in_the_cgroup() {
         assert!(c["probe"]["samples"].as_u64().unwrap() > 0, "the teardown was probed: {c}");
         assert!(c["teardown_seconds"].as_f64().unwrap() > 0.0);
     }
-    // Operations are the containers' (those torn down).
-    assert_eq!(ops(run) as usize, 500 * containers.len());
+    // Operations are the containers' (those torn down by the last sample;
+    // one more may be torn down between that sample and the stop).
+    let n = ops(run) as usize;
+    assert!(n % 500 == 0 && n <= 500 * containers.len() && n + 500 >= 500 * containers.len(), "{n} ops, {} containers", containers.len());
     let s = &r["rows"][0]["summary"]["containers"];
     assert_eq!(s["containers"].as_f64().unwrap() as usize, containers.len());
     assert!(s["teardown_stretch_seconds"].as_f64().unwrap() > 0.0);
