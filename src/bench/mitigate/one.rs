@@ -33,7 +33,12 @@ pub const WORKER_REPORT_EVERY: Duration = Duration::from_millis(100);
 /// and runs to its duration. A limit that is reached may OOM-kill the
 /// workload whatever its size (docs/memory-limit.md): a tighter limit is
 /// for the user to ask, and gets the kernel's finding.
-pub const DEFAULT_HEADROOM_BYTES: u64 = 32 << 20;
+/// The headroom of the steady workloads: 128 MiB, twice the 64 MiB of
+/// kernel memory a loaded run of `lookups` on tmpfs (which keeps no
+/// dentries) was seen to hold, freed objects still charged until their RCU
+/// grace period (docs/memory-limit.md); a 2 s temp-tables run reached a
+/// 32 MiB headroom on a loaded machine.
+pub const DEFAULT_HEADROOM_BYTES: u64 = 128 << 20;
 /// How much faster than the measured rate a machine may grow dentries
 /// before the default limit is reached (a faster or idler machine).
 pub const GROWTH_SAFETY: f64 = 2.0;
