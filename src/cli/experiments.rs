@@ -115,10 +115,10 @@ pub struct MitigateArgs {
     /// What grows the dentry cache: temp-tables, lookups, files, mariadb, containers.
     #[arg(long, value_parser = clap::value_parser!(crate::bench::mitigate::Workload))]
     pub workload: crate::bench::mitigate::Workload,
-    /// KNOB=V1,V2,... (repeatable; first values = baseline): vm.vfs_cache_pressure, vm.vfs_cache_pressure_denom, fs.dentry-negative, drop-caches-every.
+    /// KNOB=V1,V2,... (repeatable; first values = baseline): vm.vfs_cache_pressure, vm.vfs_cache_pressure_denom, fs.dentry-negative, drop-caches-every (these four are global: --allow-global), memory-limit (the run's own cgroup; tmpfs allowed with it alone). fs.dentry-negative acts in d_delete() only (unlinked files), not on failed lookups' negatives.
     #[arg(long = "setting", value_name = "KNOB=V1,V2", value_parser = crate::bench::mitigate::knobs::parse_setting)]
     pub settings: Vec<crate::bench::mitigate::knobs::Setting>,
-    /// Memory limit of the workload's cgroup: 256M, 1G (default: its usage once set up + 32 MiB).
+    /// Memory limit of the workload's cgroup: 256M, 1G. Default: its usage once set up + a headroom for its own memory and freed kernel memory not yet returned (128 MiB; mariadb 160 MiB + 16 MiB per client; containers 64 MiB) + 2 × the kernel-memory growth per second measured for the workload (lookups 160 MiB, files 170 MiB, temp-tables 20 MiB, containers 6 MiB, mariadb 32 MiB: its page cache and buffers) × --duration, at most half of MemAvailable: a default run does not reach its limit. A reached limit may OOM-kill the workload (its cgroup full of dentries and inodes): the run then reports the kernel's OOM report and goes on. Compare limits with --setting memory-limit=16M,64M.
     #[arg(long, value_parser = crate::bench::mitigate::knobs::parse_memory)]
     pub memory_limit: Option<u64>,
     /// How long each combination runs: 10s, 60s, 2m (1s to 1h).
@@ -139,7 +139,7 @@ pub struct MitigateArgs {
     /// containers: operations per container, as 'containers --ops' (default: 1k; suffixes k, M; 0: the harness alone).
     #[arg(long, value_parser = parse_op_count, allow_hyphen_values = true)]
     pub container_ops: Option<u64>,
-    /// Filesystem of the workload: ext4 or xfs.
+    /// Filesystem of the workload: ext4 or xfs (tmpfs with --setting memory-limit=… alone).
     #[arg(long, default_value = "ext4", value_parser = parse_fs)]
     pub fs: FsType,
     /// CPU the workload is pinned to and probed on (default: the last this process may use).

@@ -10,6 +10,7 @@
 pub mod counters;
 pub mod gap;
 pub mod kmsg;
+pub mod oom;
 pub mod perf;
 pub mod profile;
 

@@ -109,7 +109,7 @@ fn starts_report(msg: &str) -> Option<kmsg::Alert> {
 
 /// The function of a stack line (`RIP: 0010:d_walk+0x97/0x290`,
 /// ` d_walk+0x97/0x290`, ` ? foo+0x1/0x2` is unreliable and skipped).
-fn frame(msg: &str) -> Option<&str> {
+pub(crate) fn frame(msg: &str) -> Option<&str> {
     let m = msg.trim();
     let m = match m.strip_prefix("RIP: ") {
         Some(r) => r.split_once(':').map_or(r, |(_, f)| f),

@@ -13,6 +13,7 @@ pub mod dentry_state;
 pub mod kernel_log;
 pub mod kmsg;
 pub mod meminfo;
+pub mod oom;
 pub mod shrinker;
 pub mod slabinfo;
 

@@ -44,17 +44,34 @@ pub fn grid(r: &MitigateResult) -> Grid {
     if containers {
         header.extend(["containers/min", "left per container (negative)", "teardown (longest stretch)"].map(String::from));
     }
+    let width = header.len();
     let rows = r
         .rows
         .iter()
-        .filter_map(|row| {
-            let s = row.summary.as_ref()?;
+        .enumerate()
+        .filter_map(|(i, row)| {
+            let Some(s) = row.summary.as_ref() else {
+                // Every rep OOM-killed (or not run): what the kernel said.
+                if row.oom.is_empty() && row.not_run.is_empty() {
+                    return None;
+                }
+                let mut cells = vec![row.label.clone(), "–".into()];
+                cells.push(match row.oom.iter().filter_map(|k| k.split).map(|s| s.kernel_share).reduce(f64::max) {
+                    Some(sh) => format!("OOM-killed {}/{} ({:.0}% kernel)", row.oom.len(), row.oom.len() + row.not_run.len(), sh * 100.0),
+                    None if !row.oom.is_empty() => format!("OOM-killed {}/{}", row.oom.len(), row.oom.len() + row.not_run.len()),
+                    None => "not run".into(),
+                });
+                cells.resize(width, "–".into());
+                return Some(cells);
+            };
             let spread = |a: f64, b: f64| if (b - a).abs() < 1e-9 { String::new() } else { format!(" ({a:.2}–{b:.2})") };
             Some(vec![
                 row.label.clone(),
                 format!("{:.0}", s.ops_per_second.median),
                 s.throughput_vs_baseline
-                    .map_or("baseline".into(), |t| format!("×{:.2}{}", t.median, spread(t.min, t.max))),
+                    .map_or(if i == 0 { "baseline".into() } else { "– (no baseline run)".into() }, |t| {
+                        format!("×{:.2}{}", t.median, spread(t.min, t.max))
+                    }),
                 format!("{} ({})", grouped(s.fs_dentries_at_end.max(0.0) as u64), grouped(s.fs_negative_at_end.max(0.0) as u64)),
                 per_k(s.dentries_per_1000_ops),
                 per_k(s.negative_per_1000_ops),
@@ -69,7 +86,11 @@ pub fn grid(r: &MitigateResult) -> Grid {
                 s.projected_30d_edge_share.map_or("– (no calibration)".into(), |e| {
                     format!("{:.0}% ({:.0}–{:.0}%)", e.median * 100.0, e.min * 100.0, e.max * 100.0)
                 }),
-                format!("{}/{}", s.limit_reached_runs, s.runs.len()),
+                if row.oom.is_empty() {
+                    format!("{}/{}", s.limit_reached_runs, s.runs.len())
+                } else {
+                    format!("{}/{} (+{} OOM-killed)", s.limit_reached_runs, s.runs.len(), row.oom.len())
+                },
             ])
             .map(|mut cells: Vec<String>| {
                 if containers {
@@ -93,7 +114,9 @@ fn method(r: &MitigateResult) -> String {
     let o = &r.options;
     let limits: Vec<u64> = r.rows.iter().flat_map(|row| row.runs.iter().map(|x| x.memory_limit_bytes)).collect();
     let (lo, hi) = (limits.iter().copied().min().unwrap_or(0), limits.iter().copied().max().unwrap_or(0));
+    let per_row = o.settings.iter().any(|s| s.knob == crate::bench::mitigate::knobs::Knob::MemoryLimit);
     let limit = match o.memory_limit {
+        None if per_row => "a memory cgroup limited to each combination's memory-limit".to_string(),
         Some(b) => format!("a memory cgroup limited to {}", bytes(b)),
         None if lo == hi => format!("a memory cgroup limited to {} (its usage once set up plus the headroom)", bytes(lo)),
         None => format!(

@@ -165,6 +165,22 @@ impl MemCgroup {
         kill_procs(&self.dir);
     }
 
+    /// Waits until no process is left in the cgroup (after [`kill_all`](Self::kill_all)),
+    /// at most `patience`; returns whether it emptied.
+    pub fn wait_empty(&self, patience: Duration) -> bool {
+        let t = Instant::now();
+        loop {
+            let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            if procs.trim().is_empty() {
+                return true;
+            }
+            if t.elapsed() >= patience {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Memory charged to the cgroup, bytes.
     pub fn usage_bytes(&self) -> Option<u64> {
         let f = if self.version == 2 { "memory.current" } else { "memory.usage_in_bytes" };
@@ -192,7 +208,8 @@ impl MemCgroup {
 
     /// Removes the cgroup (its processes must have exited).
     pub fn remove(self) -> Result<()> {
-        remove_dir_patiently(&self.dir, Duration::from_secs(2))
+        // A killed process may take seconds to exit on a loaded machine.
+        remove_dir_patiently(&self.dir, Duration::from_secs(10))
             .with_context(|| format!("cannot remove the memory cgroup {}", self.dir.display()))
     }
 }

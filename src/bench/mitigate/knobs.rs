@@ -26,6 +26,8 @@ pub const MAX_VALUES: usize = 16;
 /// Largest vfs_cache_pressure (and its denominator) accepted: the kernel
 /// takes any non-negative int, values past this are typing mistakes.
 pub const MAX_PRESSURE: u64 = 100_000;
+/// Smallest `memory-limit` value.
+pub const MIN_MEMORY_LIMIT: u64 = 4 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Knob {
@@ -38,11 +40,15 @@ pub enum Knob {
     /// Not a sysctl: dentrylab writes 2 to /proc/sys/vm/drop_caches on this period.
     #[serde(rename = "drop-caches-every")]
     DropCachesEvery,
+    /// Not a sysctl: the limit of the run's own memory cgroup (per
+    /// combination, instead of `--memory-limit`); nothing global.
+    #[serde(rename = "memory-limit")]
+    MemoryLimit,
 }
 
 impl Knob {
     pub const NAMES: &'static [&'static str] =
-        &["vm.vfs_cache_pressure", "vm.vfs_cache_pressure_denom", "fs.dentry-negative", "drop-caches-every"];
+        &["vm.vfs_cache_pressure", "vm.vfs_cache_pressure_denom", "fs.dentry-negative", "drop-caches-every", "memory-limit"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -50,6 +56,37 @@ impl Knob {
             Knob::VfsCachePressureDenom => "vm.vfs_cache_pressure_denom",
             Knob::DentryNegative => "fs.dentry-negative",
             Knob::DropCachesEvery => "drop-caches-every",
+            Knob::MemoryLimit => "memory-limit",
+        }
+    }
+
+    /// Whether the knob changes the whole machine (needs `--allow-global`).
+    pub fn is_global(self) -> bool {
+        self != Knob::MemoryLimit
+    }
+
+    /// The sources of negative dentries (and the dentries) the knob acts
+    /// on, for its verdict line (fs/dcache.c, fs/super.c, mm/vmscan.c).
+    pub fn acts_on(self) -> &'static str {
+        match self {
+            Knob::DentryNegative => {
+                "acts in d_delete() only: an unlinked file's dentry is dropped instead of becoming negative; the \
+                 negatives that failed lookups create (the filesystem's lookup adds the name with no inode) are untouched"
+            }
+            Knob::VfsCachePressure | Knob::VfsCachePressureDenom => {
+                "acts on every unused dentry on the LRU, negative (from unlink or a failed lookup) or positive, and \
+                 only when reclaim runs the shrinker (super_cache_count scales what it reports): under no memory \
+                 pressure it does nothing"
+            }
+            Knob::DropCachesEvery => {
+                "acts on every unused dentry of every filesystem and cgroup, negative (from unlink or a failed \
+                 lookup) or positive, at each drop (drop_slab runs the shrinkers whatever the pressure)"
+            }
+            Knob::MemoryLimit => {
+                "acts on the unused dentries charged to the run's cgroup, negative or positive, through the \
+                 cgroup's reclaim when a charge hits the limit, and only for an allocation that may enter the \
+                 filesystem (super_cache_scan needs __GFP_FS); otherwise the cgroup's OOM killer fires"
+            }
         }
     }
 
@@ -59,12 +96,12 @@ impl Knob {
             Knob::VfsCachePressure => Some("/proc/sys/vm/vfs_cache_pressure"),
             Knob::VfsCachePressureDenom => Some("/proc/sys/vm/vfs_cache_pressure_denom"),
             Knob::DentryNegative => Some("/proc/sys/fs/dentry-negative"),
-            Knob::DropCachesEvery => None,
+            Knob::DropCachesEvery | Knob::MemoryLimit => None,
         }
     }
 
     fn from_name(s: &str) -> Option<Knob> {
-        [Knob::VfsCachePressure, Knob::VfsCachePressureDenom, Knob::DentryNegative, Knob::DropCachesEvery]
+        [Knob::VfsCachePressure, Knob::VfsCachePressureDenom, Knob::DentryNegative, Knob::DropCachesEvery, Knob::MemoryLimit]
             .into_iter()
             .find(|k| k.name() == s)
     }
@@ -85,6 +122,13 @@ impl Knob {
                     return Err(format!("{}={s}: use 1s to 1h (or off)", self.name()));
                 }
                 Ok(Value::Every(d.as_secs_f64()))
+            }
+            Knob::MemoryLimit => {
+                let b = parse_memory(s).map_err(|e| format!("{}={s}: {e}", self.name()))?;
+                if b < MIN_MEMORY_LIMIT {
+                    return Err(format!("{}={s}: at least 4M (the workload's process itself needs that)", self.name()));
+                }
+                Ok(Value::Bytes(b))
             }
             _ => {
                 let (lo, hi) = match self {
@@ -127,6 +171,8 @@ pub enum Value {
     /// drop-caches-every: the period, seconds.
     Every(f64),
     Off,
+    /// memory-limit: bytes.
+    Bytes(u64),
 }
 
 impl std::fmt::Display for Value {
@@ -135,6 +181,12 @@ impl std::fmt::Display for Value {
             Value::Number(n) => write!(f, "{n}"),
             Value::Every(s) => write!(f, "{s}s"),
             Value::Off => f.write_str("off"),
+            Value::Bytes(b) => match b {
+                b if b % (1 << 30) == 0 => write!(f, "{}G", b >> 30),
+                b if b % (1 << 20) == 0 => write!(f, "{}M", b >> 20),
+                b if b % (1 << 10) == 0 => write!(f, "{}K", b >> 10),
+                b => write!(f, "{b}"),
+            },
         }
     }
 }
@@ -275,6 +327,10 @@ mod tests {
         assert_eq!(s.values, vec![Value::Number(0), Value::Number(1)]);
         let s = parse_setting("drop-caches-every=10s").unwrap();
         assert_eq!(s.values, vec![Value::Off, Value::Every(10.0)]);
+        let s = parse_setting("memory-limit=16M,1G").unwrap();
+        assert_eq!(s.values, vec![Value::Bytes(16 << 20), Value::Bytes(1 << 30)]);
+        assert_eq!(label(&combinations(&[s])[0]), "memory-limit=16M");
+        assert!(!Knob::MemoryLimit.is_global() && Knob::DentryNegative.is_global());
         let s = parse_setting("drop-caches-every=off,2m").unwrap();
         assert_eq!(s.values, vec![Value::Off, Value::Every(120.0)]);
         assert!(parse_setting("vm.vfs_cache_pressure=100,500").is_ok());
@@ -288,6 +344,8 @@ mod tests {
             "drop-caches-every=0s",
             "drop-caches-every=soon",
             "fs.dentry-negative=0,0",
+            "memory-limit=1M",
+            "memory-limit=lots",
         ] {
             assert!(parse_setting(bad).is_err(), "{bad} accepted");
         }

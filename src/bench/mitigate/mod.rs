@@ -19,7 +19,9 @@
 
 pub mod containers;
 pub mod knobs;
+pub mod limits;
 pub mod one;
+pub mod oom;
 pub mod summary;
 
 use std::sync::Arc;
@@ -150,6 +152,13 @@ pub struct Row {
     /// other rows' and reps' results are kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub oom_killed: Vec<String>,
+    /// The same reps: the kernel's OOM report, the cgroup's counters and
+    /// the dentry counts at the kill.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oom: Vec<oom::OomKill>,
+    /// Reps not run: the limit was below the workload's usage once set up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -163,6 +172,9 @@ pub struct MitigateResult {
     pub sysctls: Vec<SysctlChange>,
     pub rows: Vec<Row>,
     pub verdicts: Vec<String>,
+    /// `--setting memory-limit=…`: what each limit did, and from which it bounds the dentries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_sweep: Option<limits::LimitSweep>,
     pub notes: Vec<String>,
 }
 
@@ -173,19 +185,24 @@ pub fn validate(opts: &Options) -> Result<()> {
     if opts.duration_seconds < 1.0 || d > MAX_DURATION {
         return usage(format!("--duration {}s: use 1s to 1h", opts.duration_seconds));
     }
-    if !opts.fs.is_disk() {
+    let only_limits = !opts.settings.is_empty() && opts.settings.iter().all(|s| s.knob == Knob::MemoryLimit);
+    if !opts.fs.is_disk() && !only_limits {
         return usage(format!(
-            "--fs {}: mitigate needs a disk filesystem (ext4 or xfs): tmpfs keeps no negative dentries and cannot \
-             reclaim its files' dentries, so no knob could change anything",
+            "--fs {}: mitigate needs a disk filesystem (ext4 or xfs) for the sysctl and drop knobs: tmpfs keeps no \
+             negative dentries and cannot reclaim its files' dentries, so no such knob could change anything (tmpfs is \
+             accepted with --setting memory-limit=… alone)",
             opts.fs
         ));
+    }
+    if opts.memory_limit.is_some() && opts.settings.iter().any(|s| s.knob == Knob::MemoryLimit) {
+        return usage("--memory-limit and --setting memory-limit=…: give the limits in one of them".into());
     }
     for (i, s) in opts.settings.iter().enumerate() {
         if opts.settings[..i].iter().any(|o| o.knob == s.knob) {
             return usage(format!("--setting {}: given twice; put every value in one --setting", s.knob.name()));
         }
     }
-    if let Some(s) = opts.settings.first()
+    if let Some(s) = opts.settings.iter().find(|s| s.knob.is_global())
         && !opts.allow_global
     {
         return usage(format!(
@@ -224,7 +241,7 @@ pub fn rows(opts: &Options) -> Vec<Row> {
             let o: Vec<String> = server_options.iter().map(|(k, v)| format!("{k}={v}")).collect();
             label = format!("{label} + server {}", o.join(" "));
         }
-        Row { label, settings, server_options, runs: Vec::new(), summary: None, oom_killed: Vec::new() }
+        Row { label, settings, server_options, runs: Vec::new(), summary: None, oom_killed: Vec::new(), oom: Vec::new(), not_run: Vec::new() }
     };
     let combos = knobs::combinations(&opts.settings);
     let mut out: Vec<Row> = combos.iter().map(|c| row(c.clone(), Vec::new())).collect();
@@ -260,12 +277,11 @@ pub fn run(
             c.restored.as_deref().unwrap_or("?")
         ));
     }
-    if rows.iter().all(|r| r.runs.is_empty())
-        && let Some(first) = rows.iter().find_map(|r| r.oom_killed.first())
-    {
-        bail!("every combination was OOM-killed; the first: {first}");
+    let mut verdicts = summary::summarise(&mut rows, opts);
+    let memory_limit_sweep = limits::sweep(&rows, opts);
+    if let Some(s) = &memory_limit_sweep {
+        verdicts.push(s.verdict.clone());
     }
-    let verdicts = summary::summarise(&mut rows, opts);
     let mut notes = vec![
         "dentries held = what the run's filesystem still had in the cache at the end (the drop of dentry-state \
          across its umount, a few ms); per 1,000 ops and growth/min are from that. The machine-wide columns \
@@ -275,8 +291,8 @@ pub fn run(
             .to_string(),
     ];
     for r in &rows {
-        for k in &r.oom_killed {
-            notes.push(format!("{}: {k} — the other combinations' results are kept", r.label));
+        for k in r.oom_killed.iter().chain(&r.not_run) {
+            notes.push(format!("{}: {k}", r.label));
         }
     }
     if rows.iter().flat_map(|r| &r.runs).any(|r| !r.limit_reached) {
@@ -295,6 +311,7 @@ pub fn run(
         sysctls: changes,
         rows,
         verdicts,
+        memory_limit_sweep,
         notes,
     })
 }
@@ -316,12 +333,31 @@ fn run_rows(
                 (Knob::DropCachesEvery, Value::Every(s)) => Some(*s),
                 _ => None,
             });
-            match one::run(opts, &row.server_options, drop_every, rep, sandbox, proc) {
+            // memory-limit=…: this row's limit instead of --memory-limit.
+            let limited;
+            let o = match row.settings.iter().find_map(|(k, v)| match (k, v) {
+                (Knob::MemoryLimit, Value::Bytes(b)) => Some(*b),
+                _ => None,
+            }) {
+                Some(b) => {
+                    limited = Options { memory_limit: Some(b), ..opts.clone() };
+                    &limited
+                }
+                None => opts,
+            };
+            match one::run(o, &row.server_options, drop_every, rep, sandbox, proc) {
                 Ok(r) => row.runs.push(r),
-                Err(e) if e.downcast_ref::<one::OomKilled>().is_some() => {
-                    let line = format!("rep {rep}: {e:#}");
+                Err(e) if e.downcast_ref::<oom::OomKilled>().is_some() => {
+                    let Ok(k) = e.downcast::<oom::OomKilled>() else { unreachable!("checked above") };
+                    let line = format!("rep {rep}: {}", k.0.finding);
                     announce(&format!("{}: {line}; going on with the other combinations", row.label));
                     row.oom_killed.push(line);
+                    row.oom.push(*k.0);
+                }
+                Err(e) if e.downcast_ref::<one::BelowSetup>().is_some() => {
+                    let line = format!("rep {rep}: not run: {e}");
+                    announce(&format!("{}: {line}; going on with the other combinations", row.label));
+                    row.not_run.push(line);
                 }
                 Err(e) => return Err(e.context(format!("{} (rep {rep})", row.label))),
             }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{Options, Sample, Workload};
 use crate::bench::containers::ContainerRun;
 use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
+use crate::probe::oom::LogMark;
 use crate::procfs::ProcRoot;
 use crate::sandbox::cgroup::MemCgroup;
 use crate::sandbox::{Capacity, Sandbox};
@@ -24,9 +25,25 @@ use crate::workload::mariadb::{self, Server};
 pub const WORKER_COMMAND: &str = "__mitigate-worker";
 /// How often the worker reports its operation count.
 pub const WORKER_REPORT_EVERY: Duration = Duration::from_millis(100);
-/// Default `--memory-limit`: the cgroup's usage once the workload is set
-/// up plus this (steady workloads), so dentries compete within seconds.
-pub const DEFAULT_HEADROOM_BYTES: u64 = 32 << 20;
+/// The default `--memory-limit` is the cgroup's usage once the workload is
+/// set up, plus a headroom for the workload's own memory, plus what the
+/// workload's kernel memory grows by over the whole run at
+/// [`GROWTH_SAFETY`] times the rate measured here
+/// ([`growth_bytes_per_second`]): so a default run does not reach its limit
+/// and runs to its duration. A limit that is reached may OOM-kill the
+/// workload whatever its size (docs/memory-limit.md): a tighter limit is
+/// for the user to ask, and gets the kernel's finding.
+/// The headroom of the steady workloads: 128 MiB, twice the 64 MiB of
+/// kernel memory a loaded run of `lookups` on tmpfs (which keeps no
+/// dentries) was seen to hold, freed objects still charged until their RCU
+/// grace period (docs/memory-limit.md); a 2 s temp-tables run reached a
+/// 32 MiB headroom on a loaded machine.
+pub const DEFAULT_HEADROOM_BYTES: u64 = 128 << 20;
+/// How much faster than the measured rate a machine may grow dentries
+/// before the default limit is reached (a faster or idler machine).
+pub const GROWTH_SAFETY: f64 = 2.0;
+/// The default limit is at most this share of MemAvailable when the run starts.
+pub const MAX_DEFAULT_SHARE_OF_AVAILABLE: f64 = 0.5;
 /// For mariadb, the server's own memory grows after set-up (the buffer
 /// pool fills, each connection's in-memory temporary table grows up to
 /// min(tmp_table_size, max_heap_table_size)): its headroom is this plus
@@ -35,9 +52,28 @@ pub const MARIADB_HEADROOM_BYTES: u64 = 160 << 20;
 /// MariaDB's default tmp_table_size and max_heap_table_size.
 const MARIADB_HEAP_TABLE_BYTES: u64 = 16 << 20;
 
+/// The cgroup's kernel-memory growth per second of each workload with no
+/// limit in the way (for mariadb: its usage, page cache and buffer pool
+/// included, not only kernel memory), measured on the project's VM (6.18, 2 vCPUs, loaded)
+/// with `mitigate --workload W --duration 5s --memory-limit 3G` (the
+/// cgroup's usage over the run; docs/mitigate.md has the figures), rounded up.
+pub fn growth_bytes_per_second(w: Workload) -> u64 {
+    use crate::workload::steady::Steady;
+    match w {
+        Workload::Steady(Steady::Lookups) => 160 << 20,
+        Workload::Steady(Steady::Files) => 170 << 20,
+        Workload::Steady(Steady::TempTables) => 20 << 20,
+        Workload::Containers => 6 << 20,
+        Workload::Mariadb => MARIADB_GROWTH_BYTES_PER_SECOND,
+    }
+}
+
+/// See [`growth_bytes_per_second`].
+const MARIADB_GROWTH_BYTES_PER_SECOND: u64 = 32 << 20;
+
 /// The headroom of the default limit (see the constants above).
 pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> u64 {
-    match opts.workload {
+    let own = match opts.workload {
         Workload::Steady(_) => DEFAULT_HEADROOM_BYTES,
         Workload::Containers => super::containers::HEADROOM_BYTES,
         Workload::Mariadb => {
@@ -51,24 +87,24 @@ pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> 
             let table = size("tmp_table_size").min(size("max_heap_table_size"));
             MARIADB_HEADROOM_BYTES + opts.clients as u64 * table
         }
-    }
+    };
+    own + (growth_bytes_per_second(opts.workload) as f64 * opts.duration_seconds * GROWTH_SAFETY) as u64
 }
 
-/// A run ended by the cgroup's OOM killer (`.0` processes killed): the
-/// other combinations' results are kept.
+pub use super::oom::OomKilled;
+
+/// A limit at or below what the workload uses once set up: the run was
+/// not started (the other combinations go on).
 #[derive(Debug)]
-pub struct OomKilled(pub u64);
+pub struct BelowSetup(pub String);
 
-impl std::fmt::Display for OomKilled {
+impl std::fmt::Display for BelowSetup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the memory cgroup's OOM killer killed {} of the workload's processes: the limit leaves too little for \
-             the workload's own memory; give a larger --memory-limit",
-            self.0
-        )
+        f.write_str(&self.0)
     }
 }
+
+impl std::error::Error for BelowSetup {}
 
 /// How many processes the cgroup's OOM killer killed.
 fn oom_kills(cg: &MemCgroup) -> u64 {
@@ -99,6 +135,11 @@ pub struct RunResult {
     /// the cache at the end: what its umount freed.
     pub fs_dentries_at_end: i64,
     pub fs_negative_at_end: i64,
+    /// The most nr_dentry or nr_negative moved, machine-wide, over an
+    /// interval as long as the umount right after it: how much other
+    /// processes may have disturbed the two counts above.
+    #[serde(default)]
+    pub fs_count_noise: i64,
     pub samples: Vec<Sample>,
     /// Each drop_caches write: seconds from the start, and how long it took.
     pub drops: Vec<(f64, f64)>,
@@ -172,27 +213,51 @@ pub fn run(
 ) -> Result<RunResult> {
     let mut mount = sandbox.mount(opts.fs, &Capacity { entries: FS_CAPACITY, inodes: FS_CAPACITY })?;
     let cg = sandbox.memcg()?;
+    // The kernel log from here on: an OOM report of this cgroup is read from it.
+    let mut mark = LogMark::now();
     let mut r = measure(opts, server_options, drop_every, rep, sandbox, proc, &mount, &cg);
     let killed = oom_kills(&cg);
+    // Killed: the kernel's report and the counters, before the cgroup goes.
+    let mut oom = (killed > 0).then(|| super::oom::diagnose(rep, killed, &cg, &mut mark, proc));
     cg.kill_all();
-    let removed = cg.remove();
+    // Its processes gone, nothing holds the run's filesystem (a container's
+    // mounts) and its umount frees every dentry it has.
+    if !cg.wait_empty(Duration::from_secs(10)) {
+        bail!("the workload's processes in {} did not exit within 10 s of SIGKILL", cg.dir.display());
+    }
     // What the run's filesystem holds in the cache at the end: what its
     // umount frees (machine-wide counters, over the few ms of the umount).
-    if let Ok(run) = r.as_mut() {
+    // The umount comes before the cgroup's removal: the dentries charged to
+    // the cgroup are freed with it, and no removed (offline) cgroup is left
+    // holding them for the next run.
+    if r.is_ok() || oom.is_some() {
         let before = proc.dentry_state()?;
+        let t = Instant::now();
         mount.umount()?;
         let after = proc.dentry_state()?;
-        run.fs_dentries_at_end = before.nr_dentry as i64 - after.nr_dentry as i64;
-        run.fs_negative_at_end = before.nr_negative as i64 - after.nr_negative as i64;
+        // How far the machine-wide counters move on their own (other
+        // processes) over as long again: the uncertainty of the counts.
+        std::thread::sleep(t.elapsed().max(Duration::from_millis(5)));
+        let later = proc.dentry_state()?;
+        let noise = (later.nr_dentry as i64 - after.nr_dentry as i64)
+            .abs()
+            .max((later.nr_negative as i64 - after.nr_negative as i64).abs());
+        let (d, n) = (before.nr_dentry as i64 - after.nr_dentry as i64, before.nr_negative as i64 - after.nr_negative as i64);
+        if let Some(k) = oom.as_mut() {
+            (k.fs_dentries, k.fs_negative) = (d, n);
+        } else if let Ok(run) = r.as_mut() {
+            (run.fs_dentries_at_end, run.fs_negative_at_end, run.fs_count_noise) = (d, n, noise);
+        }
     }
     drop(mount);
-    let r = match (r, killed) {
-        (Err(e), k) if k > 0 => Err(e.context(OomKilled(k))),
-        (r, _) => r,
-    };
-    let r = r?;
+    let removed = cg.remove();
+    // A run the OOM killer entered did not run as asked, even if its
+    // workload survived (mariadb's clients): it is a finding, not a row.
     removed?;
-    Ok(r)
+    match oom {
+        Some(k) => Err(OomKilled(Box::new(k)).into()),
+        None => r,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -229,13 +294,32 @@ fn measure(
         Workload::Steady(_) | Workload::Containers => None,
     };
     let setup_usage = usage(cg);
-    let limit = opts.memory_limit.unwrap_or(setup_usage + default_headroom(opts, server_options));
+    let limit = match opts.memory_limit {
+        Some(l) => l,
+        None => {
+            let want = setup_usage + default_headroom(opts, server_options);
+            let cap = proc.meminfo().map(|m| (m.mem_available_bytes as f64 * MAX_DEFAULT_SHARE_OF_AVAILABLE) as u64);
+            match cap {
+                Ok(c) if c < want => {
+                    notes.push(format!(
+                        "the default limit ({}) was cut to half of MemAvailable ({}): the workload may reach it \
+                         before --duration ends, and a reached limit may OOM-kill it; give a shorter --duration",
+                        crate::size::bytes(want),
+                        crate::size::bytes(c)
+                    ));
+                    c.max(setup_usage + DEFAULT_HEADROOM_BYTES)
+                }
+                _ => want,
+            }
+        }
+    };
     if limit <= setup_usage {
-        bail!(
-            "--memory-limit {}: the workload already uses {} once set up; give more",
+        return Err(BelowSetup(format!(
+            "limit {}: the workload already uses {} once set up; give more",
             crate::size::bytes(limit),
             crate::size::bytes(setup_usage)
-        );
+        ))
+        .into());
     }
     cg.set_limit(limit)?;
 
@@ -315,12 +399,29 @@ fn measure(
     let seconds = opts.duration_seconds.ceil() as u64;
     let mut worker_died = false;
     for s in 1..=seconds {
+        let t_window = Instant::now();
         let probe = GapProbe::start(opts.cpu, DEFAULT_INTERVAL)?;
         let due = t0 + Duration::from_secs_f64((s as f64).min(opts.duration_seconds));
         while Instant::now() < due {
             std::thread::sleep(Duration::from_millis(20).min(due.saturating_duration_since(Instant::now())));
         }
-        let gap = probe.finish()?.max_gap_seconds;
+        let window = t_window.elapsed().as_secs_f64();
+        let gap = match probe.finish() {
+            Ok(p) => p.max_gap_seconds,
+            // The probe never ran on its CPU in the whole window: its longest
+            // gap is at least the window (the workload or the kernel held the CPU).
+            Err(e) if format!("{e:#}").contains("never woke up") => {
+                if !notes.iter().any(|n: &String| n.starts_with("the latency probe never ran")) {
+                    notes.push(format!(
+                        "the latency probe never ran on CPU {} in a whole second (first at {s} s): that second's longest \
+                         stretch is taken as the whole window",
+                        opts.cpu
+                    ));
+                }
+                window
+            }
+            Err(e) => return Err(e),
+        };
         let n_drops = drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
         let n = ops.load(Ordering::Relaxed) - start_ops;
         samples.push(read_sample(proc, cg, t0.elapsed().as_secs_f64(), n, gap, n_drops)?);
@@ -384,6 +485,7 @@ fn measure(
         query_errors,
         fs_dentries_at_end: 0,
         fs_negative_at_end: 0,
+        fs_count_noise: 0,
         samples,
         drops,
         containers,

@@ -246,16 +246,22 @@ pub fn summarise(rows: &mut [Row], opts: &Options) -> Vec<String> {
             .filter(|(a, b)| a.1 != b.1)
             .map(|(a, b)| (a.0, b.1, a.1))
             .collect();
-        let what = match (diffs.as_slice(), row.server_options.is_empty()) {
-            ([(k, from, to)], true) => format!("{} {from} → {to}", k.name()),
+        let (what, acts_on) = match (diffs.as_slice(), row.server_options.is_empty()) {
+            // The limits have their own verdict (limits::sweep).
+            ([(Knob::MemoryLimit, _, _)], true) => continue,
+            ([(k, from, to)], true) => (format!("{} {from} → {to}", k.name()), Some(k.acts_on())),
             ([], false) => {
                 let o: Vec<String> = row.server_options.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                format!("server {}", o.join(" "))
+                (format!("server {}", o.join(" ")), None)
             }
             _ => continue,
         };
         let (Some(b), Some(s)) = (&baseline.summary, &row.summary) else { continue };
-        out.push(verdict(&what, b, s, ops_name));
+        let mut line = verdict(&what, b, s, ops_name);
+        if let Some(a) = acts_on {
+            line.push_str(&format!("; this knob {a}"));
+        }
+        out.push(line);
     }
     out
 }
@@ -346,6 +352,8 @@ mod tests {
             runs: Vec::new(),
             summary: None,
             oom_killed: if oom { vec!["rep 1: OOM".into()] } else { Vec::new() },
+            oom: Vec::new(),
+            not_run: Vec::new(),
         };
         let mut rows = vec![row("a", 100, true), row("b", 500, true)];
         let verdicts = summarise(&mut rows, &opts);
