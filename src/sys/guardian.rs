@@ -9,18 +9,35 @@
 //! the guardian does its clean-up (put a sysctl back, remove cgroups).
 
 use std::ffi::OsStr;
+use std::fs::File;
 use std::io::Read;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result};
-
 
 /// The hidden subcommand of a guardian that writes a sysctl's original value
 /// back when dentrylab ends (`dentrylab __sysctl-guard PATH VALUE`).
 pub const SYSCTL_GUARD_COMMAND: &str = "__sysctl-guard";
 
+/// Where the lock of a sysctl lives: one file per sysctl, so that runs
+/// changing different settings do not wait for each other.
+pub const SYSCTL_LOCK_DIR: &str = "/run/lock";
+
 pub struct Guardian {
     child: Option<Child>,
+    /// The sysctl's lock, shared with the guardian (its standard output is
+    /// the same open file): released only when both have let it go, so
+    /// after the guardian has put the value back.
+    lock: Option<File>,
+}
+
+/// The lock file of the sysctl at `path` (`/proc/sys/fs/dentry-negative` →
+/// `/run/lock/dentrylab-sysctl-fs.dentry-negative.lock`).
+pub fn sysctl_lock_path(path: &str) -> PathBuf {
+    let name = path.trim_start_matches("/proc/sys/").replace('/', ".");
+    let dir = if std::path::Path::new(SYSCTL_LOCK_DIR).is_dir() { PathBuf::from(SYSCTL_LOCK_DIR) } else { std::env::temp_dir() };
+    dir.join(format!("dentrylab-sysctl-{name}.lock"))
 }
 
 impl Guardian {
@@ -37,7 +54,46 @@ impl Guardian {
         cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::inherit());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child = cmd.spawn().with_context(|| format!("cannot start the {what} guardian"))?;
-        Ok(Guardian { child: Some(child) })
+        Ok(Guardian { child: Some(child), lock: None })
+    }
+
+    /// Guards the sysctl at `path`: takes its lock (waiting, with one line
+    /// on stderr, while another dentrylab run holds it), reads the original
+    /// value, and starts a guardian that writes it back when dentrylab ends.
+    /// Returns the guardian and the original. Two runs that change the same
+    /// sysctl at once would otherwise each save what the other wrote, and
+    /// the later restore would leave the other's value behind.
+    pub fn sysctl(path: &str, what: &str) -> Result<(Guardian, String)> {
+        let lock_path = sysctl_lock_path(path);
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("cannot open the lock of {what}, {}", lock_path.display()))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                eprintln!(
+                    "dentrylab: waiting for another dentrylab run that has changed {what} to put it back ({})",
+                    lock_path.display()
+                );
+                lock.lock().with_context(|| format!("cannot lock {}", lock_path.display()))?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+            }
+        }
+        let original = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {path}: this kernel has no {what}"))?
+            .trim()
+            .to_string();
+        let held = lock.try_clone().with_context(|| format!("cannot share the lock of {what} with its guardian"))?;
+        let mut cmd = Command::new(super::SELF_EXE);
+        cmd.args([SYSCTL_GUARD_COMMAND, path, &original]).stdin(Stdio::piped()).stdout(held).stderr(Stdio::inherit());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let child = cmd.spawn().with_context(|| format!("cannot start the {what} guardian"))?;
+        Ok((Guardian { child: Some(child), lock: Some(lock) }, original))
     }
 
     /// Lets the guardian go: closes its pipe and waits until it has done
@@ -51,6 +107,7 @@ impl Guardian {
             drop(g.stdin.take());
             let _ = g.wait();
         }
+        self.lock = None;
     }
 }
 

@@ -14,7 +14,6 @@ use crate::sys::guardian::Guardian;
 
 /// The hidden subcommand of the guardian that puts a sysctl back (shared
 /// with `reclaim --watchdog-check`).
-pub use crate::sys::guardian::SYSCTL_GUARD_COMMAND as GUARD_COMMAND;
 
 /// Shortest and longest `drop-caches-every`.
 pub const MIN_DROP_EVERY: Duration = Duration::from_secs(1);
@@ -266,11 +265,7 @@ impl Sysctls {
         let mut guarded = Vec::new();
         for s in settings {
             let Some(path) = s.knob.sysctl_path() else { continue };
-            let original = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {path}: this kernel has no {}", s.knob.name()))?
-                .trim()
-                .to_string();
-            let g = Guardian::spawn([GUARD_COMMAND, path, &original], s.knob.name())?;
+            let (g, original) = Guardian::sysctl(path, s.knob.name())?;
             let change = SysctlChange {
                 name: s.knob.name().into(),
                 path: path.into(),

@@ -27,14 +27,10 @@ pub struct Lowered {
     pub lowered: u64,
 }
 
-/// Hidden subcommand of the guardian that puts a sysctl back.
-pub use crate::sys::guardian::SYSCTL_GUARD_COMMAND as GUARD_COMMAND;
-
 /// Lowers watchdog_thresh to `to`. Call outside the sandbox.
 pub fn lower(to: u64) -> Result<Lowered> {
-    let original_text = std::fs::read_to_string(SYSCTL).with_context(|| format!("cannot read {SYSCTL}"))?;
-    let original: u64 = original_text.trim().parse().with_context(|| format!("{SYSCTL}: not a number"))?;
-    let guardian = Guardian::spawn([GUARD_COMMAND, SYSCTL, &original.to_string()], "watchdog_thresh")?;
+    let (guardian, original_text) = Guardian::sysctl(SYSCTL, "kernel.watchdog_thresh")?;
+    let original: u64 = original_text.parse().with_context(|| format!("{SYSCTL}: not a number"))?;
     std::fs::write(SYSCTL, format!("{to}\n")).with_context(|| {
         format!("cannot set {SYSCTL} to {to} (lowering the watchdog threshold needs root in the initial namespace)")
     })?;
