@@ -116,6 +116,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench::reclaim::watchdog::guard_main(&path, &value)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Vm(a) => cli::vm::run(a),
+        Command::VmInit => bench::vm::init::main(),
+        Command::VmGuard { paths } => bench::vm::guard_main(&paths).map(|_| ExitCode::SUCCESS),
         Command::CgroupGuard { parent, pid } => {
             sandbox::cgroup::guard_main(&parent, pid)?;
             Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@ pub mod layers;
 pub mod pollute;
 pub mod reclaim;
 pub mod scale;
+pub mod vm;
 
 use anyhow::Result;
 

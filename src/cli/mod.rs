@@ -12,6 +12,7 @@ use crate::workload::{Kind, Layout};
 
 mod experiments;
 mod node;
+pub mod vm;
 
 pub use experiments::*;
 pub use node::*;
@@ -91,6 +92,18 @@ pub enum Command {
     ContainerChild {
         /// The container's spec, as JSON.
         spec: String,
+    },
+    /// Run a dentrylab command in a virtual machine per kernel and preemption model; one matrix of the results.
+    #[command(long_about = vm::VM_ABOUT)]
+    Vm(vm::VmArgs),
+    /// Internal: the guest's init (PID 1 of the initramfs 'vm' builds).
+    #[command(name = "__vm-init", hide = true)]
+    VmInit,
+    /// Internal: removes a 'vm' run's temporary directories when dentrylab ends, however it ends.
+    #[command(name = "__vm-guard", hide = true)]
+    VmGuard {
+        /// Directories to remove.
+        paths: Vec<PathBuf>,
     },
     /// Internal: the generator child of `reclaim --method ns-exit|memcg`.
     #[command(name = "__reclaim-child", hide = true)]

@@ -11,6 +11,7 @@ pub mod node;
 pub mod profile;
 pub mod svg;
 pub mod table;
+pub mod vm_table;
 
 use crate::bench::churn::ChurnResult;
 use crate::bench::pollute::PolluteResult;
