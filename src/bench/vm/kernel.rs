@@ -192,7 +192,12 @@ impl Cache {
                 .with_context(|| format!("kernel {name}: depmod (kmod) could not index its modules"))?;
         }
         std::fs::create_dir_all(dir.parent().context("cache dir")?)?;
-        std::fs::rename(&root, dir).with_context(|| format!("cannot move the kernel into {}", dir.display()))?;
+        if let Err(e) = std::fs::rename(&root, dir) {
+            // Another dentrylab fetched the same kernel meanwhile: use its copy.
+            if !dir.join("boot").is_dir() {
+                return Err(e).with_context(|| format!("cannot move the kernel into {}", dir.display()));
+            }
+        }
         let _ = std::fs::remove_dir_all(&partial);
         Ok(())
     }
