@@ -93,7 +93,7 @@ fn bad_input_is_one_line_and_exit_2() {
         v.extend_from_slice(extra);
         v
     };
-    usage_error("vm", &with(&["--clock", "icount:x", "--", "reclaim"]), &["--clock", "icount:SHIFT"]);
+    usage_error("vm", &with(&["--clock", "icount:x", "--", "reclaim"]), &["--clock", "SHIFT"]);
     usage_error("vm", &with(&["--accel", "xen", "--", "reclaim"]), &["xen"]);
     usage_error("vm", &with(&["--preempt", "rt", "--", "reclaim"]), &["rt"]);
     usage_error("vm", &["--kernel", "6.12-rt", "--", "reclaim"], &["6.12-rt", "linux-image-"]);

@@ -101,6 +101,12 @@ impl VmArgs {
         if self.command.iter().any(|a| a == "--json" || a.starts_with("--json=")) {
             return Err(UsageError("the command after -- takes no --json: vm adds its own and gathers the results (use vm's --json)".into()).into());
         }
+        if self.accel == AccelArg::Kvm && self.clock != Clock::Host {
+            return Err(UsageError(
+                "--accel kvm with --clock icount: QEMU counts instructions only under TCG; use --accel tcg".into(),
+            )
+            .into());
+        }
         // The command must parse here as it will in the guest.
         let argv = std::iter::once("dentrylab".to_string()).chain(self.command.iter().cloned());
         if let Err(e) = super::Cli::try_parse_from(argv) {

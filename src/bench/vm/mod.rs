@@ -231,7 +231,7 @@ fn choose_accel(
 ) -> Result<(Accel, String)> {
     match (o.accel, o.clock) {
         (AccelChoice::Kvm, Clock::Icount(_)) => {
-            Err(UsageError("--accel kvm with --clock icount: QEMU counts instructions only under TCG; use --accel tcg".into()).into())
+            Err(UsageError("--accel kvm with --clock icount: QEMU counts instructions only under TCG".into()).into())
         }
         (AccelChoice::Kvm, _) => Ok((Accel::Kvm, "asked for (--accel kvm)".into())),
         (AccelChoice::Tcg, _) => Ok((Accel::Tcg, "asked for (--accel tcg)".into())),
