@@ -14,8 +14,12 @@ use anyhow::{Context, Result};
 use super::init::{CONFIG_PATH, GuestConfig, INIT_PATH};
 
 /// Modules loaded in the guest when the kernel has them as modules: the
-/// filesystems and the loop device of `--fs` and overlay stacks.
-pub const MODULES: [&str; 4] = ["loop", "ext4", "xfs", "overlay"];
+/// filesystems and the loop device of `--fs` and overlay stacks, after
+/// the crc32c implementations that libcrc32c (xfs) and ext4's checksums
+/// ask the crypto API for at run time (a soft dependency: modules.dep
+/// does not list it, and the guest has no modprobe to load it on demand,
+/// so without it libcrc32c fails with ENOENT).
+pub const MODULES: [&str; 6] = ["crc32c_generic", "crc32c-intel", "loop", "ext4", "xfs", "overlay"];
 
 /// Host tools the disk filesystems need (src/sandbox/disk.rs), copied when
 /// the host has them.
