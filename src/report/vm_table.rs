@@ -138,3 +138,64 @@ pub fn render(m: &Matrix) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::vm::channel::Transcript;
+    use crate::bench::vm::{HostInfo, Matrix};
+
+    fn matrix() -> Matrix {
+        let t = Transcript::parse(include_str!("../../tests/fixtures/vm/channel.txt"));
+        let hello = t.hello.unwrap();
+        let row = Row {
+            kernel_spec: "linux-image-6.12.117+deb13-cloud-amd64".into(),
+            kernel_release: hello.release.clone(),
+            preempt: hello.preempt.clone(),
+            preempt_requested: None,
+            accel: "tcg".into(),
+            clock: "host".into(),
+            emulated: true,
+            memory_bytes: 2 << 30,
+            cpus: 2,
+            wall_seconds: 30.0,
+            result: Some(serde_json::value::RawValue::from_string(t.result.unwrap()).unwrap()),
+            kernel_log: t.kernel_log,
+            error: None,
+            console_tail: vec![],
+        };
+        let mut failed = row.clone();
+        failed.result = None;
+        failed.error = Some("no report within 60 s (--timeout)".into());
+        Matrix {
+            schema: crate::bench::vm::SCHEMA.into(),
+            started_at: "2026-11-25T08:43:00Z".into(),
+            host: HostInfo { kernel: "6.18".into(), cpus: 2, memory_bytes: 24 << 30 },
+            command: vec!["reclaim".into()],
+            accel_reason: "asked for (--accel tcg)".into(),
+            rows: vec![row, failed],
+        }
+    }
+
+    #[test]
+    fn a_guest_reclaim_gives_the_rows_figures() {
+        let m = matrix();
+        let r = reclaim_of(&m.rows[0]).expect("the recorded result is a reclaim result");
+        let f = figures(&r);
+        assert_eq!(f.path, "tmpfs hardlink umount");
+        assert!(f.ns_per_dentry.is_some_and(|v| v > 0.0));
+        let (gap, share) = f.longest.expect("longest stretch");
+        assert!(gap > 0.0 && share > 0.0 && share < 1.0, "{gap} {share}");
+        assert!(reclaim_of(&m.rows[1]).is_none());
+    }
+
+    #[test]
+    fn the_table_marks_emulated_rows_and_lists_errors() {
+        let out = render(&super::tests::matrix());
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("kernel") && lines[2].contains("tcg/host"), "{out}");
+        assert!(lines[3].contains("[2]"), "{out}");
+        assert!(out.contains("emulated") && out.contains("never with the host row"), "{out}");
+        assert!(out.contains("[2] linux-image-6.12.117+deb13-cloud-amd64: no report within 60 s"), "{out}");
+    }
+}
