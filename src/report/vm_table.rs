@@ -9,6 +9,9 @@ use crate::report::Grid;
 use crate::report::table::render_grid;
 use crate::size::human;
 
+/// An exponent with its 90% interval (the high end unbounded as `None`).
+pub type Exponent = (f64, Option<(f64, Option<f64>)>);
+
 /// The figures of one row's reclaim result, as the table shows them.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Figures {
@@ -16,7 +19,7 @@ pub struct Figures {
     pub ns_per_dentry: Option<f64>,
     /// Longest stretch at the largest size, seconds, and its share of that reclaim.
     pub longest: Option<(f64, f64)>,
-    pub gap_exponent: Option<(f64, Option<(f64, Option<f64>)>)>,
+    pub gap_exponent: Option<Exponent>,
     pub edge: Option<String>,
     pub watchdog: Vec<String>,
     pub heaviest: Option<String>,

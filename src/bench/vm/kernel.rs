@@ -313,7 +313,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
     let err = sys::child_stderr(&mut child);
     let status = child.wait()?;
     if !status.success() {
-        let last = err.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("").to_string();
+        let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("").to_string();
         anyhow::bail!("{what} failed ({status}): {last}");
     }
     Ok(())

@@ -99,7 +99,7 @@ pub const CONSOLE_TAIL_LINES: usize = 25;
 
 /// QEMU's arguments for `boot` on `m`.
 pub fn args(m: &Machine, b: &Boot) -> Vec<String> {
-    let mut append = vec!["console=ttyS0", "quiet", "panic=-1", "rdinit=/dentrylab"].join(" ");
+    let mut append = ["console=ttyS0", "quiet", "panic=-1", "rdinit=/dentrylab"].join(" ");
     if let Some(p) = b.preempt {
         append += &format!(" preempt={p}");
     }
