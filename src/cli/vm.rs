@@ -63,6 +63,9 @@ pub struct VmArgs {
     /// Keep each boot's console (console.log), result channel (channel.log) and QEMU messages under DIR/boot-K-M/.
     #[arg(long, value_name = "DIR")]
     pub logs: Option<PathBuf>,
+    /// QEMU's -cpu model for the guests, e.g. max,-cx16 [default: host under KVM, max under TCG].
+    #[arg(long, value_name = "MODEL")]
+    pub cpu_model: Option<String>,
     /// Run even when the guest's memory is over half of the host's available memory.
     #[arg(long)]
     pub force: bool,
@@ -130,6 +133,7 @@ impl VmArgs {
             state_dir: self.state_dir.unwrap_or_else(crate::state::default_dir),
             force: self.force,
             logs: self.logs,
+            cpu_model: self.cpu_model,
         })
     }
 }

@@ -53,6 +53,8 @@ pub struct Options {
     pub force: bool,
     /// Keep each boot's console and channel files in this directory.
     pub logs: Option<PathBuf>,
+    /// QEMU's `-cpu` model for the guests (default: host under KVM, max under TCG).
+    pub cpu_model: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -163,7 +165,7 @@ fn run_in(
     if first.is_some() {
         announce(&format!("accelerator: {} ({accel_reason})", accel.name()));
     }
-    let machine = Machine { accel, clock: o.clock, memory_bytes: o.memory_bytes, cpus: o.cpus };
+    let machine = Machine { accel, clock: o.clock, memory_bytes: o.memory_bytes, cpus: o.cpus, cpu_model: o.cpu_model.clone() };
     let mut rows = Vec::new();
     for (i, (spec, p)) in o.kernels.iter().zip(&prepared).enumerate() {
         match p {
@@ -241,7 +243,7 @@ fn choose_accel(
                 return Ok((Accel::Tcg, format!("KVM is not usable: {why}")));
             }
             announce("testing KVM with a short boot");
-            let m = Machine { accel: Accel::Kvm, clock: Clock::Host, memory_bytes: 512 << 20, cpus: 1 };
+            let m = Machine { accel: Accel::Kvm, clock: Clock::Host, memory_bytes: 512 << 20, cpus: 1, cpu_model: None };
             let b = qemu::Boot {
                 image,
                 initramfs: initrd,

@@ -68,6 +68,8 @@ pub struct Machine {
     pub clock: Clock,
     pub memory_bytes: u64,
     pub cpus: u32,
+    /// QEMU's `-cpu` model; `None`: `host` under KVM, `max` under TCG.
+    pub cpu_model: Option<String>,
 }
 
 /// One boot.
@@ -113,10 +115,11 @@ pub fn args(m: &Machine, b: &Boot) -> Vec<String> {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    match m.accel {
-        Accel::Kvm => a.extend(["-accel".into(), "kvm".into(), "-cpu".into(), "host".into()]),
-        Accel::Tcg => a.extend(["-accel".into(), "tcg".into(), "-cpu".into(), "max".into()]),
-    }
+    let (accel, cpu) = match m.accel {
+        Accel::Kvm => ("kvm", "host"),
+        Accel::Tcg => ("tcg", "max"),
+    };
+    a.extend(["-accel".into(), accel.into(), "-cpu".into(), m.cpu_model.clone().unwrap_or_else(|| cpu.into())]);
     if let Clock::Icount(shift) = m.clock {
         // sleep=off: when every vCPU idles, virtual time jumps to the next
         // timer instead of waiting for real time (docs/devel/tcg-icount.rst).
@@ -205,7 +208,7 @@ mod tests {
 
     #[test]
     fn command_line_has_two_serial_ports_and_the_init() {
-        let m = Machine { accel: Accel::Tcg, clock: Clock::Icount(4), memory_bytes: 2 << 30, cpus: 2 };
+        let m = Machine { accel: Accel::Tcg, clock: Clock::Icount(4), memory_bytes: 2 << 30, cpus: 2, cpu_model: None };
         let b = Boot {
             image: Path::new("/k"),
             initramfs: Path::new("/i"),
@@ -218,7 +221,7 @@ mod tests {
         let joined = a.join(" ");
         assert_eq!(a.iter().filter(|x| *x == "-serial").count(), 2);
         assert!(joined.contains("-icount shift=4,sleep=off"), "{joined}");
-        assert!(joined.contains("-m 2048M"), "{joined}");
+        assert!(joined.contains("-m 2048M") && joined.contains("-cpu max"), "{joined}");
         let append = &a[a.iter().position(|x| x == "-append").unwrap() + 1];
         assert!(append.contains("preempt=full") && append.ends_with("-- __vm-init"), "{append}");
     }
