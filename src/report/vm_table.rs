@@ -107,7 +107,13 @@ pub fn render(m: &Matrix) -> String {
             accel,
             if f.path.is_empty() { dash() } else { f.path.clone() },
             f.ns_per_dentry.map(|v| format!("{v:.0}")).unwrap_or_else(dash),
-            f.longest.map(|(s, share)| format!("{} ({:.1}%)", crate::duration::secs(s), share * 100.0)).unwrap_or_else(dash),
+            f.longest
+                .map(|(s, share)| match share {
+                    // A stretch longer than the reclaim call lies partly outside it.
+                    x if x > 1.0 => format!("{} (> the reclaim)", crate::duration::secs(s)),
+                    _ => format!("{} ({:.1}%)", crate::duration::secs(s), share * 100.0),
+                })
+                .unwrap_or_else(dash),
             f.gap_exponent
                 .map(|(e, iv)| match iv {
                     Some((lo, Some(hi))) => format!("{e:.2} ({lo:.2}–{hi:.2})"),
