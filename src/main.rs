@@ -95,10 +95,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report(a) => handlers::report::run(a),
         Command::Containers(a) => handlers::containers::run(a, &proc),
         Command::Gvisor(a) => handlers::gvisor::run(a),
+        Command::Vm(a) => handlers::vm::run(a),
+        Command::VmInit => bench::vm::init::main(),
         hidden @ (Command::MitigateContainers { .. }
         | Command::MitigateWorker { .. }
         | Command::ScaleWorker(_)
         | Command::GvisorWorker { .. }
+        | Command::VmGuard { .. }
         | Command::ContainerChild { .. }
         | Command::ReclaimChild { .. }
         | Command::SysctlGuard { .. }

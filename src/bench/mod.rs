@@ -18,6 +18,7 @@ pub mod layers;
 pub mod pollute;
 pub mod reclaim;
 pub mod scale;
+pub mod vm;
 
 use anyhow::Result;
 

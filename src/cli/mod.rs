@@ -19,10 +19,12 @@ mod experiments;
 mod gvisor;
 mod node;
 pub mod handlers;
+mod vm;
 
 pub use experiments::*;
 pub use gvisor::*;
 pub use node::*;
+pub use vm::VmArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -109,6 +111,18 @@ pub enum Command {
     ContainerChild {
         /// The container's spec, as JSON.
         spec: String,
+    },
+    /// Run a dentrylab command in a virtual machine per kernel and preemption model; one matrix of the results.
+    #[command(long_about = vm::VM_ABOUT)]
+    Vm(vm::VmArgs),
+    /// Internal: the guest's init (PID 1 of the initramfs 'vm' builds).
+    #[command(name = "__vm-init", hide = true)]
+    VmInit,
+    /// Internal: removes a 'vm' run's temporary directories when dentrylab ends, however it ends.
+    #[command(name = "__vm-guard", hide = true)]
+    VmGuard {
+        /// Directories to remove.
+        paths: Vec<PathBuf>,
     },
     /// Internal: the generator child of `reclaim --method ns-exit|memcg`.
     #[command(name = "__reclaim-child", hide = true)]

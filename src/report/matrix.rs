@@ -289,7 +289,6 @@ fn notes(m: &VmMatrix) -> Vec<String> {
 }
 
 /// The matrix as a plain table, for the terminal (`dentrylab vm` prints it).
-#[cfg_attr(not(test), allow(dead_code))] // until `vm` calls it
 pub fn table(m: &VmMatrix) -> String {
     let mut s = super::plain::render_grid(&Matrix::of(m).grid(m, false));
     for n in notes(m) {

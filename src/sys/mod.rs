@@ -284,3 +284,27 @@ pub fn command_in_cgroup<'a>(
     };
     Ok(cmd)
 }
+
+/// Loads a kernel module from its file (finit_module(2)); `compressed`:
+/// the file is compressed and the kernel decompresses it
+/// (MODULE_INIT_COMPRESSED_FILE, CONFIG_MODULE_DECOMPRESS). A module
+/// already loaded or built in (EEXIST) is not an error.
+pub fn load_module(path: &std::path::Path, compressed: bool) -> Result<()> {
+    use nix::kmod::{ModuleInitFlags, finit_module};
+    const MODULE_INIT_COMPRESSED_FILE: libc::c_uint = 4;
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let flags = if compressed { ModuleInitFlags::from_bits_retain(MODULE_INIT_COMPRESSED_FILE) } else { ModuleInitFlags::empty() };
+    match finit_module(&f, c"", flags) {
+        Ok(()) | Err(nix::errno::Errno::EEXIST) => Ok(()),
+        Err(e) => Err(e).context("finit_module"),
+    }
+}
+
+/// Powers the machine off (reboot(2) with RB_POWER_OFF), after a sync.
+/// Only the guest's init calls this.
+pub fn power_off() -> ! {
+    nix::unistd::sync();
+    let _ = nix::sys::reboot::reboot(nix::sys::reboot::RebootMode::RB_POWER_OFF);
+    // reboot(2) returns only on failure (not PID 1 of the initial namespace).
+    std::process::exit(1)
+}

@@ -19,6 +19,7 @@ pub fn run(command: &Command) -> Result<ExitCode> {
         Command::MitigateWorker { workload, root } => bench::mitigate::worker_main(workload, root),
         Command::ScaleWorker(a) => sys::die_with_parent()
             .and_then(|()| bench::scale::worker_main(&a.root, a.op, a.index, a.seconds, a.sample_every)),
+        Command::VmGuard { paths } => bench::vm::guard_main(paths),
         Command::GvisorWorker { spec } => bench::gvisor::worker::worker_main(spec),
         Command::ContainerChild { spec } => bench::containers::child::child_main(spec),
         Command::ReclaimChild { spec } => bench::reclaim::child::child_main(spec),

@@ -17,6 +17,7 @@ pub mod pollute;
 pub mod reclaim;
 pub mod report;
 pub mod scale;
+pub mod vm;
 
 use anyhow::Result;
 

@@ -1,0 +1,394 @@
+//! The kernels a `vm` run boots: a Debian package (fetched with apt into
+//! a private package list under the state directory, the host's apt
+//! configuration untouched, unpacked with dpkg-deb and cached), a kernel
+//! image on disk (with an optional modules directory), or `host`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result};
+
+use crate::error::UsageError;
+use crate::sys;
+
+/// One `--kernel` value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spec {
+    /// A Debian package name (`linux-image-…`), or a metapackage naming one.
+    Package(String),
+    /// `IMAGE[:MODULES_DIR]`.
+    Path { image: PathBuf, modules: Option<PathBuf> },
+    /// The same command, natively.
+    Host,
+}
+
+impl Spec {
+    pub fn parse(s: &str) -> Result<Spec, String> {
+        let s = s.trim();
+        if s == "host" {
+            return Ok(Spec::Host);
+        }
+        if s.contains('/') {
+            let (image, modules) = match s.split_once(':') {
+                Some((i, m)) => (PathBuf::from(i), Some(PathBuf::from(m))),
+                None => (PathBuf::from(s), None),
+            };
+            return Ok(Spec::Path { image, modules });
+        }
+        if s.starts_with("linux-image-")
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.~_".contains(c))
+        {
+            return Ok(Spec::Package(s.to_string()));
+        }
+        Err(format!(
+            "`{s}` is neither a Debian kernel package (linux-image-…, e.g. linux-image-cloud-amd64), a path to a \
+             kernel image (IMAGE[:MODULES_DIR], with a /), nor `host`"
+        ))
+    }
+
+    /// As the matrix names it.
+    pub fn label(&self) -> String {
+        match self {
+            Spec::Package(p) => p.clone(),
+            Spec::Path { image, modules: Some(m) } => format!("{}:{}", image.display(), m.display()),
+            Spec::Path { image, modules: None } => image.display().to_string(),
+            Spec::Host => "host".into(),
+        }
+    }
+}
+
+/// A kernel ready to boot.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub image: PathBuf,
+    /// `lib/modules/<release>` (with modules.dep), if any.
+    pub modules: Option<PathBuf>,
+    /// From the modules directory's name; the guest's `uname -r` wins.
+    pub release: Option<String>,
+    /// The build's `.config`, if it came with one.
+    pub config: Option<String>,
+}
+
+/// The preemption models a kernel build offers, from its `.config`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Models {
+    /// PREEMPT_DYNAMIC: chosen at boot with `preempt=`; `default` is the
+    /// build's choice.
+    Dynamic { offered: Vec<String>, default: String },
+    /// Fixed at build time (PREEMPT_RT, or a build without PREEMPT_DYNAMIC).
+    Fixed(String),
+}
+
+impl Models {
+    /// From a `.config` (the names `preempt=` takes, kernel/sched/core.c
+    /// `sched_dynamic_mode()`; `lazy` needs CONFIG_ARCH_HAS_PREEMPT_LAZY).
+    pub fn of_config(config: &str) -> Option<Models> {
+        let on = |k: &str| config.lines().any(|l| l.trim() == format!("{k}=y"));
+        let default = [
+            ("CONFIG_PREEMPT_RT", "rt"),
+            ("CONFIG_PREEMPT_LAZY", "lazy"),
+            ("CONFIG_PREEMPT_NONE", "none"),
+            ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+            ("CONFIG_PREEMPT", "full"),
+        ]
+        .iter()
+        .find(|(k, _)| on(k))
+        .map(|(_, m)| m.to_string())?;
+        if default == "rt" || !on("CONFIG_PREEMPT_DYNAMIC") {
+            return Some(Models::Fixed(default));
+        }
+        let mut offered: Vec<String> = ["none", "voluntary", "full"].iter().map(|s| s.to_string()).collect();
+        if on("CONFIG_ARCH_HAS_PREEMPT_LAZY") {
+            offered.push("lazy".into());
+        }
+        Some(Models::Dynamic { offered, default })
+    }
+}
+
+/// Where kernels and apt's private lists live: `<state>/vm`.
+pub struct Cache {
+    pub dir: PathBuf,
+}
+
+/// Debian releases whose kernels can be named (each with -updates,
+/// -backports and -security), besides the host's own sources.
+const SUITES: [&str; 2] = ["bookworm", "trixie"];
+const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+
+impl Cache {
+    pub fn new(state_dir: &Path) -> Cache {
+        Cache { dir: state_dir.join("vm") }
+    }
+
+    fn apt_dir(&self) -> PathBuf {
+        self.dir.join("apt")
+    }
+
+    fn kernels_dir(&self) -> PathBuf {
+        self.dir.join("kernels")
+    }
+
+    /// The partial directory this process unpacks into: removed by the
+    /// guardian if dentrylab dies mid-way.
+    pub fn partial_dir(&self) -> PathBuf {
+        self.kernels_dir().join(format!(".partial-{}", std::process::id()))
+    }
+
+    /// The kernel for `spec`, fetched and unpacked on first use.
+    pub fn resolve(&self, spec: &Spec, announce: &dyn Fn(&str)) -> Result<Kernel> {
+        match spec {
+            Spec::Host => anyhow::bail!("the host row boots no kernel"),
+            Spec::Path { image, modules } => from_path(image, modules.as_deref()),
+            Spec::Package(p) => self.package(p, announce),
+        }
+    }
+
+    fn package(&self, name: &str, announce: &dyn Fn(&str)) -> Result<Kernel> {
+        let dir = self.kernels_dir().join(name);
+        if !dir.join("boot").is_dir() {
+            self.fetch(name, &dir, announce)?;
+        }
+        unpacked(&dir).with_context(|| format!("the cached kernel {} is damaged: remove it and run again", dir.display()))
+    }
+
+    /// Downloads `name` (following a metapackage to the image it depends
+    /// on), unpacks it, makes modules.dep with depmod, and moves it into
+    /// the cache in one rename.
+    fn fetch(&self, name: &str, dir: &Path, announce: &dyn Fn(&str)) -> Result<()> {
+        let fix = "check the package name (apt-cache search linux-image) and the network, or give a kernel image path";
+        let partial = self.partial_dir();
+        let _ = std::fs::remove_dir_all(&partial);
+        std::fs::create_dir_all(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
+        let mut pkg = name.to_string();
+        let mut deb = None;
+        for _ in 0..3 {
+            announce(&format!("fetching {pkg} with apt (private lists under {})", self.apt_dir().display()));
+            let d = self.download(&pkg, &partial).with_context(|| format!("kernel {name}: {fix}"))?;
+            let deps = dpkg_field(&d, "Depends")?;
+            let next = deps
+                .split(',')
+                .map(|d| d.split_whitespace().next().unwrap_or(""))
+                .find(|d| d.starts_with("linux-image-"))
+                .map(str::to_string);
+            if unpack_has_image(&d)? || next.is_none() {
+                deb = Some(d);
+                break;
+            }
+            let _ = std::fs::remove_file(&d);
+            pkg = next.unwrap_or_default();
+        }
+        let deb = deb.with_context(|| format!("kernel {name}: no package with a kernel image found (last tried {pkg}); {fix}"))?;
+        let root = partial.join("root");
+        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root), "dpkg-deb -x")
+            .with_context(|| format!("kernel {name}: cannot unpack {}", deb.display()))?;
+        // Debian 13 ships modules under usr/lib/modules (merged /usr).
+        let usr = root.join("usr/lib/modules");
+        if usr.is_dir() && !root.join("lib/modules").exists() {
+            std::fs::create_dir_all(root.join("lib"))?;
+            std::fs::rename(&usr, root.join("lib/modules"))?;
+        }
+        if let Some(rel) = only_entry(&root.join("lib/modules"))? {
+            run(Command::new("depmod").arg("-b").arg(&root).arg(&rel), "depmod")
+                .with_context(|| format!("kernel {name}: depmod (kmod) could not index its modules"))?;
+        }
+        std::fs::create_dir_all(dir.parent().context("cache dir")?)?;
+        if let Err(e) = std::fs::rename(&root, dir) {
+            // Another dentrylab fetched the same kernel meanwhile: use its copy.
+            if !dir.join("boot").is_dir() {
+                return Err(e).with_context(|| format!("cannot move the kernel into {}", dir.display()));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&partial);
+        Ok(())
+    }
+
+    /// `apt-get download` with private lists; updates them once when the
+    /// package is not known yet.
+    fn download(&self, pkg: &str, into: &Path) -> Result<PathBuf> {
+        let opts = self.apt_options()?;
+        let get = |what: &str| {
+            let mut c = Command::new("apt-get");
+            c.args(&opts).arg("-q").arg(what);
+            c
+        };
+        let try_download = || -> Result<()> {
+            let mut c = get("download");
+            c.arg(pkg).current_dir(into);
+            run(&mut c, "apt-get download")
+        };
+        if try_download().is_err() {
+            run(&mut get("update"), "apt-get update")?;
+            try_download()?;
+        }
+        std::fs::read_dir(into)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|e| e == "deb"))
+            .with_context(|| format!("apt-get download {pkg} left no .deb"))
+    }
+
+    /// apt options pointing every list, cache and source at our directory.
+    fn apt_options(&self) -> Result<Vec<String>> {
+        let apt = self.apt_dir();
+        for d in ["lists/partial", "cache/archives/partial"] {
+            std::fs::create_dir_all(apt.join(d)).with_context(|| format!("cannot create {}", apt.join(d).display()))?;
+        }
+        let sources = apt.join("sources.list");
+        let (main, security) = host_mirrors()?;
+        let mut text = String::new();
+        for s in SUITES {
+            text += &format!("deb [signed-by={KEYRING}] {main} {s} main\n");
+            text += &format!("deb [signed-by={KEYRING}] {main} {s}-updates main\n");
+            text += &format!("deb [signed-by={KEYRING}] {main} {s}-backports main\n");
+            text += &format!("deb [signed-by={KEYRING}] {security} {s}-security main\n");
+        }
+        crate::output::write_atomic(&sources, &text)?;
+        let o = |k: &str, v: &Path| format!("-o{k}={}", v.display());
+        Ok(vec![
+            o("Dir::Etc::SourceList", &sources),
+            o("Dir::Etc::SourceParts", &apt.join("sources.list.d")),
+            o("Dir::State::Lists", &apt.join("lists")),
+            o("Dir::Cache", &apt.join("cache")),
+            "-oDebug::NoLocking=1".into(),
+            "-oAPT::Sandbox::User=root".into(),
+        ])
+    }
+}
+
+/// The Debian archive and security mirrors the host's apt uses (deb822
+/// `.sources` or one-line `sources.list`).
+fn host_mirrors() -> Result<(String, String)> {
+    let mut uris = Vec::new();
+    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
+    if let Ok(rd) = std::fs::read_dir("/etc/apt/sources.list.d") {
+        files.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
+            p.extension().is_some_and(|e| e == "sources" || e == "list")
+        }));
+    }
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        for l in text.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
+            if let Some(u) = l.strip_prefix("URIs:") {
+                uris.extend(u.split_whitespace().map(str::to_string));
+            } else if l.starts_with("deb ") {
+                uris.extend(l.split_whitespace().skip(1).find(|w| w.contains("://")).map(str::to_string));
+            }
+        }
+    }
+    let debian: Vec<&String> = uris.iter().filter(|u| u.contains("debian")).collect();
+    let security = debian.iter().find(|u| u.contains("security")).map(|s| s.trim_end_matches('/').to_string());
+    let main = debian.iter().find(|u| !u.contains("security")).map(|s| s.trim_end_matches('/').to_string());
+    match (main, security) {
+        (Some(m), Some(s)) => Ok((m, s)),
+        _ => anyhow::bail!(
+            "no Debian archive and security mirror found in /etc/apt's sources: Debian kernel packages can only be \
+             fetched on a Debian host; give a kernel image path instead"
+        ),
+    }
+}
+
+fn dpkg_field(deb: &Path, field: &str) -> Result<String> {
+    let out = Command::new("dpkg-deb").arg("-f").arg(deb).arg(field).output().context("cannot run dpkg-deb")?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn unpack_has_image(deb: &Path) -> Result<bool> {
+    let out = Command::new("dpkg-deb").arg("-c").arg(deb).output().context("cannot run dpkg-deb")?;
+    Ok(String::from_utf8_lossy(&out.stdout).lines().any(|l| l.contains("/boot/vmlinuz-")))
+}
+
+fn only_entry(dir: &Path) -> Result<Option<String>> {
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir)?.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    Ok(names.pop())
+}
+
+/// Runs a helper tool tied to this process; the error carries its stderr.
+fn run(cmd: &mut Command, what: &str) -> Result<()> {
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = sys::spawn_tied(cmd).with_context(|| format!("cannot run {what}"))?;
+    let err = sys::child_stderr(&mut child);
+    let status = child.wait()?;
+    if !status.success() {
+        let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+        anyhow::bail!("{what} failed ({status}): {last}");
+    }
+    Ok(())
+}
+
+/// A cached, unpacked package.
+fn unpacked(dir: &Path) -> Result<Kernel> {
+    let boot = dir.join("boot");
+    let image = std::fs::read_dir(&boot)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-")))
+        .with_context(|| format!("no vmlinuz-* in {}", boot.display()))?;
+    let release = only_entry(&dir.join("lib/modules"))?;
+    let modules = release.as_ref().map(|r| dir.join("lib/modules").join(r));
+    let config = release.as_ref().and_then(|r| std::fs::read_to_string(boot.join(format!("config-{r}"))).ok());
+    Ok(Kernel { image, modules, release, config })
+}
+
+fn from_path(image: &Path, modules: Option<&Path>) -> Result<Kernel> {
+    if !image.is_file() {
+        return Err(UsageError(format!("--kernel {}: no such kernel image", image.display())).into());
+    }
+    if let Some(m) = modules
+        && !m.join("modules.dep").is_file()
+    {
+        return Err(UsageError(format!(
+            "--kernel {}:{}: the modules directory has no modules.dep (run depmod for it, or leave it out)",
+            image.display(),
+            m.display()
+        ))
+        .into());
+    }
+    let release = modules.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
+    // A build's config beside its image: /boot/vmlinuz-R and /boot/config-R.
+    let config = image
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("vmlinuz-"))
+        .and_then(|r| std::fs::read_to_string(image.with_file_name(format!("config-{r}"))).ok());
+    Ok(Kernel { image: image.to_path_buf(), modules: modules.map(Path::to_path_buf), release, config })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_bad_ones_are_refused() {
+        assert_eq!(Spec::parse("host"), Ok(Spec::Host));
+        assert_eq!(Spec::parse("linux-image-cloud-amd64"), Ok(Spec::Package("linux-image-cloud-amd64".into())));
+        assert_eq!(
+            Spec::parse("/boot/vmlinuz-6.1:/lib/modules/6.1"),
+            Ok(Spec::Path { image: "/boot/vmlinuz-6.1".into(), modules: Some("/lib/modules/6.1".into()) })
+        );
+        assert!(Spec::parse("6.12-rt").is_err());
+        assert!(Spec::parse("linux-image-x;rm").is_err());
+    }
+
+    #[test]
+    fn models_from_config() {
+        let dynamic = "CONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_PREEMPT_DYNAMIC=y\n# CONFIG_PREEMPT_RT is not set\n";
+        assert_eq!(
+            Models::of_config(dynamic),
+            Some(Models::Dynamic {
+                offered: vec!["none".into(), "voluntary".into(), "full".into()],
+                default: "voluntary".into()
+            })
+        );
+        let lazy = format!("{dynamic}CONFIG_ARCH_HAS_PREEMPT_LAZY=y\n");
+        assert!(matches!(Models::of_config(&lazy), Some(Models::Dynamic { offered, .. }) if offered.len() == 4));
+        assert_eq!(
+            Models::of_config("CONFIG_PREEMPT_RT=y\nCONFIG_PREEMPT_DYNAMIC=y\n"),
+            Some(Models::Fixed("rt".into()))
+        );
+        assert_eq!(Models::of_config("CONFIG_PREEMPT_NONE=y\n"), Some(Models::Fixed("none".into())));
+        assert_eq!(Models::of_config(""), None);
+    }
+}

@@ -1,0 +1,297 @@
+//! `dentrylab vm`: the same dentrylab command on other kernels and
+//! preemption models, each in a virtual machine (QEMU) whose init is this
+//! binary ([`init`]), gathered into one matrix: one row per (kernel,
+//! preemption model, accelerator/clock), plus the host as reference.
+
+pub mod channel;
+pub mod init;
+pub mod initramfs;
+pub mod kernel;
+pub mod qemu;
+mod rows;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::error::UsageError;
+use crate::procfs::ProcRoot;
+use kernel::{Cache, Models, Spec};
+use qemu::{Accel, Clock, Machine};
+
+pub const SCHEMA: &str = "dentrylab.vm-matrix/1";
+/// The hidden subcommand of the guardian that removes a run's temporary
+/// directories when dentrylab ends, however it ends.
+pub const GUARD_COMMAND: &str = "__vm-guard";
+/// How long a KVM test boot may take before TCG is used instead.
+const KVM_TEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccelChoice {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// What `vm` is asked to do (from the command line, without clap).
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub kernels: Vec<Spec>,
+    /// `preempt=` values to boot PREEMPT_DYNAMIC kernels with; empty: the
+    /// kernel's default.
+    pub preempt: Vec<String>,
+    pub accel: AccelChoice,
+    pub clock: Clock,
+    pub memory_bytes: u64,
+    pub cpus: u32,
+    pub timeout: Duration,
+    /// The dentrylab command, without the program name and `--json`.
+    pub argv: Vec<String>,
+    pub state_dir: PathBuf,
+    pub force: bool,
+    /// Keep each boot's console and channel files in this directory.
+    pub logs: Option<PathBuf>,
+    /// QEMU's `-cpu` model for the guests (default: host under KVM, max under TCG).
+    pub cpu_model: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Matrix {
+    pub schema: String,
+    pub started_at: String,
+    pub host: HostInfo,
+    pub command: Vec<String>,
+    /// Which accelerator the guests used and why.
+    pub accel_reason: String,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub kernel: String,
+    pub cpus: usize,
+    pub memory_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub kernel_spec: String,
+    pub kernel_release: String,
+    pub preempt: String,
+    pub preempt_requested: Option<String>,
+    /// `tcg`, `kvm` or `host`.
+    pub accel: String,
+    /// `host` or `icount:SHIFT`.
+    pub clock: String,
+    /// Every instruction emulated (TCG): times compare with other emulated
+    /// rows of the same run, never with the host.
+    pub emulated: bool,
+    pub memory_bytes: u64,
+    pub cpus: usize,
+    pub wall_seconds: f64,
+    /// The command's own `--json` output, verbatim.
+    pub result: Option<Box<serde_json::value::RawValue>>,
+    pub kernel_log: Vec<String>,
+    pub error: Option<String>,
+    /// The console's last lines when the guest failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub console_tail: Vec<String>,
+}
+
+/// Runs the matrix. Progress goes to `announce`.
+pub fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<Matrix> {
+    let started_at = crate::result::now_utc();
+    let host = HostInfo {
+        kernel: nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        memory_bytes: proc.meminfo().map(|m| m.mem_total_bytes).unwrap_or(0),
+    };
+    let guests = o.kernels.iter().any(|k| *k != Spec::Host);
+    if guests {
+        crate::bench::check_memory(
+            "the virtual machine",
+            o.memory_bytes,
+            &format!(" (--memory {})", crate::size::bytes(o.memory_bytes)),
+            "lower --memory",
+            o.force,
+            proc,
+        )?;
+    }
+    let tmp = std::env::temp_dir().join(format!("dentrylab-vm-{}", std::process::id()));
+    let cache = Cache::new(&o.state_dir);
+    // Removes both when this process ends, SIGKILL included.
+    let guardian = crate::sys::guardian::Guardian::spawn(
+        [GUARD_COMMAND.as_ref(), tmp.as_os_str(), cache.partial_dir().as_os_str()],
+        "temporary directory",
+    )?;
+    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let result = run_in(o, &cache, &tmp, host, started_at, announce);
+    let _ = std::fs::remove_dir_all(&tmp);
+    guardian.finish();
+    result
+}
+
+fn run_in(
+    o: &Options,
+    cache: &Cache,
+    tmp: &std::path::Path,
+    host: HostInfo,
+    started_at: String,
+    announce: &dyn Fn(&str),
+) -> Result<Matrix> {
+    // Every kernel fetched and checked before anything boots.
+    let mut prepared = Vec::new();
+    for (i, spec) in o.kernels.iter().enumerate() {
+        if *spec == Spec::Host {
+            prepared.push(None);
+            continue;
+        }
+        let k = cache.resolve(spec, announce)?;
+        let models = k.config.as_deref().and_then(Models::of_config);
+        check_models(spec, models.as_ref(), &o.preempt)?;
+        let initrd = tmp.join(format!("initramfs-{i}.cpio.gz"));
+        let in_kernel = k.config.as_deref().is_some_and(|c| c.lines().any(|l| l.trim() == "CONFIG_MODULE_DECOMPRESS=y"));
+        initramfs::build(&initrd, &o.argv, k.modules.as_deref(), in_kernel)
+            .with_context(|| format!("kernel {}: cannot build the initramfs", spec.label()))?;
+        prepared.push(Some((k, models, initrd)));
+    }
+    let first = prepared.iter().flatten().next();
+    let (accel, accel_reason) = match first {
+        Some((k, _, initrd)) => choose_accel(o, &k.image, initrd, tmp, announce)?,
+        None => (Accel::Tcg, "no guest: host only".into()),
+    };
+    if first.is_some() {
+        announce(&format!("accelerator: {} ({accel_reason})", accel.name()));
+    }
+    let machine = Machine { accel, clock: o.clock, memory_bytes: o.memory_bytes, cpus: o.cpus, cpu_model: o.cpu_model.clone() };
+    let mut rows = Vec::new();
+    for (i, (spec, p)) in o.kernels.iter().zip(&prepared).enumerate() {
+        match p {
+            None => {
+                announce("host: running the command natively");
+                rows.push(rows::host(o, tmp, &host)?);
+            }
+            Some((k, models, initrd)) => {
+                for (j, preempt) in models_to_boot(models.as_ref(), &o.preempt).into_iter().enumerate() {
+                    announce(&format!(
+                        "{}: booting{} under {} ({})",
+                        spec.label(),
+                        preempt.as_deref().map(|p| format!(" with preempt={p}")).unwrap_or_default(),
+                        accel.name(),
+                        o.clock.label()
+                    ));
+                    let dir = tmp.join(format!("boot-{i}-{j}"));
+                    let row = rows::guest(o, &machine, spec, k, initrd, preempt.as_deref(), dir)?;
+                    if let Some(e) = &row.error {
+                        announce(&format!("{}: {e}", spec.label()));
+                    }
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    Ok(Matrix { schema: SCHEMA.into(), started_at, host, command: o.argv.clone(), accel_reason, rows })
+}
+
+/// Refuses (bad input, exit 2) a `--preempt` value a PREEMPT_DYNAMIC
+/// kernel does not offer. A kernel built with one model (PREEMPT_RT)
+/// gets one row with its model whatever `--preempt` says.
+fn check_models(spec: &Spec, models: Option<&Models>, asked: &[String]) -> Result<()> {
+    if let Some(Models::Dynamic { offered, .. }) = models
+        && let Some(bad) = asked.iter().find(|p| !offered.contains(p))
+    {
+        return Err(UsageError(format!(
+            "--preempt {bad}: kernel {} does not offer it (its build offers {}); drop {bad} or choose another kernel",
+            spec.label(),
+            offered.join(", ")
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The `preempt=` of each boot: each asked model on a PREEMPT_DYNAMIC
+/// kernel (or an unknown build, where the guest checks), none otherwise.
+fn models_to_boot(models: Option<&Models>, asked: &[String]) -> Vec<Option<String>> {
+    match models {
+        Some(Models::Fixed(_)) => vec![None],
+        _ if asked.is_empty() => vec![None],
+        _ => asked.iter().map(|p| Some(p.clone())).collect(),
+    }
+}
+
+/// `--accel auto`: KVM when a test boot under it reports back, else TCG;
+/// the reason either way.
+fn choose_accel(
+    o: &Options,
+    image: &std::path::Path,
+    initrd: &std::path::Path,
+    tmp: &std::path::Path,
+    announce: &dyn Fn(&str),
+) -> Result<(Accel, String)> {
+    match (o.accel, o.clock) {
+        (AccelChoice::Kvm, Clock::Icount(_)) => {
+            Err(UsageError("--accel kvm with --clock icount: QEMU counts instructions only under TCG".into()).into())
+        }
+        (AccelChoice::Kvm, _) => Ok((Accel::Kvm, "asked for (--accel kvm)".into())),
+        (AccelChoice::Tcg, _) => Ok((Accel::Tcg, "asked for (--accel tcg)".into())),
+        (AccelChoice::Auto, Clock::Icount(_)) => Ok((Accel::Tcg, "--clock icount runs only under TCG".into())),
+        (AccelChoice::Auto, Clock::Host) => {
+            if let Err(why) = qemu::kvm_device() {
+                return Ok((Accel::Tcg, format!("KVM is not usable: {why}")));
+            }
+            announce("testing KVM with a short boot");
+            let m = Machine { accel: Accel::Kvm, clock: Clock::Host, memory_bytes: 512 << 20, cpus: 1, cpu_model: None };
+            let b = qemu::Boot {
+                image,
+                initramfs: initrd,
+                preempt: None,
+                probe_only: true,
+                dir: tmp.join("kvm-test"),
+                timeout: KVM_TEST_TIMEOUT,
+            };
+            let out = qemu::boot(&m, &b)?;
+            if out.transcript.hello.is_some() && out.transcript.complete {
+                return Ok((Accel::Kvm, "a test boot under KVM reported back".into()));
+            }
+            let why = out
+                .qemu_stderr
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_string)
+                .or_else(|| out.timed_out.then(|| format!("no report within {} s", KVM_TEST_TIMEOUT.as_secs())))
+                .unwrap_or_else(|| "the guest never reported back".into());
+            Ok((Accel::Tcg, format!("a test boot under KVM failed: {why}")))
+        }
+    }
+}
+
+/// The guardian: waits for dentrylab to end, then removes `paths`.
+pub fn guard_main(paths: &[PathBuf]) -> Result<()> {
+    crate::sys::guardian::wait_for_parent_end()?;
+    for p in paths {
+        let _ = std::fs::remove_dir_all(p);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_model_kernel_boots_once_and_refuses_nothing() {
+        let rt = Models::Fixed("rt".into());
+        let asked = vec!["none".to_string(), "full".to_string()];
+        assert_eq!(models_to_boot(Some(&rt), &asked), vec![None]);
+        assert!(check_models(&Spec::Host, Some(&rt), &asked).is_ok());
+        let dynamic = Models::Dynamic { offered: vec!["none".into(), "voluntary".into(), "full".into()], default: "voluntary".into() };
+        assert_eq!(models_to_boot(Some(&dynamic), &asked), vec![Some("none".into()), Some("full".into())]);
+        assert_eq!(models_to_boot(Some(&dynamic), &[]), vec![None]);
+        let e = check_models(&Spec::Package("linux-image-x".into()), Some(&dynamic), &["lazy".into()]).unwrap_err();
+        assert!(e.downcast_ref::<UsageError>().is_some());
+        assert!(e.to_string().contains("offers none, voluntary, full"), "{e}");
+    }
+}

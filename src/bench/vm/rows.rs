@@ -1,0 +1,162 @@
+//! One matrix row: a guest boot turned into a row (its result, kernel log,
+//! or the one-line reason it has none), or the host run natively.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::kernel::{Kernel, Spec};
+use super::qemu::{self, Accel, Machine};
+use super::{HostInfo, Options, Row};
+use crate::procfs::ProcRoot;
+
+pub fn guest(
+    o: &Options,
+    m: &Machine,
+    spec: &Spec,
+    k: &Kernel,
+    initrd: &Path,
+    preempt: Option<&str>,
+    dir: PathBuf,
+) -> Result<Row> {
+    let b = qemu::Boot { image: &k.image, initramfs: initrd, preempt, probe_only: false, dir, timeout: o.timeout };
+    let out = qemu::boot(m, &b)?;
+    if let Some(logs) = &o.logs {
+        keep_logs(&b.dir, &logs.join(b.dir.file_name().unwrap_or_default()))?;
+    }
+    let t = &out.transcript;
+    let hello = t.hello.as_ref();
+    let result = match t.result.as_deref() {
+        Some(text) => match serde_json::value::RawValue::from_string(text.trim().to_string()) {
+            Ok(r) => Some(r),
+            Err(e) => return Ok(failed(o, m, spec, k, preempt, &out, format!("the command's JSON is not whole: {e}"))),
+        },
+        None => None,
+    };
+    let error = if let Some(why) = &t.refused {
+        Some(why.clone())
+    } else if hello.is_none() {
+        Some(boot_failure(spec, m, &out))
+    } else if !t.complete {
+        Some(if out.timed_out {
+            format!("no report within {} s (--timeout); the console's last line: {}", o.timeout.as_secs(), last(&out))
+        } else {
+            format!("the guest stopped before it finished; the console's last line: {}", last(&out))
+        })
+    } else if t.exit != Some(0) {
+        Some(format!("the command exited with status {}; the console's last line: {}", t.exit.unwrap_or(-1), last(&out)))
+    } else if result.is_none() {
+        Some("the command wrote no JSON".into())
+    } else {
+        None
+    };
+    let mut row = base(o, m, spec, k, preempt, &out);
+    if let Some(h) = hello {
+        row.kernel_release = h.release.clone();
+        row.preempt = h.preempt.clone();
+        row.cpus = h.cpus;
+        if !h.module_errors.is_empty() {
+            row.kernel_log.push(format!("dentrylab vm: modules not loaded: {}", h.module_errors.join("; ")));
+        }
+    }
+    row.kernel_log.extend(t.kernel_log.iter().cloned());
+    row.result = result;
+    if error.is_some() {
+        row.console_tail = out.console_tail.clone();
+    }
+    row.error = error;
+    Ok(row)
+}
+
+fn keep_logs(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for f in ["console.log", "channel.log", "qemu.stderr"] {
+        let _ = std::fs::copy(from.join(f), to.join(f));
+    }
+    Ok(())
+}
+
+/// A boot that never said hello: QEMU's own complaint, else the console's.
+fn boot_failure(spec: &Spec, m: &Machine, out: &qemu::Outcome) -> String {
+    let what = match out.qemu_stderr.lines().rfind(|l| !l.trim().is_empty()) {
+        Some(l) => format!("QEMU: {l}"),
+        None if out.timed_out => format!("no report before the time limit; the console's last line: {}", last(out)),
+        None => format!("the guest never reported back; the console's last line: {}", last(out)),
+    };
+    let fix = match m.accel {
+        Accel::Kvm => "try --accel tcg",
+        Accel::Tcg => "check the kernel image (x86-64 bzImage) or raise --memory",
+    };
+    format!("kernel {} did not boot under {}: {what} ({fix})", spec.label(), m.accel.name())
+}
+
+fn last(out: &qemu::Outcome) -> String {
+    out.console_tail.iter().rev().find(|l| !l.trim().is_empty()).cloned().unwrap_or_else(|| "(empty)".into())
+}
+
+fn base(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>, out: &qemu::Outcome) -> Row {
+    Row {
+        kernel_spec: spec.label(),
+        kernel_release: k.release.clone().unwrap_or_default(),
+        preempt: preempt.unwrap_or("unknown").to_string(),
+        preempt_requested: preempt.map(str::to_string),
+        accel: m.accel.name().into(),
+        clock: o.clock.label(),
+        emulated: m.accel == Accel::Tcg,
+        memory_bytes: m.memory_bytes,
+        cpus: m.cpus as usize,
+        wall_seconds: out.wall_seconds,
+        result: None,
+        kernel_log: vec![],
+        error: None,
+        console_tail: vec![],
+    }
+}
+
+fn failed(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>, out: &qemu::Outcome, e: String) -> Row {
+    let mut r = base(o, m, spec, k, preempt, out);
+    r.error = Some(e);
+    r.console_tail = out.console_tail.clone();
+    r
+}
+
+/// The command run natively: the reference row. Its output goes to
+/// standard error, so standard output keeps the matrix alone.
+pub fn host(o: &Options, tmp: &Path, info: &HostInfo) -> Result<Row> {
+    let json = tmp.join("host.json");
+    let mut cmd = Command::new(crate::sys::SELF_EXE);
+    cmd.args(&o.argv).arg("--json").arg(&json).stdin(Stdio::null());
+    cmd.stdout(std::io::stderr());
+    let start = Instant::now();
+    let mut child = crate::sys::spawn_tied(&mut cmd).context("cannot run the command on the host")?;
+    let status = child.wait()?;
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let proc = ProcRoot::default();
+    let version = nix::sys::utsname::uname().map(|u| u.version().to_string_lossy().into_owned()).unwrap_or_default();
+    let (preempt, _) = crate::env::preemption_model(&proc, &version);
+    let text = std::fs::read_to_string(&json).ok();
+    let result = text.and_then(|t| serde_json::value::RawValue::from_string(t.trim().to_string()).ok());
+    let error = match (status.success(), &result) {
+        (true, Some(_)) => None,
+        (true, None) => Some("the command wrote no JSON".into()),
+        (false, _) => Some(format!("the command exited with {status} on the host")),
+    };
+    Ok(Row {
+        kernel_spec: "host".into(),
+        kernel_release: info.kernel.clone(),
+        preempt,
+        preempt_requested: None,
+        accel: "host".into(),
+        clock: "host".into(),
+        emulated: false,
+        memory_bytes: info.memory_bytes,
+        cpus: info.cpus,
+        wall_seconds,
+        result,
+        kernel_log: vec![],
+        error,
+        console_tail: vec![],
+    })
+}
