@@ -64,9 +64,10 @@ pub fn preemption_model(proc: &ProcRoot, uname_version: &str) -> (String, String
         return (m, "/sys/kernel/debug/sched/preempt".into());
     }
     if let Ok(cmd) = std::fs::read_to_string(proc.path("cmdline"))
-        && let Some(v) = cmd.split_whitespace().find_map(|w| w.strip_prefix("preempt=")) {
-            return (v.to_string(), "preempt= boot parameter".into());
-        }
+        && let Some(v) = cmd.split_whitespace().find_map(|w| w.strip_prefix("preempt="))
+    {
+        return (v.to_string(), "preempt= boot parameter".into());
+    }
     if let Some(m) = config_preempt(proc) {
         return (m, "kernel config (the default of this build)".into());
     }

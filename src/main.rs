@@ -30,9 +30,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
+use crate::cli::handlers;
 use crate::cli::{Cli, Command};
 use crate::error::UsageError;
-use crate::cli::handlers;
 use crate::procfs::ProcRoot;
 
 fn main() -> ExitCode {

@@ -102,7 +102,9 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
             .mode(0o644)
             .open(&tmp)
             .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(text.as_bytes()).and_then(|_| f.sync_all()).with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.write_all(text.as_bytes())
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
         std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
     })();
     if result.is_err() {

@@ -8,16 +8,14 @@ pub const SCHEMA: u32 = 2;
 
 /// Seconds since the epoch, and the same as an RFC 3339 UTC string.
 pub fn now_utc() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     rfc3339(secs)
 }
 
 /// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (jiff).
 pub fn rfc3339(secs: u64) -> String {
-    let ts = i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).unwrap_or(jiff::Timestamp::MAX);
+    let ts =
+        i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).unwrap_or(jiff::Timestamp::MAX);
     format!("{ts:.0}")
 }
 
@@ -64,16 +62,14 @@ mod tests {
     /// given the line gets back exactly the arguments.
     #[test]
     fn reproduce_survives_a_shell() {
-        let args: Vec<String> =
-            ["--json", "it's $HOME.json", "a b", "", "$(echo x)", "back\\slash", "\"dq\"", "plain"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+        let args: Vec<String> = ["--json", "it's $HOME.json", "a b", "", "$(echo x)", "back\\slash", "\"dq\"", "plain"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let line = super::reproduce(args.clone());
         let script = format!("set -- {}; shift; for a in \"$@\"; do printf '%s\\0' \"$a\"; done", line);
         let out = std::process::Command::new("sh").arg("-c").arg(&script).output().unwrap();
-        let got: Vec<String> =
-            out.stdout.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        let got: Vec<String> = out.stdout.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
         assert_eq!(&got[..got.len() - 1], &args[..], "{line}");
         assert!(line.starts_with("dentrylab --json "), "{line}");
     }

@@ -38,11 +38,20 @@ const NOBODY: &[&str] = &["setpriv", "--reuid=65534", "--regid=65534", "--clear-
 
 #[test]
 fn fixture_trees_rank_own_slab_with_kubernetes_names() {
-    let v1 = by_cgroup_json(&[], &cgroup_fixture("v1-cgroupfs"), &["--proc-root", fixture("6.18").to_str().unwrap(), "--top", "3"]);
+    let v1 = by_cgroup_json(
+        &[],
+        &cgroup_fixture("v1-cgroupfs"),
+        &["--proc-root", fixture("6.18").to_str().unwrap(), "--top", "3"],
+    );
     assert_eq!(v1["cgroup_version"], 1);
     let top = v1["top"].as_array().unwrap();
     assert_eq!(top.len(), 3);
-    assert!(top[0]["cgroup"].as_str().unwrap().ends_with("4a1d6e8f2b3c5d7e9f0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6"));
+    assert!(
+        top[0]["cgroup"]
+            .as_str()
+            .unwrap()
+            .ends_with("4a1d6e8f2b3c5d7e9f0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6")
+    );
     assert_eq!(top[0]["kubernetes"]["qos"], "burstable");
     assert_eq!(top[0]["estimated_dentries"], 550_000_000 / 200);
     assert_eq!(v1["other"]["cgroups"], 8);
@@ -86,7 +95,12 @@ fn memory_hierarchy() -> (PathBuf, PathBuf) {
         let mut r = right.split_whitespace();
         let (fstype, opts) = (r.next().unwrap(), r.nth(1).unwrap_or(""));
         if fstype == "cgroup" && opts.split(',').any(|o| o == "memory") {
-            let own = cgroup.lines().find_map(|c| c.splitn(3, ':').nth(2).filter(|_| c.split(':').nth(1).unwrap().split(',').any(|x| x == "memory"))).unwrap();
+            let own = cgroup
+                .lines()
+                .find_map(|c| {
+                    c.splitn(3, ':').nth(2).filter(|_| c.split(':').nth(1).unwrap().split(',').any(|x| x == "memory"))
+                })
+                .unwrap();
             return (PathBuf::from(mp), Path::new(mp).join(own.trim_start_matches('/')));
         }
     }
@@ -95,7 +109,10 @@ fn memory_hierarchy() -> (PathBuf, PathBuf) {
         if right.starts_with("cgroup2 ") {
             let mp = PathBuf::from(left.split_whitespace().nth(4).unwrap());
             let sub = std::fs::read_to_string(mp.join("cgroup.subtree_control")).unwrap();
-            assert!(sub.split_whitespace().any(|c| c == "memory"), "cgroup v2 without the memory controller enabled at its root");
+            assert!(
+                sub.split_whitespace().any(|c| c == "memory"),
+                "cgroup v2 without the memory controller enabled at its root"
+            );
             return (mp.clone(), mp);
         }
     }
@@ -170,7 +187,10 @@ fn two_memory_cgroups_ranked_with_estimates_within_20_percent() {
 
     let find = |v: &serde_json::Value, name: &str| -> (usize, f64) {
         let top = v["top"].as_array().unwrap();
-        let i = top.iter().position(|r| r["cgroup"].as_str().unwrap().ends_with(name)).unwrap_or_else(|| panic!("{name} not listed: {v}"));
+        let i = top
+            .iter()
+            .position(|r| r["cgroup"].as_str().unwrap().ends_with(name))
+            .unwrap_or_else(|| panic!("{name} not listed: {v}"));
         (i, top[i]["estimated_dentries"].as_f64().unwrap())
     };
     for who in [&[][..], NOBODY] {
@@ -184,7 +204,15 @@ fn two_memory_cgroups_ranked_with_estimates_within_20_percent() {
     }
 
     // The same through the exporter, and its cardinality bound.
-    let e = Exporter::start(&["--state-dir", "/nonexistent", "--by-cgroup", "--cgroup-root", root.to_str().unwrap(), "--top", "1000"]);
+    let e = Exporter::start(&[
+        "--state-dir",
+        "/nonexistent",
+        "--by-cgroup",
+        "--cgroup-root",
+        root.to_str().unwrap(),
+        "--top",
+        "1000",
+    ]);
     let m = e.metrics();
     let value = |name: &str| -> f64 {
         m.lines()
@@ -199,7 +227,15 @@ fn two_memory_cgroups_ranked_with_estimates_within_20_percent() {
     let (be, se) = (value(&big_name), value(&small_name));
     assert!(be > se && within(be, 1_000_000.0, 0.2) && within(se, 100_000.0, 0.2), "exporter: {be} {se}");
     metrics::assert_promtool_ok(&["check", "metrics"], Some(&m), &repo());
-    let e = Exporter::start(&["--state-dir", "/nonexistent", "--by-cgroup", "--cgroup-root", root.to_str().unwrap(), "--top", "1"]);
+    let e = Exporter::start(&[
+        "--state-dir",
+        "/nonexistent",
+        "--by-cgroup",
+        "--cgroup-root",
+        root.to_str().unwrap(),
+        "--top",
+        "1",
+    ]);
     let m = e.metrics();
     let series = m.lines().filter(|l| l.starts_with("dentrylab_cgroup_slab_bytes{")).count();
     assert!(series <= 2, "--top 1 and one other: {m}");

@@ -26,7 +26,9 @@ fn a_cgroup_limit_refuses_what_the_node_would_allow() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "{err}");
-    for needle in ["300k", "memory cgroup's limit leaves", "64.0 MiB", "dentrylab-test-memory-limit", "MemAvailable", "--force"] {
+    for needle in
+        ["300k", "memory cgroup's limit leaves", "64.0 MiB", "dentrylab-test-memory-limit", "MemAvailable", "--force"]
+    {
         assert!(lines[0].contains(needle), "{:?} lacks {needle:?}", lines[0]);
     }
 }

@@ -35,7 +35,10 @@ fn check_timeline(r: &Value, files: u64) {
     // The rates integrate back to the counts.
     let total: f64 = samples
         .windows(2)
-        .map(|w| w[1]["unlinks_per_second"].as_f64().unwrap() * (w[1]["seconds"].as_f64().unwrap() - w[0]["seconds"].as_f64().unwrap()))
+        .map(|w| {
+            w[1]["unlinks_per_second"].as_f64().unwrap()
+                * (w[1]["seconds"].as_f64().unwrap() - w[0]["seconds"].as_f64().unwrap())
+        })
         .sum();
     assert!((total - files as f64).abs() < 0.01 * files as f64 + 1.0, "rates sum to {total}");
     let hw = &r["high_water"];
@@ -71,7 +74,10 @@ fn ext4_cold_removal_leaves_negative_dentries_until_rmdir() {
 fn xfs_warm_removal_runs_and_prints_the_summary() {
     require_root_and!("mkfs.xfs");
     let _g = kernel_lock();
-    let out = bin().args(["churn", "--fs", "xfs", "--files", "10k", "--workers", "3", "--dirs", "2", "--warm"]).output().unwrap();
+    let out = bin()
+        .args(["churn", "--fs", "xfs", "--files", "10k", "--workers", "3", "--dirs", "2", "--warm"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8_lossy(&out.stdout);
     for needle in ["Timeline of the removal", "dentry high-water mark", "warm cache", "on xfs", "throughput"] {
@@ -100,7 +106,8 @@ fn killed_mid_removal_leaves_no_loop_device() {
     });
     let ours = loops_mounted_by(&[pid]);
     assert!(!ours.is_empty(), "no loop device mounted by {pid}");
-    let devices: std::collections::BTreeSet<_> = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
+    let devices: std::collections::BTreeSet<_> =
+        loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
     let _ = child.wait();
     wait_until(&format!("a loop device stayed bound: {devices:?}"), Duration::from_secs(10), || {

@@ -14,7 +14,11 @@ fn bad_input_is_one_line_exit_2() {
     usage_error("containers", &["--count", "0"], &["--count", "\"0\""]);
     usage_error("containers", &["--parallel", "0"], &["--parallel 0", "from 1"]);
     usage_error("containers", &["--workload", "sql"], &["--workload", "unknown workload \"sql\""]);
-    usage_error("containers", &["--workload", "mixed=temp-tables=60,lookups=30"], &["--workload", "sum to 90, not 100"]);
+    usage_error(
+        "containers",
+        &["--workload", "mixed=temp-tables=60,lookups=30"],
+        &["--workload", "sum to 90, not 100"],
+    );
     usage_error("containers", &["--workload", "mixed=temp-tables=50,tables=50"], &["unknown operation \"tables\""]);
     usage_error("containers", &["--ops", "-3"], &["--ops", "\"-3\""]);
     usage_error("containers", &["--rate", "0"], &["--rate 0", "positive"]);
@@ -46,7 +50,17 @@ fn each_temp_table_leaves_one_negative_dentry_in_the_image() {
     require_root!();
     let _g = kernel_lock();
     let (count, ops) = (3u64, 4000u64);
-    let v = run_undisturbed(&["containers", "--count", "3", "--ops", "4k", "--workload", "temp-tables", "--state-dir", "/nonexistent"]);
+    let v = run_undisturbed(&[
+        "containers",
+        "--count",
+        "3",
+        "--ops",
+        "4k",
+        "--workload",
+        "temp-tables",
+        "--state-dir",
+        "/nonexistent",
+    ]);
     let runs = v["containers"].as_array().unwrap();
     assert_eq!(runs.len(), count as usize);
     for r in runs {
@@ -75,21 +89,52 @@ fn files_are_freed_with_the_snapshot_and_lookups_leave_their_misses() {
     require_root!();
     let _g = kernel_lock();
     let ops = 3000.0;
-    let files = run_undisturbed(&["containers", "--count", "2", "--ops", "3k", "--workload", "files", "--state-dir", "/nonexistent"]);
+    let files = run_undisturbed(&[
+        "containers",
+        "--count",
+        "2",
+        "--ops",
+        "3k",
+        "--workload",
+        "files",
+        "--state-dir",
+        "/nonexistent",
+    ]);
     // A kept file is an overlay and an upper dentry, both freed at
     // teardown; its lookup in the image stays. (The machine-wide teardown
     // counter is checked on the median of the two, against half its due.)
     assert!(spread(&files, "freed") > 1.0 * ops, "{}", files["summary"]);
     assert!((files["summary"]["left_per_new_name"].as_f64().unwrap() - 1.0).abs() < 0.01);
-    let lookups =
-        run_undisturbed(&["containers", "--count", "2", "--ops", "3k", "--workload", "lookups", "--parallel", "2", "--state-dir", "/nonexistent"]);
+    let lookups = run_undisturbed(&[
+        "containers",
+        "--count",
+        "2",
+        "--ops",
+        "3k",
+        "--workload",
+        "lookups",
+        "--parallel",
+        "2",
+        "--state-dir",
+        "/nonexistent",
+    ]);
     assert!((lookups["witness"]["negative"].as_f64().unwrap() - 2.0 * ops).abs() < 10.0, "{}", lookups["witness"]);
     let mixed = run_json(&[
-        "containers", "--count", "2", "--ops", "1000", "--workload", "mixed=temp-tables=50,lookups=25,files=25",
-        "--state-dir", "/nonexistent",
+        "containers",
+        "--count",
+        "2",
+        "--ops",
+        "1000",
+        "--workload",
+        "mixed=temp-tables=50,lookups=25,files=25",
+        "--state-dir",
+        "/nonexistent",
     ]);
     let o = &mixed["containers"][0]["outcome"];
-    assert_eq!((o["temp_tables"].as_u64(), o["lookups"].as_u64(), o["files"].as_u64()), (Some(500), Some(250), Some(250)));
+    assert_eq!(
+        (o["temp_tables"].as_u64(), o["lookups"].as_u64(), o["files"].as_u64()),
+        (Some(500), Some(250), Some(250))
+    );
 }
 
 #[test]
@@ -105,7 +150,8 @@ fn sigkill_at_any_moment_leaves_nothing() {
             .unwrap();
         std::thread::sleep(Duration::from_millis(ms));
         let f = family_of(child.id());
-        let snapshot = std::fs::read_to_string(format!("/proc/{}/mountinfo", f.pids.last().unwrap())).unwrap_or_default();
+        let snapshot =
+            std::fs::read_to_string(format!("/proc/{}/mountinfo", f.pids.last().unwrap())).unwrap_or_default();
         child.kill().unwrap();
         child.wait().unwrap();
         if ms >= 900 {
@@ -129,7 +175,12 @@ fn report_renders_a_containers_result() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    for want in ["## Containers on overlayfs", "| dentries left on the host |", "- witness: unmounting", "- projection: at 60 containers an hour"] {
+    for want in [
+        "## Containers on overlayfs",
+        "| dentries left on the host |",
+        "- witness: unmounting",
+        "- projection: at 60 containers an hour",
+    ] {
         assert!(md.contains(want), "report.md lacks {want:?}");
     }
     for svg in ["containers-host.svg", "containers-teardown.svg"] {

@@ -187,10 +187,7 @@ fn calibration_job_writes_where_the_daemonset_reads() {
     }
     // The sizes it asks for parse.
     let sizes = flag("--sizes");
-    assert!(
-        sizes == "quick" || sizes.starts_with("auto") || sizes.chars().next().unwrap().is_ascii_digit(),
-        "{sizes}"
-    );
+    assert!(sizes == "quick" || sizes.starts_with("auto") || sizes.chars().next().unwrap().is_ascii_digit(), "{sizes}");
     // An auto sweep inside the pod stops at a cap that fits the pod's
     // memory limit (the sweep also plans with what the limit leaves; the
     // cap must not be what runs into it).

@@ -235,11 +235,8 @@ fn slow_clients_cannot_starve_scrapes() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let state = empty_state();
-    let e = start(
-        &fixture("6.18"),
-        state.path(),
-        &["--workers", "2", "--max-requests", "100", "--header-timeout", "1s"],
-    );
+    let e =
+        start(&fixture("6.18"), state.path(), &["--workers", "2", "--max-requests", "100", "--header-timeout", "1s"]);
     let addr = e.addr;
     let stop = Arc::new(AtomicBool::new(false));
     let slow: Vec<_> = (0..16)

@@ -37,7 +37,8 @@ fn gvisor_json(runsc: &PathBuf, dir: &std::path::Path, args: &[&str]) -> Value {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// A bare name resolved on the PATH (--runsc takes a path).
@@ -103,7 +104,20 @@ fn lookups_inside_runsc() {
     let v = gvisor_json(
         &runsc,
         dir.path(),
-        &["--workload", "lookup", "--files", "400", "--dirs", "4", "--seconds", "0.3", "--rounds", "1", "--dcache", "10,1000"],
+        &[
+            "--workload",
+            "lookup",
+            "--files",
+            "400",
+            "--dirs",
+            "4",
+            "--seconds",
+            "0.3",
+            "--rounds",
+            "1",
+            "--dcache",
+            "10,1000",
+        ],
     );
     assert_eq!(v["benchmark"], "gvisor");
     let native = rows(&v, "native");
@@ -149,8 +163,11 @@ fn build_inside_runsc() {
         for p in ["create", "stat", "unlink"] {
             assert!(phase(p)["ops_per_sec"].as_f64().unwrap() > 0.0);
         }
-        let runs: Vec<&Value> = v["runs"].as_array().unwrap().iter().filter(|r| r["config"]["kind"] == config).collect();
-        let ops = |p: &str| runs[0]["phases"].as_array().unwrap().iter().find(|q| q["name"] == p).unwrap()["ops"].as_u64().unwrap();
+        let runs: Vec<&Value> =
+            v["runs"].as_array().unwrap().iter().filter(|r| r["config"]["kind"] == config).collect();
+        let ops = |p: &str| {
+            runs[0]["phases"].as_array().unwrap().iter().find(|q| q["name"] == p).unwrap()["ops"].as_u64().unwrap()
+        };
         assert_eq!((ops("mkdir"), ops("create"), ops("stat"), ops("unlink"), ops("rmdir")), (6, 300, 300, 300, 6));
         assert_eq!(ops("build-total"), 912);
     }

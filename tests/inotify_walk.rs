@@ -71,12 +71,17 @@ fn inotify_walks_negatives_on_ext4_and_frees_none() {
         // Probed like the other methods, and charged with the dentries walked.
         assert!(r["probe"]["samples"].as_u64().unwrap() > 0, "{}", r["probe"]);
         let expected_ns = f(r, "reclaim_seconds") * 1e9 / 30_000.0;
-        assert!((f(r, "ns_per_dentry") - expected_ns).abs() <= expected_ns * 1e-6, "{} vs {expected_ns}", r["ns_per_dentry"]);
+        assert!(
+            (f(r, "ns_per_dentry") - expected_ns).abs() <= expected_ns * 1e-6,
+            "{} vs {expected_ns}",
+            r["ns_per_dentry"]
+        );
         let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
         assert!(notes.iter().any(|n| n.starts_with("inotify is a walk, not a reclaim")), "{notes:?}");
         // The verdict does not report the walk's 0% as a shortfall.
         assert_eq!(v["sizes"][0]["method"], "inotify");
-        let verdict = v["verdict"]["summary"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>());
+        let verdict =
+            v["verdict"]["summary"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>());
         assert!(!verdict.unwrap_or_default().iter().any(|l| l.contains("freed only")), "{}", v["verdict"]);
         // The walk frees nothing: the negatives were all still cached for
         // the clean-up umount, which then took them.
@@ -94,11 +99,14 @@ fn inotify_watches_every_directory_of_the_layout_on_xfs() {
     let _g = lock();
     let mut disturbed = Vec::new();
     for _ in 0..5 {
-        let v = reclaim(&["--fs", "xfs", "--kind", "unlinked", "--sizes", "20k", "--method", "inotify", "--layout", "dirs=4"]);
+        let v = reclaim(&[
+            "--fs", "xfs", "--kind", "unlinked", "--sizes", "20k", "--method", "inotify", "--layout", "dirs=4",
+        ]);
         let w = &v["runs"][0]["watch"];
         assert_eq!(w["directories"], 4, "{w}");
         assert_eq!(w["marks_in_fdinfo"], 4, "{w}");
-        let mut wds: Vec<i64> = w["watch_descriptors"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+        let mut wds: Vec<i64> =
+            w["watch_descriptors"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
         wds.dedup();
         assert_eq!(wds.len(), 4, "one descriptor per directory: {w}");
         // Unlinked entries leave negatives too, and the walk leaves them all
@@ -113,12 +121,20 @@ fn inotify_watches_every_directory_of_the_layout_on_xfs() {
 
 #[test]
 fn inotify_refuses_what_holds_no_negatives() {
-    usage_error("reclaim", &["--method", "inotify"], &["--method inotify", "--kind hardlink makes none", "add --kind negative"]);
+    usage_error(
+        "reclaim",
+        &["--method", "inotify"],
+        &["--method inotify", "--kind hardlink makes none", "add --kind negative"],
+    );
     usage_error("reclaim", &["--method", "inotify", "--fs", "ext4", "--kind", "file"], &["add --kind negative"]);
     usage_error(
         "reclaim",
         &["--method", "inotify", "--kind", "negative", "--fs", "tmpfs"],
         &["tmpfs deletes a negative dentry as soon as it is unused"],
     );
-    usage_error("reclaim", &["--method", "inotify", "--fs", "overlay", "--lower-fs", "ext4", "--kind", "negative"], &["--fs overlay"]);
+    usage_error(
+        "reclaim",
+        &["--method", "inotify", "--fs", "overlay", "--lower-fs", "ext4", "--kind", "negative"],
+        &["--fs overlay"],
+    );
 }

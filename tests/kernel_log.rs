@@ -90,13 +90,19 @@ fn rcu_stalls_from_journalctl_one_in_the_dcache() {
     assert_eq!(a["time"], "Nov 21 03:12:40");
     assert_eq!(b["dcache"], true);
     assert_eq!(b["task"], "containerd-shim");
-    assert_eq!(b["dcache_functions"], serde_json::json!(["d_walk", "shrink_dcache_parent", "shrink_dcache_for_umount"]));
+    assert_eq!(
+        b["dcache_functions"],
+        serde_json::json!(["d_walk", "shrink_dcache_parent", "shrink_dcache_for_umount"])
+    );
 }
 
 #[test]
 fn lockup_and_hung_task_outside_the_dcache_from_dmesg() {
     let k = json_of(&kernel_logs().join("lockups.dmesg"));
-    assert_eq!((k["soft_lockups"].as_u64(), k["hung_tasks"].as_u64(), k["in_dcache"].as_u64()), (Some(1), Some(1), Some(0)));
+    assert_eq!(
+        (k["soft_lockups"].as_u64(), k["hung_tasks"].as_u64(), k["in_dcache"].as_u64()),
+        (Some(1), Some(1), Some(0))
+    );
     assert_eq!(k["reports"][0]["task"], "iperf3");
     assert_eq!(k["reports"][0]["time"], "9120.553214");
     assert_eq!(k["reports"][1]["kind"], "hung_task");
@@ -193,9 +199,10 @@ fn npd_message(line: &str) -> String {
 /// `bufferSize` messages, joins them with newlines and matches each rule's
 /// pattern anchored at the end (`pattern + \z`) after every new message.
 fn npd_fire(file: &std::path::Path) -> Vec<(usize, String)> {
-    let cfg: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("deploy/node-problem-detector/dcache-monitor.json")).unwrap())
-            .unwrap();
+    let cfg: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("deploy/node-problem-detector/dcache-monitor.json")).unwrap(),
+    )
+    .unwrap();
     let size = cfg["bufferSize"].as_u64().unwrap() as usize;
     let rules: Vec<(String, regex::Regex)> = cfg["rules"]
         .as_array()

@@ -19,7 +19,8 @@ fn tmp_listing() -> Vec<String> {
 /// (`fs0`, `d0`, `src0`, `dentrylab*`). Other programs may come and go.
 fn assert_nothing_of_ours_in_tmp(before: &[String]) {
     let ours = |n: &str| {
-        let digits = |p: &str| n.strip_prefix(p).is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_digit()));
+        let digits =
+            |p: &str| n.strip_prefix(p).is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_digit()));
         digits("fs") || digits("d") || digits("src") || n.starts_with("dentrylab")
     };
     let new: Vec<String> = tmp_listing().into_iter().filter(|n| !before.contains(n) && ours(n)).collect();

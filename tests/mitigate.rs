@@ -56,30 +56,102 @@ fn cgroups_of(pid: u32) -> Vec<String> {
 
 #[test]
 fn bad_input_gets_one_line_and_exit_2() {
-    usage_error("mitigate", &["--workload", "temp-tables", "--setting", "vm.swappiness=10"], &["unknown knob", "vm.swappiness"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--setting", "fs.dentry-negative=0,2"], &["fs.dentry-negative=2", "out of range"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--setting", "vm.vfs_cache_pressure_denom=0"], &["out of range"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--setting", "drop-caches-every=0s"], &["drop-caches-every", "1s to 1h"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--duration", "0"], &["--duration 0s", "1s to 1h"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--duration", "soon"], &["--duration", "\"soon\""]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--setting", "fs.dentry-negative=0,1"], &["--allow-global", "fs.dentry-negative"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--setting", "drop-caches-every=10s"], &["--allow-global", "drops caches"]);
-    usage_error("mitigate", &["--workload", "lookups", "--container-ops", "10"], &["--container-ops", "only for --workload containers"]);
-    usage_error("mitigate", &["--workload", "files", "--container-workload", "lookups"], &["--container-workload", "only for --workload containers"]);
-    usage_error("mitigate", &["--workload", "containers", "--container-workload", "mixed=temp-tables=50"], &["--container-workload", "sum to 50"]);
-    usage_error("mitigate", &["--workload", "containers", "--container-workload", "sql"], &["--container-workload", "unknown workload"]);
-    usage_error("mitigate", &["--workload", "containers", "--container-ops", "20M"], &["--container-ops 20000000", "at most"]);
-    usage_error("mitigate", &["--workload", "nope"], &["unknown workload"]);
-    usage_error("mitigate", &["--workload", "lookups", "--mariadb-option", "tmp_table_size=256M"], &["--mariadb-option", "only for --workload mariadb"]);
-    usage_error("mitigate", &["--workload", "mariadb", "--mariadb-option", "datadir=/x"], &["datadir", "sets this one itself"]);
-    usage_error("mitigate", &["--workload", "mariadb", "--mariadb-option", "tmp_table_size"], &["NAME=VALUE"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--fs", "tmpfs"], &["--fs tmpfs", "disk filesystem"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--setting", "memory-limit=1M"], &["memory-limit=1M", "at least 4M"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--setting", "memory-limit=16M", "--memory-limit", "32M"], &["--memory-limit", "one of them"]);
-    usage_error("mitigate", &["--workload", "temp-tables", "--memory-limit", "lots"], &["--memory-limit", "memory size"]);
     usage_error(
         "mitigate",
-        &["--workload", "temp-tables", "--allow-global", "--setting", "fs.dentry-negative=0,1", "--setting", "fs.dentry-negative=1"],
+        &["--workload", "temp-tables", "--setting", "vm.swappiness=10"],
+        &["unknown knob", "vm.swappiness"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "temp-tables", "--setting", "fs.dentry-negative=0,2"],
+        &["fs.dentry-negative=2", "out of range"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "temp-tables", "--setting", "vm.vfs_cache_pressure_denom=0"],
+        &["out of range"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "temp-tables", "--setting", "drop-caches-every=0s"],
+        &["drop-caches-every", "1s to 1h"],
+    );
+    usage_error("mitigate", &["--workload", "temp-tables", "--duration", "0"], &["--duration 0s", "1s to 1h"]);
+    usage_error("mitigate", &["--workload", "temp-tables", "--duration", "soon"], &["--duration", "\"soon\""]);
+    usage_error(
+        "mitigate",
+        &["--workload", "temp-tables", "--setting", "fs.dentry-negative=0,1"],
+        &["--allow-global", "fs.dentry-negative"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "temp-tables", "--setting", "drop-caches-every=10s"],
+        &["--allow-global", "drops caches"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "lookups", "--container-ops", "10"],
+        &["--container-ops", "only for --workload containers"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "files", "--container-workload", "lookups"],
+        &["--container-workload", "only for --workload containers"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "containers", "--container-workload", "mixed=temp-tables=50"],
+        &["--container-workload", "sum to 50"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "containers", "--container-workload", "sql"],
+        &["--container-workload", "unknown workload"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "containers", "--container-ops", "20M"],
+        &["--container-ops 20000000", "at most"],
+    );
+    usage_error("mitigate", &["--workload", "nope"], &["unknown workload"]);
+    usage_error(
+        "mitigate",
+        &["--workload", "lookups", "--mariadb-option", "tmp_table_size=256M"],
+        &["--mariadb-option", "only for --workload mariadb"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "mariadb", "--mariadb-option", "datadir=/x"],
+        &["datadir", "sets this one itself"],
+    );
+    usage_error("mitigate", &["--workload", "mariadb", "--mariadb-option", "tmp_table_size"], &["NAME=VALUE"]);
+    usage_error("mitigate", &["--workload", "temp-tables", "--fs", "tmpfs"], &["--fs tmpfs", "disk filesystem"]);
+    usage_error(
+        "mitigate",
+        &["--workload", "temp-tables", "--setting", "memory-limit=1M"],
+        &["memory-limit=1M", "at least 4M"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "temp-tables", "--setting", "memory-limit=16M", "--memory-limit", "32M"],
+        &["--memory-limit", "one of them"],
+    );
+    usage_error(
+        "mitigate",
+        &["--workload", "temp-tables", "--memory-limit", "lots"],
+        &["--memory-limit", "memory size"],
+    );
+    usage_error(
+        "mitigate",
+        &[
+            "--workload",
+            "temp-tables",
+            "--allow-global",
+            "--setting",
+            "fs.dentry-negative=0,1",
+            "--setting",
+            "fs.dentry-negative=1",
+        ],
         &["given twice"],
     );
 }
@@ -88,7 +160,18 @@ fn bad_input_gets_one_line_and_exit_2() {
 fn help_names_the_knobs_and_the_containers_workload() {
     let out = bin().args(["mitigate", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for needle in ["vm.vfs_cache_pressure_denom", "fs.dentry-negative", "drop-caches-every", "memory-limit", "d_delete()", "growth per second", "--allow-global", "--container-workload", "--container-ops", "life of 'dentrylab containers'"] {
+    for needle in [
+        "vm.vfs_cache_pressure_denom",
+        "fs.dentry-negative",
+        "drop-caches-every",
+        "memory-limit",
+        "d_delete()",
+        "growth per second",
+        "--allow-global",
+        "--container-workload",
+        "--container-ops",
+        "life of 'dentrylab containers'",
+    ] {
         assert!(help.contains(needle), "--help lacks {needle:?}");
     }
 }
@@ -108,16 +191,37 @@ fn held(run: &Value) -> (f64, f64, f64) {
 fn dentry_negative_changes_what_temp_tables_leave() {
     require_root!();
     let _g = kernel_lock();
-    let r = run_json(&["mitigate", "--workload", "temp-tables", "--setting", "fs.dentry-negative=0,1", "--allow-global", "--duration", "2s"]);
+    let r = run_json(&[
+        "mitigate",
+        "--workload",
+        "temp-tables",
+        "--setting",
+        "fs.dentry-negative=0,1",
+        "--allow-global",
+        "--duration",
+        "2s",
+    ]);
     assert_eq!(r["benchmark"], "mitigate");
     assert_eq!(r["rows"].as_array().unwrap().len(), 2);
     let (off, on) = (run_of(&r, 0), run_of(&r, 1));
-    assert_eq!((&off["limit_reached"], &on["limit_reached"]), (&Value::Bool(false), &Value::Bool(false)), "the default limit was reached");
+    assert_eq!(
+        (&off["limit_reached"], &on["limit_reached"]),
+        (&Value::Bool(false), &Value::Bool(false)),
+        "the default limit was reached"
+    );
     assert!(ops(off) > 100.0, "the workload ran: {}", ops(off));
     let (_, neg_off, noise_off) = held(off);
     let (_, neg_on, noise_on) = held(on);
-    assert!(neg_off + noise_off >= 0.9 * ops(off), "dentry-negative=0: {neg_off} (±{noise_off}) negative for {} ops", ops(off));
-    assert!(neg_on - noise_on < 0.05 * ops(on) + 100.0, "dentry-negative=1: {neg_on} (±{noise_on}) negative for {} ops", ops(on));
+    assert!(
+        neg_off + noise_off >= 0.9 * ops(off),
+        "dentry-negative=0: {neg_off} (±{noise_off}) negative for {} ops",
+        ops(off)
+    );
+    assert!(
+        neg_on - noise_on < 0.05 * ops(on) + 100.0,
+        "dentry-negative=1: {neg_on} (±{noise_on}) negative for {} ops",
+        ops(on)
+    );
     // Restored as the run read it back (the machine's value may since have
     // been changed by another process: it is global).
     let ch = &r["sysctls"][0];
@@ -128,7 +232,10 @@ fn dentry_negative_changes_what_temp_tables_leave() {
     assert_eq!(verdicts.len(), 1);
     let v = verdicts[0].as_str().unwrap();
     assert!(v.starts_with("fs.dentry-negative 0 → 1:"), "{verdicts:?}");
-    assert!(v.contains("d_delete() only") && v.contains("failed lookups"), "the verdict names what the knob acts on: {v}");
+    assert!(
+        v.contains("d_delete() only") && v.contains("failed lookups"),
+        "the verdict names what the knob acts on: {v}"
+    );
     // One sample a second plus the first.
     assert!(off["samples"].as_array().unwrap().len() >= 3);
 }
@@ -139,7 +246,16 @@ fn dentry_negative_changes_what_temp_tables_leave() {
 fn dentry_negative_leaves_failed_lookups_alone() {
     require_root!();
     let _g = kernel_lock();
-    let r = run_json(&["mitigate", "--workload", "lookups", "--setting", "fs.dentry-negative=0,1", "--allow-global", "--duration", "2s"]);
+    let r = run_json(&[
+        "mitigate",
+        "--workload",
+        "lookups",
+        "--setting",
+        "fs.dentry-negative=0,1",
+        "--allow-global",
+        "--duration",
+        "2s",
+    ]);
     assert_eq!(r["sysctls"][0]["restored"], r["sysctls"][0]["original"], "fs.dentry-negative restored");
     for i in 0..2 {
         let run = run_of(&r, i);
@@ -197,7 +313,11 @@ fn a_reached_limit_is_a_finding_not_an_error() {
         Some(run) => {
             assert_eq!(run["limit_reached"], true, "{tight} B, an eighth of 2 s of growth, not reached in 3 s");
             let (_, neg, noise) = held(run);
-            assert!(neg - noise < 0.9 * ops(run), "limit reached, yet {neg} (±{noise}) of {} lookups' dentries held", ops(run));
+            assert!(
+                neg - noise < 0.9 * ops(run),
+                "limit reached, yet {neg} (±{noise}) of {} lookups' dentries held",
+                ops(run)
+            );
         }
         None => {
             let k = &row["oom"][0];
@@ -206,7 +326,11 @@ fn a_reached_limit_is_a_finding_not_an_error() {
             assert!(report.is_object(), "the kernel's OOM report was read: {k}");
             assert_eq!(k["split"]["filled"], "kernel", "{finding}");
             assert!(finding.contains("kernel memory") && finding.contains("failing allocation"), "{finding}");
-            assert!(!report["gfp_flags"].as_array().unwrap().is_empty() && !report["call_site"].as_array().unwrap().is_empty(), "{report}");
+            assert!(
+                !report["gfp_flags"].as_array().unwrap().is_empty()
+                    && !report["call_site"].as_array().unwrap().is_empty(),
+                "{report}"
+            );
             assert!(r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains(finding)));
         }
     }
@@ -222,7 +346,17 @@ fn a_reached_limit_is_a_finding_not_an_error() {
 fn a_limit_tmpfs_files_fill_is_an_oom_kill_read_from_the_kernel() {
     require_root!();
     let _g = kernel_lock();
-    let r = run_json(&["mitigate", "--workload", "files", "--fs", "tmpfs", "--setting", "memory-limit=8M", "--duration", "3s"]);
+    let r = run_json(&[
+        "mitigate",
+        "--workload",
+        "files",
+        "--fs",
+        "tmpfs",
+        "--setting",
+        "memory-limit=8M",
+        "--duration",
+        "3s",
+    ]);
     let row = &r["rows"][0];
     assert!(row["runs"].as_array().unwrap().is_empty(), "8 MiB of pinned tmpfs files must OOM: {row}");
     let k = &row["oom"][0];
@@ -289,7 +423,11 @@ fn mariadb_runs_a_real_server_and_stops_it() {
 }
 
 fn which(tool: &str) -> bool {
-    std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// SIGKILL at several moments: every sysctl comes back, no cgroup and no
@@ -305,7 +443,12 @@ fn sigkill_at_any_moment_restores_every_sysctl() {
     for delay_ms in [150u64, 1200, 2600] {
         let mut child = bin()
             .args(["mitigate", "--workload", "temp-tables", "--allow-global", "--duration", "2s"])
-            .args(["--setting", &format!("fs.dentry-negative={neg}"), "--setting", &format!("vm.vfs_cache_pressure={pressure}")])
+            .args([
+                "--setting",
+                &format!("fs.dentry-negative={neg}"),
+                "--setting",
+                &format!("vm.vfs_cache_pressure={pressure}"),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -317,7 +460,9 @@ fn sigkill_at_any_moment_restores_every_sysctl() {
         wait_until(&format!("killed at {delay_ms} ms: sysctls not restored"), Duration::from_secs(15), || {
             (sysctl(NEG), sysctl(PRESSURE)) == original
         });
-        wait_until(&format!("killed at {delay_ms} ms: a cgroup stayed"), Duration::from_secs(15), || cgroups_of(pid).is_empty());
+        wait_until(&format!("killed at {delay_ms} ms: a cgroup stayed"), Duration::from_secs(15), || {
+            cgroups_of(pid).is_empty()
+        });
     }
 }
 
@@ -369,8 +514,17 @@ fn containers_workload_runs_containers_in_the_cgroup() {
     require_root!();
     let _g = kernel_lock();
     let r = run_json(&[
-        "mitigate", "--workload", "containers", "--container-workload", "lookups", "--container-ops", "500", "--duration", "3s",
-        "--memory-limit", "1G",
+        "mitigate",
+        "--workload",
+        "containers",
+        "--container-workload",
+        "lookups",
+        "--container-ops",
+        "500",
+        "--duration",
+        "3s",
+        "--memory-limit",
+        "1G",
     ]);
     assert_eq!(r["options"]["workload"], "containers");
     let run = run_of(&r, 0);
@@ -384,7 +538,11 @@ fn containers_workload_runs_containers_in_the_cgroup() {
     // Operations are the containers' (those torn down by the last sample;
     // one more may be torn down between that sample and the stop).
     let n = ops(run) as usize;
-    assert!(n % 500 == 0 && n <= 500 * containers.len() && n + 500 >= 500 * containers.len(), "{n} ops, {} containers", containers.len());
+    assert!(
+        n % 500 == 0 && n <= 500 * containers.len() && n + 500 >= 500 * containers.len(),
+        "{n} ops, {} containers",
+        containers.len()
+    );
     let s = &r["rows"][0]["summary"]["containers"];
     assert_eq!(s["containers"].as_f64().unwrap() as usize, containers.len());
     assert!(s["teardown_stretch_seconds"].as_f64().unwrap() > 0.0);

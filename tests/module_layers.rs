@@ -137,7 +137,12 @@ fn violations(edges: &Edges, layers: &[&[&str]]) -> Vec<String> {
 fn top_level_imports_go_down_the_layers() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let edges = edges(&src);
-    assert!(edges.len() > 30, "found only {} import edges under {}: is the scanner broken?", edges.len(), src.display());
+    assert!(
+        edges.len() > 30,
+        "found only {} import edges under {}: is the scanner broken?",
+        edges.len(),
+        src.display()
+    );
     let bad = violations(&edges, LAYERS);
     assert!(
         bad.is_empty(),
@@ -173,7 +178,10 @@ fn checker_names_an_edge_up_and_a_cycle() {
     e.entry(("high".into(), "low".into())).or_default().insert("high/mod.rs".into());
     e.entry(("peer".into(), "high".into())).or_default().insert("peer.rs".into());
     let bad = violations(&e, &[&["low"], &["high", "peer"]]);
-    assert_eq!(bad, ["low -> high goes up (layer 0 -> 1) in low.rs", "peer -> high goes sideways (layer 1 -> 1) in peer.rs"]);
+    assert_eq!(
+        bad,
+        ["low -> high goes up (layer 0 -> 1) in low.rs", "peer -> high goes sideways (layer 1 -> 1) in peer.rs"]
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -313,7 +321,11 @@ fn folder_edges(src: &Path) -> FolderEdges {
                 continue; // an item of the folder's own file
             }
             let folder = p[..common].join("/");
-            out.entry(folder).or_default().entry((me[common].clone(), p[common].clone())).or_default().insert(rel.display().to_string());
+            out.entry(folder)
+                .or_default()
+                .entry((me[common].clone(), p[common].clone()))
+                .or_default()
+                .insert(rel.display().to_string());
         }
     }
     out
@@ -327,7 +339,12 @@ fn find_cycle(edges: &Edges) -> Option<Vec<String>> {
         next.entry(from.as_str()).or_default().push(to.as_str());
     }
     // 0 unvisited, 1 on the stack, 2 done.
-    fn visit<'a>(n: &'a str, next: &BTreeMap<&'a str, Vec<&'a str>>, state: &mut BTreeMap<&'a str, u8>, stack: &mut Vec<&'a str>) -> Option<Vec<String>> {
+    fn visit<'a>(
+        n: &'a str,
+        next: &BTreeMap<&'a str, Vec<&'a str>>,
+        state: &mut BTreeMap<&'a str, u8>,
+        stack: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
         state.insert(n, 1);
         stack.push(n);
         for &m in next.get(n).into_iter().flatten() {

@@ -24,7 +24,12 @@ const ATTEMPTS: usize = 4;
 
 /// The layer `name` of a stack teardown.
 fn layer<'a>(layers: &'a Value, name: &str) -> &'a Value {
-    layers["layers"].as_array().unwrap().iter().find(|l| l["layer"] == name).unwrap_or_else(|| panic!("no {name} layer: {layers}"))
+    layers["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == name)
+        .unwrap_or_else(|| panic!("no {name} layer: {layers}"))
 }
 
 /// Whether every counted layer is certain to within a quarter of `N`.
@@ -71,7 +76,8 @@ fn stack_of(args: &[&str], pick: impl Fn(&Value) -> Value, expect: Expect<'_>) -
 }
 
 fn reclaim_stack(extra: &[&str], expect: Expect<'_>) -> Value {
-    let mut args = vec!["reclaim", "--fs", "overlay", "--sizes", "20k", "--reps", "1", "--unobserved-reps", "0", "--no-save"];
+    let mut args =
+        vec!["reclaim", "--fs", "overlay", "--sizes", "20k", "--reps", "1", "--unobserved-reps", "0", "--no-save"];
     args.extend_from_slice(extra);
     stack_of(&args, |v| v["runs"][0]["layers"].clone(), expect)
 }
@@ -142,7 +148,11 @@ fn per_layer_accounting_for_each_upper_and_lower() {
 fn bad_overlay_input_is_one_line_and_exit_2() {
     usage_error("reclaim", &["--lower-fs", "xfs"], &["--lower-fs", "--fs overlay"]);
     usage_error("create", &["--count", "1k", "--fs", "ext4", "--upper-fs", "tmpfs"], &["--upper-fs", "--fs overlay"]);
-    usage_error("reclaim", &["--fs", "overlay", "--method", "memcg"], &["--method memcg", "--fs overlay", "umount or ns-exit"]);
+    usage_error(
+        "reclaim",
+        &["--fs", "overlay", "--method", "memcg"],
+        &["--method memcg", "--fs overlay", "umount or ns-exit"],
+    );
     usage_error(
         "reclaim",
         &["--fs", "overlay", "--method", "umount,drop-caches", "--allow-global"],

@@ -66,7 +66,15 @@ fn table_names_every_probe_and_the_verdict() {
     let out = bin().args(["pollute", "--negatives", "5k", "--reps", "1", "--calls", "500"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8_lossy(&out.stdout);
-    for p in ["stat-same-dir", "open-same-dir", "stat-other-dir", "open-other-dir", "negative-hit", "negative-miss", "control-fstat"] {
+    for p in [
+        "stat-same-dir",
+        "open-same-dir",
+        "stat-other-dir",
+        "open-other-dir",
+        "negative-hit",
+        "negative-miss",
+        "control-fstat",
+    ] {
         assert!(table.contains(p), "{p} missing from {table}");
     }
     assert!(table.contains("Verdict") && table.contains("seed 001's effect"), "{table}");
@@ -83,5 +91,9 @@ fn bad_input_gets_one_line_and_exit_2() {
     usage_error("pollute", &["--fs", "nfs"], &["--fs", "nfs"]);
     usage_error("pollute", &["--cpu", "4096"], &["--cpu 4096"]);
     // More negative dentries than half of MemAvailable: refused before anything runs.
-    usage_error("pollute", &["--negatives", "500G"], &["--negatives 500G", "more than half of MemAvailable", "--force"]);
+    usage_error(
+        "pollute",
+        &["--negatives", "500G"],
+        &["--negatives 500G", "more than half of MemAvailable", "--force"],
+    );
 }

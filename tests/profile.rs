@@ -24,7 +24,10 @@ fn assert_window_is_the_probes(p: &serde_json::Value, probe: &serde_json::Value)
     assert_eq!(p["frequency_hz"], 4000);
     let g = &p["longest_gap"];
     let len = (g["end_ns"].as_u64().unwrap() - g["start_ns"].as_u64().unwrap()) as f64 / 1e9;
-    assert!((len - probe["max_gap_seconds"].as_f64().unwrap()).abs() < 1e-6, "the probe's gap, on its clock: {len} vs {probe}");
+    assert!(
+        (len - probe["max_gap_seconds"].as_f64().unwrap()).abs() < 1e-6,
+        "the probe's gap, on its clock: {len} vs {probe}"
+    );
 }
 
 #[test]
@@ -97,7 +100,11 @@ fn check_degraded(err: &str, v: &Value, why: &str) {
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("dentrylab: ") && l.contains("--profile")).collect();
     assert_eq!(lines.len(), 1, "one line: {err}");
     assert_eq!(err.lines().filter(|l| l.contains("--profile")).count(), 2, "the line and its note: {err}");
-    assert!(lines[0].starts_with("dentrylab: --profile: ") && lines[0].ends_with("; running without it"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("dentrylab: --profile: ") && lines[0].ends_with("; running without it"),
+        "{}",
+        lines[0]
+    );
     assert!(lines[0].contains(why), "{}", lines[0]);
     let note = lines[0].trim_start_matches("dentrylab: ");
     assert!(v["notes"].as_array().unwrap().iter().any(|n| n == note), "the note is in the result");
@@ -120,7 +127,9 @@ fn profile_without_perf_says_so_in_one_line() {
 fn profile_with_a_perf_that_cannot_sample_says_so_in_one_line() {
     require_root!();
     let _g = kernel_lock();
-    let d = fake_perf_dir("#!/bin/sh\necho 'Error: Access to performance monitoring and observability operations is limited.' >&2\nexit 255\n");
+    let d = fake_perf_dir(
+        "#!/bin/sh\necho 'Error: Access to performance monitoring and observability operations is limited.' >&2\nexit 255\n",
+    );
     let (err, v) = without_perf(d.path());
     check_degraded(&err, &v, "perf cannot sample CPU");
     check_degraded(&err, &v, "Access to performance monitoring");
@@ -169,7 +178,10 @@ fn report_draws_the_longest_stretch() {
     assert!(md.contains("](reclaim-longest-stretch.svg)"), "the report links the flame graph");
     assert!(md.contains("### What held CPU 0 (perf)"));
     assert!(md.contains("`d_walk ← kill_litter_super` (100%)"), "{md}");
-    assert!(md.contains("- the longest stretch (46 ms, 200k rep 1) is not the reclaiming task's (38% of its 183 samples)"), "{md}");
+    assert!(
+        md.contains("- the longest stretch (46 ms, 200k rep 1) is not the reclaiming task's (38% of its 183 samples)"),
+        "{md}"
+    );
     // A result without --profile draws no flame graph.
     assert_no_flame_graph("reclaim-small.json", "reclaim-longest-stretch.svg", "What held CPU");
     // rsvg-convert (CI installs it) draws it.
@@ -197,7 +209,8 @@ fn containers_profile_folds_each_teardown() {
     let v = run_json(&["containers", "--count", "3", "--ops", "500", "--workload", "mixed", "--profile"]);
     let notes = v["notes"].as_array().unwrap();
     assert!(
-        notes.iter().any(|n| n.as_str().unwrap().starts_with("--profile: perf sampled CPU") && n.as_str().unwrap().contains("each teardown")),
+        notes.iter().any(|n| n.as_str().unwrap().starts_with("--profile: perf sampled CPU")
+            && n.as_str().unwrap().contains("each teardown")),
         "{notes:?}"
     );
     let mut teardown_samples = 0;
@@ -224,7 +237,10 @@ fn containers_profile_folds_each_teardown() {
     assert_eq!(p["longest_id"], longest.unwrap()["id"]);
     assert_eq!(p["longest_gap"], longest.unwrap()["profile"]["longest_gap"]);
     let line = p["verdict"].as_str().unwrap();
-    assert!(line.starts_with("teardown: the longest stretch (") || line.starts_with("teardown: perf took no sample"), "{line}");
+    assert!(
+        line.starts_with("teardown: the longest stretch (") || line.starts_with("teardown: perf took no sample"),
+        "{line}"
+    );
     assert!(notes.iter().any(|n| n == line), "the line is in the notes");
 }
 

@@ -239,7 +239,8 @@ dentrylab status --json - | jq . --not-checked
 ```
 <!-- | `also-gone` | _slot: filled at merge_ | -->
 ";
-    let misses: Vec<String> = check(doc, &cli, None, true).into_iter().map(|m| format!("{}: {}", m.line, m.what)).collect();
+    let misses: Vec<String> =
+        check(doc, &cli, None, true).into_iter().map(|m| format!("{}: {}", m.line, m.what)).collect();
     assert_eq!(
         misses,
         vec![

@@ -46,7 +46,10 @@ fn hardlinks_flat_umount_counts_move() {
     check_runs(&v, 2);
     assert!(v["fits"]["time_power"]["exponent"].as_f64().is_some(), "two sizes give a fit");
     let verdict = &v["verdict"];
-    assert_eq!(verdict["soft_lockup_threshold_seconds"].as_f64().unwrap(), 2.0 * v["environment"]["watchdog_thresh_seconds"].as_f64().unwrap());
+    assert_eq!(
+        verdict["soft_lockup_threshold_seconds"].as_f64().unwrap(),
+        2.0 * v["environment"]["watchdog_thresh_seconds"].as_f64().unwrap()
+    );
     assert!(["longest_stretch", "total_time"].contains(&verdict["governs"].as_str().unwrap()));
     // Nothing stays behind: the dentries went away with the mounts.
     assert!(near(nr_dentry(), before), "dentry count returned near {before}: {}", nr_dentry());
@@ -75,7 +78,20 @@ fn auto_sizes_stop_at_the_cap_and_say_so() {
 fn files_in_dirs_with_threads() {
     require_root!();
     let _g = kernel_lock();
-    let v = run_json(&["reclaim", "--sizes", "30k", "--reps", "1", "--kind", "file", "--layout", "dirs=8", "--threads", "2", "--no-save"]);
+    let v = run_json(&[
+        "reclaim",
+        "--sizes",
+        "30k",
+        "--reps",
+        "1",
+        "--kind",
+        "file",
+        "--layout",
+        "dirs=8",
+        "--threads",
+        "2",
+        "--no-save",
+    ]);
     check_runs(&v, 1);
     let run = &v["runs"][0];
     assert_eq!(run["create"]["dirs"], 8);
@@ -125,7 +141,8 @@ fn saves_calibration_and_markdown() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Files asked for land on the real filesystem, not in the sandbox.
-    let cal: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("calibration.json")).unwrap()).unwrap();
+    let cal: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("calibration.json")).unwrap()).unwrap();
     assert_eq!(cal["method"], "umount");
     assert_eq!(cal["validated_by_watchdog"], false);
     assert!(cal["time_power"]["exponent"].as_f64().is_some());
@@ -150,8 +167,22 @@ fn unpinned_repetitions_run_and_say_where() {
     let _g = kernel_lock();
     let md = tempfile::NamedTempFile::new().unwrap();
     let v = run_json(&[
-        "reclaim", "--sizes", "20k", "--reps", "1", "--unobserved-reps", "1", "--unpinned-reps", "2", "--cpu", "0",
-        "--method", "umount,ns-exit", "--no-save", "--markdown", md.path().to_str().unwrap(),
+        "reclaim",
+        "--sizes",
+        "20k",
+        "--reps",
+        "1",
+        "--unobserved-reps",
+        "1",
+        "--unpinned-reps",
+        "2",
+        "--cpu",
+        "0",
+        "--method",
+        "umount,ns-exit",
+        "--no-save",
+        "--markdown",
+        md.path().to_str().unwrap(),
     ]);
     let allowed: Vec<u64> = {
         let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();

@@ -134,7 +134,18 @@ fn contend_runs_every_repetition_both_ways() {
     require_root_and!("mkfs.ext4");
     require!(std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2, "needs 2 CPUs");
     let _g = lock();
-    let v = reclaim(&["--fs", "ext4", "--kind", "negative", "--sizes", "20k", "--method", "umount,memcg", "--contend", "1"]);
+    let v = reclaim(&[
+        "--fs",
+        "ext4",
+        "--kind",
+        "negative",
+        "--sizes",
+        "20k",
+        "--method",
+        "umount,memcg",
+        "--contend",
+        "1",
+    ]);
     let rs = runs(&v);
     assert_eq!(rs.len(), 4);
     for r in rs {
@@ -232,7 +243,20 @@ fn cgroups_of(pid: u32) -> Vec<String> {
 fn kill9_mid_create(method: &str) {
     let bin = assert_cmd::cargo::cargo_bin("dentrylab");
     let mut child = std::process::Command::new(bin)
-        .args(["reclaim", "--fs", "ext4", "--kind", "file", "--sizes", "3M", "--reps", "1", "--no-save", "--method", method])
+        .args([
+            "reclaim",
+            "--fs",
+            "ext4",
+            "--kind",
+            "file",
+            "--sizes",
+            "3M",
+            "--reps",
+            "1",
+            "--no-save",
+            "--method",
+            method,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -288,7 +288,13 @@ fn reclaim_writes_a_report_outside_the_sandbox() {
 fn renders_a_mitigate_result() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("out");
-    cargo_bin_cmd!("dentrylab").arg("report").arg(result("mitigate-temp-tables-pressure.json")).arg("-o").arg(&out).assert().success();
+    cargo_bin_cmd!("dentrylab")
+        .arg("report")
+        .arg(result("mitigate-temp-tables-pressure.json"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     for needle in [
         "## Mitigations: temp-tables",

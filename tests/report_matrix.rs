@@ -98,7 +98,13 @@ fn a_matrix_renders_its_table_and_one_series_per_row() {
 
     // The host row's cells, read off its own result.
     let host = &m["rows"][0]["result"];
-    let largest = host["sizes"].as_array().unwrap().iter().filter(|s| s["contenders"] == 0).max_by_key(|s| s["target"].as_u64()).unwrap();
+    let largest = host["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["contenders"] == 0)
+        .max_by_key(|s| s["target"].as_u64())
+        .unwrap();
     let ns = largest["ns_per_dentry"]["median"].as_f64().unwrap();
     assert_eq!(rows[0][col("ns/dentry")], format!("{ns:.0} ns"));
     let exponent = host["per_method"][0]["fits"]["gap_power"]["exponent"].as_f64().unwrap();
@@ -158,7 +164,11 @@ fn other_schemas_are_refused_in_one_line() {
     broken["rows"][0]["cpus"] = json!("two");
     let cases = [
         ("newer.json", newer, "newer.json: matrix schema \"dentrylab.vm-matrix/2\" is newer than this dentrylab reads"),
-        ("other.json", other, "other.json: unknown schema \"dentrylab.something/1\" (not a version number): this dentrylab reads results of schema"),
+        (
+            "other.json",
+            other,
+            "other.json: unknown schema \"dentrylab.something/1\" (not a version number): this dentrylab reads results of schema",
+        ),
         ("broken.json", broken, "broken.json: not a valid dentrylab.vm-matrix/1 matrix"),
     ];
     for (name, v, want) in cases {

@@ -162,9 +162,9 @@ fn worker_processes_die_with_a_killed_parent() {
     let t = Instant::now();
     while workers.iter().any(|w| std::path::Path::new(&format!("/proc/{w}")).exists()) {
         // A worker may linger as a zombie of init for a moment; it must not run.
-        let alive = workers.iter().any(|w| {
-            std::fs::read_to_string(format!("/proc/{w}/stat")).is_ok_and(|s| !s.contains(") Z "))
-        });
+        let alive = workers
+            .iter()
+            .any(|w| std::fs::read_to_string(format!("/proc/{w}/stat")).is_ok_and(|s| !s.contains(") Z ")));
         if !alive {
             break;
         }

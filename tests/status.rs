@@ -51,13 +51,23 @@ fn prints_figures_and_names_the_builtin_calibration() {
     let human = |n: f64| {
         // As the table prints counts (size::human).
         let (v, suf) = if n >= 1e9 { (n / 1e9, "G") } else { (n / 1e6, "M") };
-        let s = if v >= 100.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") };
+        let s = if v >= 100.0 {
+            format!("{v:.0}")
+        } else if v >= 10.0 {
+            format!("{v:.1}")
+        } else {
+            format!("{v:.2}")
+        };
         let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
         format!("{s}{suf}")
     };
     assert_eq!(
         row(&out, "distance: count"),
-        format!("distance: count {} dentries to the edge (edge at {} (no interval))", human(edge - 37_475.0), human(edge))
+        format!(
+            "distance: count {} dentries to the edge (edge at {} (no interval))",
+            human(edge - 37_475.0),
+            human(edge)
+        )
     );
     assert_eq!(row(&out, "level"), "level ok");
 }
@@ -90,7 +100,16 @@ fn json_output() {
     let r = v["prediction"]["lockup_ratio"].as_f64().unwrap();
     let want = builtin_ns_per_dentry() * 1e-9 * 9_999_922.0 / 20.0;
     assert!((r - want).abs() < 1e-6 * want, "{r} {want}");
-    assert_eq!(v["prediction"]["level"], if want >= 1.0 { "danger" } else if want >= 0.5 { "warn" } else { "ok" });
+    assert_eq!(
+        v["prediction"]["level"],
+        if want >= 1.0 {
+            "danger"
+        } else if want >= 0.5 {
+            "warn"
+        } else {
+            "ok"
+        }
+    );
     assert_eq!(v["prediction"]["governs"], "total_time", "the built-in default never yields");
     assert_eq!(v["environment"]["kernel"], "5.10.207");
 }

@@ -144,9 +144,11 @@ fn kill_and_check(mut child: Child, moment: &str, state: &Path) {
     assert!(ok);
     child.wait().unwrap();
     let limit = Duration::from_secs(10);
-    wait_until(&format!("{moment}: QEMU outlived dentrylab: {:?}", processes_mentioning(&tmp.to_string_lossy())), limit, || {
-        processes_mentioning(&tmp.to_string_lossy()).is_empty()
-    });
+    wait_until(
+        &format!("{moment}: QEMU outlived dentrylab: {:?}", processes_mentioning(&tmp.to_string_lossy())),
+        limit,
+        || processes_mentioning(&tmp.to_string_lossy()).is_empty(),
+    );
     wait_until(&format!("{moment}: apt outlived dentrylab"), limit, || {
         processes_mentioning(&state.join("vm/apt").to_string_lossy()).is_empty()
     });
@@ -184,7 +186,11 @@ fn sigkill_while_fetching_booting_or_running_leaves_no_qemu_and_no_temporary_dir
 
     // 2. While the guest boots (the cached kernel of the default state dir).
     let state = std::env::var_os("DENTRYLAB_STATE_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        if common::is_root() { PathBuf::from("/var/lib/dentrylab") } else { PathBuf::from(std::env::var("HOME").unwrap()).join(".local/state/dentrylab") }
+        if common::is_root() {
+            PathBuf::from("/var/lib/dentrylab")
+        } else {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".local/state/dentrylab")
+        }
     });
     let mut c = spawn_vm(&state, &TINY);
     let pid = c.id();

@@ -53,7 +53,11 @@ fn sigkill_at_any_moment_restores_watchdog_thresh_within_a_second() {
         child.wait().unwrap();
         let t = Instant::now();
         while thresh() != original {
-            assert!(t.elapsed() < Duration::from_secs(1), "kill at {ms} ms: watchdog_thresh is {} a second later", thresh());
+            assert!(
+                t.elapsed() < Duration::from_secs(1),
+                "kill at {ms} ms: watchdog_thresh is {} a second later",
+                thresh()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -100,7 +104,18 @@ fn completed_check_restores_and_reports_per_size() {
     let original = thresh();
     let _restore = Restore(original.clone());
     let out = bin()
-        .args(["reclaim", "--watchdog-check", "--allow-global", "--sizes", "20k,40k,80k", "--reps", "1", "--no-save", "--json", "-"])
+        .args([
+            "reclaim",
+            "--watchdog-check",
+            "--allow-global",
+            "--sizes",
+            "20k,40k,80k",
+            "--reps",
+            "1",
+            "--no-save",
+            "--json",
+            "-",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

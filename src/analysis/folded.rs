@@ -399,7 +399,8 @@ mod tests {
 
     #[test]
     fn hidden_kernel_symbols_are_refused() {
-        let t = "umount 1 1.000000001:\n\tffffffff816fb4a7 [unknown] ([kernel.kallsyms])\n\t108b87 umount2 (libc.so.6)\n";
+        let t =
+            "umount 1 1.000000001:\n\tffffffff816fb4a7 [unknown] ([kernel.kallsyms])\n\t108b87 umount2 (libc.so.6)\n";
         let s = parse_script(t).unwrap();
         assert!(unresolved_kernel(&s).unwrap().contains("kptr_restrict"));
         assert!(unresolved_kernel(&parse_script(ONE).unwrap()).is_none());
@@ -438,8 +439,13 @@ mod tests {
         let mut text = String::new();
         flate2::read::GzDecoder::new(gz).read_to_string(&mut text).unwrap();
         let gap = std::fs::read_to_string(format!("{dir}/umount-tmpfs-300k.gap")).unwrap();
-        let longest: Vec<u64> =
-            gap.lines().find_map(|l| l.strip_prefix("longest ")).unwrap().split(' ').map(|x| x.parse().unwrap()).collect();
+        let longest: Vec<u64> = gap
+            .lines()
+            .find_map(|l| l.strip_prefix("longest "))
+            .unwrap()
+            .split(' ')
+            .map(|x| x.parse().unwrap())
+            .collect();
         (parse_script(&text).unwrap(), longest[0], longest[1])
     }
 

@@ -137,9 +137,6 @@ impl Band {
         let run = if self.run_sd > 0.0 { self.run_sd.powi(2) / self.size_sxx } else { 0.0 };
         super::run_scatter::combine(self.resid_var / self.sxx_w, self.dof, self.birge_ratio, run, self.run_dof)
     }
-
-
-
 }
 
 /// The repetitions of one size: its count and one value per repetition.
@@ -148,7 +145,6 @@ pub struct SizeValues {
     pub count: f64,
     pub values: Vec<f64>,
 }
-
 
 /// A size the gap fit left out, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

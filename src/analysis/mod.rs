@@ -12,8 +12,8 @@
 
 pub mod edge;
 pub mod fit;
-pub mod interval;
 pub mod folded;
+pub mod interval;
 pub mod oscillation;
 pub mod run_scatter;
 pub mod scaling;

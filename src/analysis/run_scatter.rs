@@ -21,7 +21,6 @@
 //! band's scale, so the larger of the two is taken, not their sum. The t
 //! quantile takes the Welch–Satterthwaite degrees of freedom of the sum.
 
-
 /// σ of ln value between runs of one size, and its degrees of freedom.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunScatter {
@@ -34,8 +33,6 @@ pub struct RunScatter {
 pub const GAP: RunScatter = RunScatter { sd: 0.0223, dof: 9 };
 /// The unobserved reclaim time's (same runs, same file).
 pub const TIME: RunScatter = RunScatter { sd: 0.0295, dof: 9 };
-
-
 
 /// Adds the run scatter's variance `run` (with `run_dof`) to the fit's
 /// `fit` (with `fit_dof`; with misfit, `birge` > 1, the fit's scale holds

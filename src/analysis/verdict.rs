@@ -204,14 +204,13 @@ pub fn decide(i: &Inputs) -> Verdict {
             if g > t { "later" } else { "earlier" }
         ));
     }
-    if superlinear
-        && let Some(p) = i.time_power {
-            summary.push(format!(
-                "Reclaim cost is super-linear here (exponent {:.2}): ns per dentry grows with the count, so a \
+    if superlinear && let Some(p) = i.time_power {
+        summary.push(format!(
+            "Reclaim cost is super-linear here (exponent {:.2}): ns per dentry grows with the count, so a \
                  constant-ns extrapolation under-estimates large caches.",
-                p.exponent
-            ));
-        }
+            p.exponent
+        ));
+    }
     if (i.largest_size as f64) * 10.0 < lockup_count.unwrap_or(0.0) {
         summary.push(format!(
             "The prediction extrapolates more than 10× beyond the largest size measured ({}); measure larger \
@@ -220,10 +219,8 @@ pub fn decide(i: &Inputs) -> Verdict {
         ));
     }
     if i.soft_lockups_observed > 0 {
-        summary.push(format!(
-            "The kernel itself logged {} soft lockup(s) during the reclaims.",
-            i.soft_lockups_observed
-        ));
+        summary
+            .push(format!("The kernel itself logged {} soft lockup(s) during the reclaims.", i.soft_lockups_observed));
     }
     Verdict {
         soft_lockup_threshold_seconds: thr,
@@ -293,10 +290,13 @@ pub struct Danger {
 /// reclaiming CPU longest without a reschedule — what the watchdog sees.
 pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
     let first = rows.first()?;
-    let by_count = rows.iter().all(|r| r.lockup_count.is_some_and(|n| n.is_finite() && n > 0.0 && n <= MAX_PREDICTED_COUNT));
+    let by_count =
+        rows.iter().all(|r| r.lockup_count.is_some_and(|n| n.is_finite() && n > 0.0 && n <= MAX_PREDICTED_COUNT));
     let mut ranking = rows.to_vec();
     if by_count {
-        ranking.sort_by(|a, b| a.lockup_count.unwrap_or(f64::INFINITY).total_cmp(&b.lockup_count.unwrap_or(f64::INFINITY)));
+        ranking.sort_by(|a, b| {
+            a.lockup_count.unwrap_or(f64::INFINITY).total_cmp(&b.lockup_count.unwrap_or(f64::INFINITY))
+        });
     } else {
         ranking.sort_by(|a, b| b.max_gap_seconds.total_cmp(&a.max_gap_seconds));
     }
@@ -313,24 +313,32 @@ pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
         secs(top.reclaim_seconds)
     );
     if let Some(n) = next
-        && n.max_gap_seconds > 0.0 {
-            lead += &format!(", {:.1}× the next, {} ({})", top.max_gap_seconds / n.max_gap_seconds, n.method, secs(n.max_gap_seconds));
-        }
+        && n.max_gap_seconds > 0.0
+    {
+        lead += &format!(
+            ", {:.1}× the next, {} ({})",
+            top.max_gap_seconds / n.max_gap_seconds,
+            n.method,
+            secs(n.max_gap_seconds)
+        );
+    }
     lead.push('.');
     summary.push(lead);
     if let Some(n) = next
-        && !by_count && top.max_gap_min_seconds <= n.max_gap_seconds {
-            summary.push(format!(
-                "The longest stretches overlap from one repetition to the next ({} {}–{}, {} {}–{}): at this size the \
+        && !by_count
+        && top.max_gap_min_seconds <= n.max_gap_seconds
+    {
+        summary.push(format!(
+            "The longest stretches overlap from one repetition to the next ({} {}–{}, {} {}–{}): at this size the \
                  ranking is not settled; measure larger sizes.",
-                top.method,
-                secs(top.max_gap_min_seconds),
-                secs(top.max_gap_seconds),
-                n.method,
-                secs(n.max_gap_min_seconds),
-                secs(n.max_gap_seconds)
-            ));
-        }
+            top.method,
+            secs(top.max_gap_min_seconds),
+            secs(top.max_gap_seconds),
+            n.method,
+            secs(n.max_gap_min_seconds),
+            secs(n.max_gap_seconds)
+        ));
+    }
     if by_count {
         summary.push(format!(
             "Its fit reaches the soft-lockup threshold at about {} dentries per reclaim, the fewest of all paths ({}).",
@@ -352,24 +360,26 @@ pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
             ));
         }
         if let (Some(g), Some(t)) = (r.contended_max_gap_seconds, r.contended_reclaim_seconds)
-            && r.max_gap_seconds > 0.0 && r.reclaim_seconds > 0.0 {
-                let mut l = format!(
-                    "With lookups contending on the other CPUs, {} took {} instead of {} ({:.2}×) and its longest \
+            && r.max_gap_seconds > 0.0
+            && r.reclaim_seconds > 0.0
+        {
+            let mut l = format!(
+                "With lookups contending on the other CPUs, {} took {} instead of {} ({:.2}×) and its longest \
                      stretch went from {} to {} ({:.2}×)",
-                    r.method,
-                    secs(t),
-                    secs(r.reclaim_seconds),
-                    t / r.reclaim_seconds,
-                    secs(r.max_gap_seconds),
-                    secs(g),
-                    g / r.max_gap_seconds
-                );
-                if t > 2.0 * r.reclaim_seconds && g < 2.0 * r.max_gap_seconds {
-                    l += ": the extra time was spent waiting, not holding the CPU";
-                }
-                l.push('.');
-                summary.push(l);
+                r.method,
+                secs(t),
+                secs(r.reclaim_seconds),
+                t / r.reclaim_seconds,
+                secs(r.max_gap_seconds),
+                secs(g),
+                g / r.max_gap_seconds
+            );
+            if t > 2.0 * r.reclaim_seconds && g < 2.0 * r.max_gap_seconds {
+                l += ": the extra time was spent waiting, not holding the CPU";
             }
+            l.push('.');
+            summary.push(l);
+        }
     }
     Some(Danger {
         method: top.method.clone(),

@@ -26,8 +26,13 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
         let var = v.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
         1.0 / var.max(SIGMA_FLOOR * SIGMA_FLOOR)
     };
-    let pts: Vec<(f64, f64, f64)> =
-        logs.iter().flat_map(|(x, v)| { let w = weight(v); v.iter().map(move |y| (*x, *y, w)) }).collect();
+    let pts: Vec<(f64, f64, f64)> = logs
+        .iter()
+        .flat_map(|(x, v)| {
+            let w = weight(v);
+            v.iter().map(move |y| (*x, *y, w))
+        })
+        .collect();
     let sum_w: f64 = pts.iter().map(|p| p.2).sum();
     if pts.len() < 2 || sum_w <= 0.0 {
         return None;
@@ -335,8 +340,12 @@ mod tests {
                 control_p99: vec![p99; 3],
             };
             // 500k: 8 ms < 10 ms; 1M: 30 ms < 5 × 8 ms; 2M: 60 ms ≥ 40 ms; 4M kept.
-            let (kept, out) =
-                above_noise(&[size(500_000, 0.008, 0.001), size(1_000_000, 0.030, 0.008), size(2_000_000, 0.060, 0.008), size(4_000_000, 0.13, 0.002)]);
+            let (kept, out) = above_noise(&[
+                size(500_000, 0.008, 0.001),
+                size(1_000_000, 0.030, 0.008),
+                size(2_000_000, 0.060, 0.008),
+                size(4_000_000, 0.13, 0.002),
+            ]);
             assert_eq!(kept.iter().map(|s| s.count).collect::<Vec<_>>(), vec![2e6, 4e6]);
             assert_eq!(out.iter().map(|o| o.target).collect::<Vec<_>>(), vec![500_000, 1_000_000]);
             assert!(close(out[0].floor_seconds, 0.010, 1e-12) && close(out[1].floor_seconds, 0.040, 1e-12));
@@ -355,7 +364,6 @@ mod tests {
             assert!(t90(0).is_infinite());
         }
     }
-
 
     mod run_scatter {
         use super::super::*;
@@ -382,7 +390,9 @@ mod tests {
         fn the_constants_are_the_measured_ones() {
             let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/run-scatter-6.18.md");
             let text = std::fs::read_to_string(&p).unwrap();
-            let line = |key: &str| text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("{key} in {p:?}")).to_string();
+            let line = |key: &str| {
+                text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("{key} in {p:?}")).to_string()
+            };
             assert_eq!(line("gap run scatter:"), format!("gap run scatter: sd {:.4} dof {}", GAP.sd, GAP.dof));
             assert_eq!(line("time run scatter:"), format!("time run scatter: sd {:.4} dof {}", TIME.sd, TIME.dof));
         }
@@ -418,7 +428,10 @@ mod tests {
             let closed = b.count_reaching(&f, 20.0).unwrap();
             let tiny = b.with_run_scatter(RunScatter { sd: 1e-9, dof: 9 });
             let numeric = tiny.count_reaching(&f, 20.0).unwrap();
-            assert!(close(numeric.low, closed.low, 1e-6) && close(numeric.high.unwrap(), closed.high.unwrap(), 1e-6), "{numeric:?} {closed:?}");
+            assert!(
+                close(numeric.low, closed.low, 1e-6) && close(numeric.high.unwrap(), closed.high.unwrap(), 1e-6),
+                "{numeric:?} {closed:?}"
+            );
         }
 
         /// The case that showed it: a short sweep's interval widens by the scatter,
@@ -462,5 +475,4 @@ mod tests {
             assert!(close(v, 6.0, 1e-12));
         }
     }
-
 }

@@ -13,8 +13,8 @@
 //! Finally the filesystem is unmounted, which frees the negative dentries
 //! the unlinks left, and that is timed too.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -196,7 +196,8 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
     let root = mount.path().to_path_buf();
 
     let before_build = Counts::read(proc)?;
-    let spec = CreateSpec { kind: Kind::File, layout: Layout::Dirs(opts.dirs), count: opts.files, threads: opts.workers };
+    let spec =
+        CreateSpec { kind: Kind::File, layout: Layout::Dirs(opts.dirs), count: opts.files, threads: opts.workers };
     let progress = Arc::new(Progress::default());
     let build = workload::with_progress(opts.files, "build", &progress, || workload::create(&root, &spec, &progress))
         .context("building the tree")?;

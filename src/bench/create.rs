@@ -139,7 +139,10 @@ pub fn run(
             let top = layers::umount_counted("overlay", "overlay", &mut mount, proc, cpu)?;
             let took = Duration::from_secs_f64(top.umount_seconds);
             let rest = layers::unmount_in_turn(st, proc, cpu)?;
-            (took, Some(layers::StackTeardown { stack: which, cpu, layers: std::iter::once(top).chain(rest).collect() }))
+            (
+                took,
+                Some(layers::StackTeardown { stack: which, cpu, layers: std::iter::once(top).chain(rest).collect() }),
+            )
         }
         _ => (mount.umount()?, None),
     };

@@ -21,8 +21,8 @@ use crate::procfs::ProcRoot;
 use crate::procfs::dentry_state::DentryState;
 use crate::sandbox::overlay::{Stack, StackMounts};
 use crate::sandbox::{FsType, Mount, Sandbox};
-use crate::workload::CreateSpec;
 use crate::sys;
+use crate::workload::CreateSpec;
 
 /// The windows read before and after each layer's umount to measure how
 /// the counters move without us.
@@ -134,7 +134,13 @@ impl Window {
 }
 
 /// A row of the table from what a teardown freed.
-pub fn counted_row(layer: &str, fs: &str, counted: &Counted, seconds: f64, max_gap_seconds: Option<f64>) -> LayerUmount {
+pub fn counted_row(
+    layer: &str,
+    fs: &str,
+    counted: &Counted,
+    seconds: f64,
+    max_gap_seconds: Option<f64>,
+) -> LayerUmount {
     LayerUmount {
         layer: layer.into(),
         fs: fs.into(),

@@ -10,11 +10,11 @@
 //! harness in `mitigate`), never the other way round.
 
 pub mod churn;
-pub mod mitigate;
 pub mod containers;
 pub mod create;
 pub mod gvisor;
 pub mod layers;
+pub mod mitigate;
 pub mod pollute;
 pub mod reclaim;
 pub mod scale;

@@ -176,7 +176,11 @@ pub fn validate(opts: &Options) -> Result<()> {
         bail!(UsageError("--negatives: give at least one size".into()));
     }
     if !(MIN_CALLS..=MAX_CALLS).contains(&opts.calls) {
-        bail!(UsageError(format!("--calls {}: use a count from {MIN_CALLS} to {}", opts.calls, human(MAX_CALLS as u64))));
+        bail!(UsageError(format!(
+            "--calls {}: use a count from {MIN_CALLS} to {}",
+            opts.calls,
+            human(MAX_CALLS as u64)
+        )));
     }
     Ok(())
 }
@@ -193,7 +197,11 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
     let n = negatives_per_rep(opts);
     let bpd = Kind::Negative.default_bytes_per_dentry();
     crate::bench::check_memory(
-        &format!("--negatives {}: {} negative dentries", human(opts.negatives.iter().copied().max().unwrap_or(0)), human(n)),
+        &format!(
+            "--negatives {}: {} negative dentries",
+            human(opts.negatives.iter().copied().max().unwrap_or(0)),
+            human(n)
+        ),
         n.saturating_mul(bpd),
         &format!(" (≈{bpd} bytes each)"),
         "choose smaller sizes, or pass --force",
@@ -221,9 +229,8 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
     sys::unpin_current_thread(&allowed)?;
     result?;
     let levels = summarise(&reps);
-    let seed_001_effect = levels.iter().skip(1).any(|l| {
-        l.probes.iter().any(|p| p.probe.is_hot() && p.effect == Some(Effect::Slower))
-    });
+    let seed_001_effect =
+        levels.iter().skip(1).any(|l| l.probes.iter().any(|p| p.probe.is_hot() && p.effect == Some(Effect::Slower)));
     let summary = summary_lines(&levels, seed_001_effect, opts.reps);
     let mut notes = vec![format!(
         "every call is timed with two CLOCK_MONOTONIC reads (vDSO), included in the figures; the measuring \
@@ -244,7 +251,10 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
         options: opts.clone(),
         sandbox: sandbox.privilege,
         probes: Probe::ALL.iter().map(|p| (*p, p.describe().to_string())).collect(),
-        interval_method: format!("{}; each median is first divided by the control's (fstat of an open file, no lookup) at the same size and repetition, so a change of the machine's own speed cancels out", slowdown::METHOD),
+        interval_method: format!(
+            "{}; each median is first divided by the control's (fstat of an open file, no lookup) at the same size and repetition, so a change of the machine's own speed cancels out",
+            slowdown::METHOD
+        ),
         reps,
         levels,
         seed_001_effect,
@@ -275,11 +285,7 @@ fn one_rep(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, rep: u32, ann
             rep + 1,
             opts.reps,
             human(target),
-            probes
-                .iter()
-                .map(|p| format!("{} {:.0}", p.probe, p.median_ns))
-                .collect::<Vec<_>>()
-                .join(", ")
+            probes.iter().map(|p| format!("{} {:.0}", p.probe, p.median_ns)).collect::<Vec<_>>().join(", ")
         ));
         levels.push(LevelRun {
             negatives: target,

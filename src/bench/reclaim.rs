@@ -41,7 +41,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{LinearFit, PowerFit};
 use crate::analysis::interval::LeftOut;
-use crate::stats::{GapStats, Spread};
 use crate::analysis::verdict::{self, Verdict};
 use crate::env::Environment;
 use crate::probe::counters::Counts;
@@ -50,6 +49,7 @@ use crate::procfs::ProcRoot;
 use crate::procfs::kmsg::Alert;
 use crate::sandbox::{FsType, Privilege, Sandbox};
 use crate::size::human;
+use crate::stats::{GapStats, Spread};
 use crate::workload::contend::ContendStats;
 use crate::workload::{self, Kind, Layout};
 use methods::MemcgOutcome;
@@ -514,7 +514,9 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         }
     }
     notes.extend(checks::walk_notes(&runs));
-    for r in runs.iter().filter(|r| opts.overlay.is_none() && r.method.frees() && r.fit_count() != r.freed.max(1) as f64) {
+    for r in
+        runs.iter().filter(|r| opts.overlay.is_none() && r.method.frees() && r.fit_count() != r.freed.max(1) as f64)
+    {
         notes.push(format!(
             "size {} rep {}: the {} counter moved by {} instead of about {} (other activity on the machine); \
              this run is counted at its target",
@@ -539,10 +541,8 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         }
     }
     let comparison = analyse::compare(&per_method, &sizes);
-    let (fits, verdict) = per_method
-        .first()
-        .map(|m| (m.fits.clone(), m.verdict.clone()))
-        .unwrap_or_else(|| (fit_runs(&[], &[]), None));
+    let (fits, verdict) =
+        per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
     let pinning_cost = placement::cost(&unobserved, &unpinned);
     Ok(ReclaimResult {
@@ -568,4 +568,3 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         watchdog_more: Vec::new(),
     })
 }
-

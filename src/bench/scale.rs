@@ -146,9 +146,9 @@ impl std::str::FromStr for ThreadSpec {
                 Ok(0) => Err(format!("{t:?} is not a thread count: counts start at 1")),
                 Ok(n) if n > MAX_THREADS => Err(format!("{n} threads is more than the limit of {MAX_THREADS}")),
                 Ok(n) => Ok(Count::N(n)),
-                Err(_) => Err(format!(
-                    "cannot read {t:?}: use counts, ranges and 'cpus', for example 1..8, 1,2,4 or 1..cpus"
-                )),
+                Err(_) => {
+                    Err(format!("cannot read {t:?}: use counts, ranges and 'cpus', for example 1..8, 1,2,4 or 1..cpus"))
+                }
             }
         };
         let mut items = Vec::new();
@@ -157,9 +157,10 @@ impl std::str::FromStr for ThreadSpec {
                 Some((a, b)) => {
                     let (a, b) = (count(a)?, count(b)?);
                     if let (Count::N(x), Count::N(y)) = (a, b)
-                        && x > y {
-                            return Err(format!("range {} is empty: write it low..high", part.trim()));
-                        }
+                        && x > y
+                    {
+                        return Err(format!("range {} is empty: write it low..high", part.trim()));
+                    }
                     (a, b)
                 }
                 None => {
@@ -355,10 +356,8 @@ fn run_threads(root: &Path, op: Op, n: usize, opts: &Options, hook: &mut dyn Ste
         ready.wait();
         let hooked = hook.before_go(&[std::process::id()]);
         go.wait();
-        let outcomes: Vec<Result<Outcome>> = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| bail!("a worker thread panicked")))
-            .collect();
+        let outcomes: Vec<Result<Outcome>> =
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| bail!("a worker thread panicked"))).collect();
         hooked?;
         hook.after()?;
         outcomes.into_iter().collect()

@@ -17,8 +17,8 @@ use crate::workload::{Kind, Layout};
 
 mod experiments;
 mod gvisor;
-mod node;
 pub mod handlers;
+mod node;
 mod vm;
 
 pub use experiments::*;
@@ -60,10 +60,7 @@ pub enum Command {
     Mitigate(MitigateArgs),
     /// Internal: the workload process of 'mitigate'.
     #[command(name = "__mitigate-worker", hide = true)]
-    MitigateWorker {
-        workload: String,
-        root: PathBuf,
-    },
+    MitigateWorker { workload: String, root: PathBuf },
     /// Path-lookup scalability: stat, negative stat, open+close, create+unlink from 1..N threads.
     #[command(long_about = SCALE_ABOUT)]
     Scale(ScaleArgs),
@@ -185,7 +182,6 @@ and whether the throughput oscillates: the autocorrelation of the detrended rate
 peak/trough ratio its depth (the report saw about 20 s, 80k against 20k unlinks/s).\n\n\
 Sizes that would take more than half of MemAvailable (about 2000 bytes per file) are refused unless --force.";
 
-
 /// Output options every command shares.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -236,9 +232,9 @@ fn parse_fs_choice(s: &str) -> Result<FsChoice, String> {
     if s == "overlay" {
         return Ok(FsChoice::Overlay);
     }
-    s.parse().map(FsChoice::Plain).map_err(|_| {
-        format!("unknown filesystem {s:?}: use one of {}, overlay", FsType::NAMES.join(", "))
-    })
+    s.parse()
+        .map(FsChoice::Plain)
+        .map_err(|_| format!("unknown filesystem {s:?}: use one of {}, overlay", FsType::NAMES.join(", ")))
 }
 
 fn parse_lower_fs(s: &str) -> Result<FsType, String> {
@@ -429,7 +425,6 @@ pub struct ChurnArgs {
     pub output: OutputArgs,
 }
 
-
 /// A duration such as `100ms`, `0.5s` or `2s`, within the churn interval bounds.
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     use crate::bench::churn::{MAX_INTERVAL, MIN_INTERVAL};
@@ -551,6 +546,3 @@ fn parse_methods(s: &str) -> Result<Methods, String> {
 fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse()
 }
-
-
-

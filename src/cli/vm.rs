@@ -98,10 +98,16 @@ impl VmArgs {
     pub fn options(self) -> Result<Options> {
         let first = self.command.first().map(String::as_str).unwrap_or("");
         if first == "vm" || first.starts_with("__") {
-            return Err(UsageError(format!("`{first}` cannot run inside a guest: give a benchmark such as reclaim")).into());
+            return Err(
+                UsageError(format!("`{first}` cannot run inside a guest: give a benchmark such as reclaim")).into()
+            );
         }
         if self.command.iter().any(|a| a == "--json" || a.starts_with("--json=")) {
-            return Err(UsageError("the command after -- takes no --json: vm adds its own and gathers the results (use vm's --json)".into()).into());
+            return Err(UsageError(
+                "the command after -- takes no --json: vm adds its own and gathers the results (use vm's --json)"
+                    .into(),
+            )
+            .into());
         }
         if self.accel == AccelArg::Kvm && self.clock != Clock::Host {
             return Err(UsageError(
@@ -118,7 +124,11 @@ impl VmArgs {
         }
         Ok(Options {
             kernels: self.kernel,
-            preempt: self.preempt.iter().map(|p| p.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()).collect(),
+            preempt: self
+                .preempt
+                .iter()
+                .map(|p| p.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default())
+                .collect(),
             accel: match self.accel {
                 AccelArg::Auto => AccelChoice::Auto,
                 AccelArg::Kvm => AccelChoice::Kvm,

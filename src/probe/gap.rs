@@ -63,7 +63,9 @@ impl Policy {
                 ),
                 Err(e) => (
                     Policy::Other,
-                    format!("the default here, as SCHED_FIFO is not permitted ({e:#}): the gap may include waiting for a fair share"),
+                    format!(
+                        "the default here, as SCHED_FIFO is not permitted ({e:#}): the gap may include waiting for a fair share"
+                    ),
                 ),
             }),
         }

@@ -89,12 +89,13 @@ impl KmsgWatch {
             .name("kmsg".into())
             .spawn(move || {
                 if let Some(cpu) = avoid
-                    && let Ok(all) = sys::allowed_cpus() {
-                        let others: Vec<usize> = all.into_iter().filter(|&c| c != cpu).collect();
-                        if !others.is_empty() {
-                            let _ = sys::unpin_current_thread(&others);
-                        }
+                    && let Ok(all) = sys::allowed_cpus()
+                {
+                    let others: Vec<usize> = all.into_iter().filter(|&c| c != cpu).collect();
+                    if !others.is_empty() {
+                        let _ = sys::unpin_current_thread(&others);
                     }
+                }
                 watch(&mut file, &s)
             })
             .ok();

@@ -61,6 +61,9 @@ impl LogMark {
     pub fn reports_of(&mut self, cgroup: &str) -> Result<Vec<OomReport>, String> {
         let text = self.read_since()?;
         let suffix = format!("/{cgroup}");
-        Ok(parse_reports(&text).into_iter().filter(|r| r.memcg.as_deref().is_some_and(|m| m.ends_with(&suffix))).collect())
+        Ok(parse_reports(&text)
+            .into_iter()
+            .filter(|r| r.memcg.as_deref().is_some_and(|m| m.ends_with(&suffix)))
+            .collect())
     }
 }

@@ -49,7 +49,9 @@ pub fn check(cpu: usize, scratch: &Path) -> Result<(), String> {
         Ok(o) if !o.status.success() => {
             let err = String::from_utf8_lossy(&o.stderr);
             let line = err.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no message");
-            Err(format!("{PERF} cannot sample CPU {cpu} here: {line} (sampling a CPU needs root, or kernel.perf_event_paranoid ≤ 0)"))
+            Err(format!(
+                "{PERF} cannot sample CPU {cpu} here: {line} (sampling a CPU needs root, or kernel.perf_event_paranoid ≤ 0)"
+            ))
         }
         Ok(_) => Ok(()),
     }

@@ -115,9 +115,9 @@ pub fn memory_controller(
     if v2_root_controllers.is_some_and(|c| c.split_whitespace().any(|c| c == "memory"))
         && let (Some(m), Some(me)) =
             (mounts.iter().find(|m| m.version == 2), membership.iter().find(|m| m.hierarchy == 0))
-        {
-            return Some(MemoryController { version: 2, mount_point: m.mount_point.clone(), own_dir: own(m, &me.path) });
-        }
+    {
+        return Some(MemoryController { version: 2, mount_point: m.mount_point.clone(), own_dir: own(m, &me.path) });
+    }
     let me = membership.iter().find(|m| m.controllers.iter().any(|c| c == "memory"))?;
     let m = mounts.iter().find(|m| m.version == 1 && m.options.iter().any(|o| o == "memory"))?;
     Some(MemoryController { version: 1, mount_point: m.mount_point.clone(), own_dir: own(m, &me.path) })
@@ -176,7 +176,8 @@ pub fn headroom(mc: &MemoryController) -> Option<Headroom> {
         let limit = read(limit_file).and_then(|t| parse_limit(&t));
         let usage = read(usage_file).and_then(|t| t.trim().parse::<u64>().ok());
         if let (Some(limit), Some(usage)) = (limit, usage) {
-            let working_set = usage.saturating_sub(read("memory.stat").and_then(|t| stat_value(&t, inactive)).unwrap_or(0));
+            let working_set =
+                usage.saturating_sub(read("memory.stat").and_then(|t| stat_value(&t, inactive)).unwrap_or(0));
             let bytes = limit.saturating_sub(working_set);
             if best.as_ref().is_none_or(|b| bytes < b.bytes) {
                 best = Some(Headroom { bytes, limit, working_set, dir: dir.clone() });

@@ -119,8 +119,10 @@ pub(crate) fn frame(msg: &str) -> Option<&str> {
         return None;
     }
     let (func, off) = m.split_once("+0x")?;
-    (off.contains("/0x") && !func.is_empty() && func.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.'))
-        .then_some(func)
+    (off.contains("/0x")
+        && !func.is_empty()
+        && func.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.'))
+    .then_some(func)
 }
 
 /// `INFO: task umount:77 blocked for more than 120 seconds.` → (umount, 77).

@@ -63,15 +63,8 @@ pub fn classify(rec: &Record) -> Option<Alert> {
     } else {
         return None;
     };
-    let mut a = Alert {
-        kind,
-        usec: rec.usec,
-        message: m.to_string(),
-        cpu: None,
-        stuck_seconds: None,
-        task: None,
-        pid: None,
-    };
+    let mut a =
+        Alert { kind, usec: rec.usec, message: m.to_string(), cpu: None, stuck_seconds: None, task: None, pid: None };
     if kind == Kind::SoftLockup {
         // watchdog: BUG: soft lockup - CPU#0 stuck for 3s! [umount:1234]
         if let Some(rest) = m.split("CPU#").nth(1) {
@@ -82,10 +75,11 @@ pub fn classify(rec: &Record) -> Option<Alert> {
         }
         if let (Some(open), Some(close)) = (m.rfind('['), m.rfind(']'))
             && open < close
-                && let Some((task, pid)) = m[open + 1..close].rsplit_once(':') {
-                    a.task = Some(task.to_string());
-                    a.pid = pid.parse().ok();
-                }
+            && let Some((task, pid)) = m[open + 1..close].rsplit_once(':')
+        {
+            a.task = Some(task.to_string());
+            a.pid = pid.parse().ok();
+        }
     }
     Some(a)
 }
@@ -117,7 +111,8 @@ mod tests {
 
     #[test]
     fn classifies_literals() {
-        let r = parse_record("0,812,2973617,-;watchdog: BUG: soft lockup - CPU#25 stuck for 22s! [atop:968884]").unwrap();
+        let r =
+            parse_record("0,812,2973617,-;watchdog: BUG: soft lockup - CPU#25 stuck for 22s! [atop:968884]").unwrap();
         let a = classify(&r).unwrap();
         assert_eq!(a.kind, Kind::SoftLockup);
         assert_eq!((a.cpu, a.stuck_seconds, a.pid), (Some(25), Some(22), Some(968884)));

@@ -25,9 +25,7 @@ pub fn parse(r: impl BufRead) -> Result<MemInfo> {
         let Some((key, rest)) = line.split_once(':') else { continue };
         let mut it = rest.split_whitespace();
         let Some(v) = it.next() else { continue };
-        let v: u64 = v
-            .parse()
-            .with_context(|| format!("{FILE}: field {key}: expected a number, found {v:?}"))?;
+        let v: u64 = v.parse().with_context(|| format!("{FILE}: field {key}: expected a number, found {v:?}"))?;
         let v = match it.next() {
             Some("kB") => v
                 .checked_mul(1024)

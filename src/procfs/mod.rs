@@ -89,9 +89,7 @@ impl ProcRoot {
     pub fn sysctl_u64(&self, rel: &str) -> Result<u64> {
         let p = self.path(rel);
         let s = std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
-        s.trim()
-            .parse()
-            .with_context(|| format!("{}: expected a whole number, found {:?}", p.display(), s.trim()))
+        s.trim().parse().with_context(|| format!("{}: expected a whole number, found {:?}", p.display(), s.trim()))
     }
 }
 
@@ -99,8 +97,7 @@ impl ProcRoot {
 /// the field on failure.
 pub(crate) fn num(file: &str, field: &str, tok: Option<&str>) -> Result<u64> {
     let tok = tok.with_context(|| format!("{file}: missing field {field}"))?;
-    tok.parse()
-        .with_context(|| format!("{file}: field {field}: expected a number, found {tok:?}"))
+    tok.parse().with_context(|| format!("{file}: field {field}: expected a number, found {tok:?}"))
 }
 
 #[allow(dead_code)]

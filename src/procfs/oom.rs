@@ -20,18 +20,42 @@ use super::kernel_log::{frame, split_line};
 /// Frames of the OOM killer, the charge and the page and slab allocators:
 /// skipped to find the function that asked for the memory.
 const MACHINERY: &[&str] = &[
-    "dump_stack", "dump_header", "oom_kill_process", "out_of_memory", "mem_cgroup_out_of_memory", "mem_cgroup_oom",
-    "try_charge", "charge_memcg", "__mem_cgroup_charge", "mem_cgroup_charge", "obj_cgroup_charge",
-    "__memcg_slab_post_alloc_hook", "memcg_slab_post_alloc_hook", "__memcg_kmem_charge", "memcg_kmem_charge",
-    "kmem_cache_alloc", "__kmem_cache_alloc", "__kmalloc", "kmalloc", "__alloc_pages", "alloc_pages", "__folio_alloc",
-    "folio_alloc", "alloc_slab_page", "allocate_slab", "new_slab", "___slab_alloc", "__slab_alloc", "slab_alloc",
-    "__alloc_frozen_pages", "alloc_frozen_pages",
+    "dump_stack",
+    "dump_header",
+    "oom_kill_process",
+    "out_of_memory",
+    "mem_cgroup_out_of_memory",
+    "mem_cgroup_oom",
+    "try_charge",
+    "charge_memcg",
+    "__mem_cgroup_charge",
+    "mem_cgroup_charge",
+    "obj_cgroup_charge",
+    "__memcg_slab_post_alloc_hook",
+    "memcg_slab_post_alloc_hook",
+    "__memcg_kmem_charge",
+    "memcg_kmem_charge",
+    "kmem_cache_alloc",
+    "__kmem_cache_alloc",
+    "__kmalloc",
+    "kmalloc",
+    "__alloc_pages",
+    "alloc_pages",
+    "__folio_alloc",
+    "folio_alloc",
+    "alloc_slab_page",
+    "allocate_slab",
+    "new_slab",
+    "___slab_alloc",
+    "__slab_alloc",
+    "slab_alloc",
+    "__alloc_frozen_pages",
+    "alloc_frozen_pages",
 ];
 
 /// Prefixes of a filesystem's own functions (the call site).
-const FILESYSTEMS: &[&str] = &[
-    "ext4_", "xfs_", "btrfs_", "shmem_", "f2fs_", "jbd2_", "fuse_", "ovl_", "nfs_", "__ext4_", "__xfs_",
-];
+const FILESYSTEMS: &[&str] =
+    &["ext4_", "xfs_", "btrfs_", "shmem_", "f2fs_", "jbd2_", "fuse_", "ovl_", "nfs_", "__ext4_", "__xfs_"];
 
 /// One OOM report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,7 +128,10 @@ impl OomReport {
         // GFP_HIGHUSER(_MOVABLE)), or the bare flag; GFP_NOFS, GFP_NOIO,
         // GFP_ATOMIC and GFP_NOWAIT do not.
         self.gfp_flags.iter().any(|f| {
-            matches!(f.as_str(), "__GFP_FS" | "GFP_KERNEL" | "GFP_KERNEL_ACCOUNT" | "GFP_USER" | "GFP_HIGHUSER" | "GFP_HIGHUSER_MOVABLE")
+            matches!(
+                f.as_str(),
+                "__GFP_FS" | "GFP_KERNEL" | "GFP_KERNEL_ACCOUNT" | "GFP_USER" | "GFP_HIGHUSER" | "GFP_HIGHUSER_MOVABLE"
+            )
         }) || u64::from_str_radix(self.gfp_mask.trim_start_matches("0x"), 16).is_ok_and(|m| m & GFP_FS_BIT != 0)
     }
 
@@ -163,7 +190,8 @@ impl OomReport {
             None => "OOM-killed (the kernel's report gave no usage)".to_string(),
         };
         let flags = if self.gfp_flags.is_empty() { self.gfp_mask.clone() } else { self.gfp_flags.join("|") };
-        let site = if self.call_site.is_empty() { String::new() } else { format!(" in {}", self.call_site.join(" ← ")) };
+        let site =
+            if self.call_site.is_empty() { String::new() } else { format!(" in {}", self.call_site.join(" ← ")) };
         line.push_str(&format!("; the failing allocation was {flags} (order {}){site}", self.order));
         if self.may_enter_fs() {
             line.push_str(", which may enter the filesystem: its reclaim could run the dentry and inode shrinkers, and did not bring the cgroup under its limit");
@@ -331,13 +359,22 @@ mod tests {
         assert_eq!(b.order, 0);
         assert_eq!(
             b.call_site,
-            vec!["alloc_buffer_head", "folio_alloc_buffers", "create_empty_buffers", "ext4_block_write_begin", "ext4_da_write_begin"]
+            vec![
+                "alloc_buffer_head",
+                "folio_alloc_buffers",
+                "create_empty_buffers",
+                "ext4_block_write_begin",
+                "ext4_da_write_begin"
+            ]
         );
         assert_eq!((b.usage_kb, b.limit_kb, b.failcnt, b.kmem_kb), (Some(12288), Some(12288), Some(1914), Some(11588)));
         assert_eq!(b.memcg.as_deref(), Some("/jobs/job-0001/dentrylab-17936-2"));
         assert_eq!(b.stats.get("rss"), Some(&712704));
         assert_eq!(b.stats.get("cache"), Some(&4096));
-        assert_eq!((b.killed_pid, b.killed_task.as_deref(), b.killed_anon_rss_kb), (Some(17943), Some("exe"), Some(640)));
+        assert_eq!(
+            (b.killed_pid, b.killed_task.as_deref(), b.killed_anon_rss_kb),
+            (Some(17943), Some("exe"), Some(640))
+        );
         let s = b.split().unwrap();
         assert_eq!(s.filled, Filled::Kernel);
         assert!((s.kernel_share - 11588.0 / 12288.0).abs() < 1e-9);

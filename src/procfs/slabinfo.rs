@@ -24,11 +24,7 @@ pub struct SlabCache {
 /// Finds the line for cache `name`. `Ok(None)` when the cache is absent.
 pub fn find(r: impl BufRead, name: &str) -> Result<Option<SlabCache>> {
     let mut lines = r.lines();
-    let header = lines
-        .next()
-        .transpose()
-        .with_context(|| format!("{FILE}: cannot read"))?
-        .unwrap_or_default();
+    let header = lines.next().transpose().with_context(|| format!("{FILE}: cannot read"))?.unwrap_or_default();
     if !header.starts_with("slabinfo - version: 2.") {
         bail!("{FILE}: unsupported header {header:?} (expected version 2.x)");
     }

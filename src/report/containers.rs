@@ -3,10 +3,10 @@
 //! and the Markdown report.
 
 use super::Grid;
-use crate::duration::secs;
-use crate::stats::Spread;
 use crate::bench::containers::{ContainersResult, Projection};
+use crate::duration::secs;
 use crate::size::{grouped, human};
+use crate::stats::Spread;
 
 fn count(v: f64) -> String {
     if !v.is_finite() {
@@ -43,19 +43,17 @@ pub fn grid(r: &ContainersResult) -> Grid {
 pub fn lines(r: &ContainersResult) -> Vec<String> {
     let s = &r.summary;
     let w = &r.witness;
-    let mut out = vec![
-        format!(
-            "witness{}: unmounting the run's {} filesystem at the end freed {} dentries ({} negative; {} are the \
+    let mut out = vec![format!(
+        "witness{}: unmounting the run's {} filesystem at the end freed {} dentries ({} negative; {} are the \
              image's directories): {} left per container, {} per 1,000 containers",
-            if w.disturbed { " (disturbed: medians used)" } else { "" },
-            r.options.fs,
-            grouped(w.dentries.max(0) as u64),
-            grouped(w.negative.max(0) as u64),
-            w.image_dentries,
-            count(s.witness_left_per_container),
-            count(s.host_growth_per_1000)
-        ),
-    ];
+        if w.disturbed { " (disturbed: medians used)" } else { "" },
+        r.options.fs,
+        grouped(w.dentries.max(0) as u64),
+        grouped(w.negative.max(0) as u64),
+        w.image_dentries,
+        count(s.witness_left_per_container),
+        count(s.host_growth_per_1000)
+    )];
     if s.new_names_per_container > 0.0 {
         out.push(format!(
             "each container used {} new names and left {:.3} dentries per name on the host",
@@ -79,7 +77,13 @@ pub fn lines(r: &ContainersResult) -> Vec<String> {
 }
 
 fn hours(h: f64) -> String {
-    if h < 48.0 { format!("{h:.1} h") } else if h < 24.0 * 730.0 { format!("{:.1} days", h / 24.0) } else { format!("{:.1} years", h / 24.0 / 365.0) }
+    if h < 48.0 {
+        format!("{h:.1} h")
+    } else if h < 24.0 * 730.0 {
+        format!("{:.1} days", h / 24.0)
+    } else {
+        format!("{:.1} years", h / 24.0 / 365.0)
+    }
 }
 
 pub fn projection_line(p: &Projection) -> String {
@@ -146,7 +150,12 @@ pub fn table(r: &ContainersResult) -> String {
 }
 
 /// The report's section for `containers` results.
-pub fn part(results: &[&ContainersResult], labels: &[String], subtitle: &str, figures: &[super::svg::Figure]) -> String {
+pub fn part(
+    results: &[&ContainersResult],
+    labels: &[String],
+    subtitle: &str,
+    figures: &[super::svg::Figure],
+) -> String {
     super::markdown::part(
         format!("Containers on overlayfs: {subtitle}"),
         figures,

@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::{markdown, svg};
 use crate::bench::churn::ChurnResult;
-use crate::bench::mitigate::MitigateResult;
 use crate::bench::containers::ContainersResult;
+use crate::bench::mitigate::MitigateResult;
 use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::ScaleResult;
@@ -157,8 +157,10 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
     for benchmark in order {
         let (part, figures, headers) = match benchmark {
             "reclaim" => {
-                let rs: Vec<&ReclaimResult> =
-                    results.iter().filter_map(|l| if let Loaded::Reclaim(r) = l { Some(r.as_ref()) } else { None }).collect();
+                let rs: Vec<&ReclaimResult> = results
+                    .iter()
+                    .filter_map(|l| if let Loaded::Reclaim(r) = l { Some(r.as_ref()) } else { None })
+                    .collect();
                 let (labels, subtitle) = reclaim_labels(&rs);
                 let mut figures = svg::reclaim(&rs, &labels, &subtitle)?;
                 figures.extend(svg::longest_stretch(&rs, &labels)?);
@@ -166,8 +168,10 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect::<Vec<_>>())
             }
             "pollute" => {
-                let rs: Vec<&PolluteResult> =
-                    results.iter().filter_map(|l| if let Loaded::Pollute(r) = l { Some(r.as_ref()) } else { None }).collect();
+                let rs: Vec<&PolluteResult> = results
+                    .iter()
+                    .filter_map(|l| if let Loaded::Pollute(r) = l { Some(r.as_ref()) } else { None })
+                    .collect();
                 let (labels, subtitle) = labels_of(
                     &rs.iter().map(|r| (common_facets(&r.environment, r.options.fs), &r.header)).collect::<Vec<_>>(),
                 );
@@ -176,8 +180,10 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
             }
             "scale" => {
-                let rs: Vec<&ScaleResult> =
-                    results.iter().filter_map(|l| if let Loaded::Scale(r) = l { Some(r.as_ref()) } else { None }).collect();
+                let rs: Vec<&ScaleResult> = results
+                    .iter()
+                    .filter_map(|l| if let Loaded::Scale(r) = l { Some(r.as_ref()) } else { None })
+                    .collect();
                 let (labels, subtitle) = labels_of(
                     &rs.iter()
                         .map(|r| {
@@ -207,11 +213,17 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 (super::mitigate::part(&rs), Vec::new(), rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
             }
             "vm" => {
-                let ms: Vec<&super::matrix::MatrixFile> =
-                    results.iter().filter_map(|l| if let Loaded::VmMatrix(m) = l { Some(m.as_ref()) } else { None }).collect();
+                let ms: Vec<&super::matrix::MatrixFile> = results
+                    .iter()
+                    .filter_map(|l| if let Loaded::VmMatrix(m) = l { Some(m.as_ref()) } else { None })
+                    .collect();
                 let (mut part, mut figures) = (String::new(), Vec::new());
                 for (i, m) in ms.iter().enumerate() {
-                    let file = if i == 0 { "vm-matrix-longest-gap.svg".to_string() } else { format!("vm-matrix-{}-longest-gap.svg", i + 1) };
+                    let file = if i == 0 {
+                        "vm-matrix-longest-gap.svg".to_string()
+                    } else {
+                        format!("vm-matrix-{}-longest-gap.svg", i + 1)
+                    };
                     let chart = svg::matrix_longest_gap(&m.matrix, &file)?;
                     part += &super::matrix::markdown(&m.matrix, Some(&chart));
                     figures.push(chart);
@@ -227,7 +239,10 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                     &rs.iter()
                         .map(|r| {
                             let mut f = common_facets(&r.environment, r.options.fs);
-                            f.insert(0, format!("{} × {} operations", r.options.mix.name(), crate::size::human(r.options.ops)));
+                            f.insert(
+                                0,
+                                format!("{} × {} operations", r.options.mix.name(), crate::size::human(r.options.ops)),
+                            );
                             f.insert(1, format!("{} containers, {} at a time", r.options.count, r.options.parallel));
                             (f, &r.header)
                         })
@@ -239,13 +254,18 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
             }
             _ => {
-                let rs: Vec<&ChurnResult> =
-                    results.iter().filter_map(|l| if let Loaded::Churn(r) = l { Some(r.as_ref()) } else { None }).collect();
+                let rs: Vec<&ChurnResult> = results
+                    .iter()
+                    .filter_map(|l| if let Loaded::Churn(r) = l { Some(r.as_ref()) } else { None })
+                    .collect();
                 let (labels, subtitle) = labels_of(
                     &rs.iter()
                         .map(|r| {
                             let mut f = common_facets(&r.environment, r.options.fs);
-                            f.insert(0, format!("{} files, {} workers", crate::size::human(r.options.files), r.workers.len()));
+                            f.insert(
+                                0,
+                                format!("{} files, {} workers", crate::size::human(r.options.files), r.workers.len()),
+                            );
                             (f, &r.header)
                         })
                         .collect::<Vec<_>>(),
@@ -377,7 +397,13 @@ mod tests {
         let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["report.md", "scale-throughput.svg"]);
         let md = &files[0].contents;
-        for op in ["### stat\n", "### stat-missing", "### open-close", "### create-unlink-shared", "### create-unlink-private"] {
+        for op in [
+            "### stat\n",
+            "### stat-missing",
+            "### open-close",
+            "### create-unlink-shared",
+            "### create-unlink-private",
+        ] {
             assert!(md.contains(op), "{op} missing");
         }
         assert!(md.contains("| Threads | ops/s |"));

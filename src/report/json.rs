@@ -1,6 +1,5 @@
 //! JSON output: the result struct as it is, with its `schema` field.
 
-
 use anyhow::{Context, Result};
 use serde::Serialize;
 

@@ -31,7 +31,8 @@ fn ms(s: f64) -> String {
 
 /// One row per size and layer, medians over the probed repetitions.
 pub fn grid(r: &ReclaimResult) -> Option<Grid> {
-    let stacks: Vec<(u64, &StackTeardown)> = r.runs.iter().filter_map(|run| Some((run.target, run.layers.as_ref()?))).collect();
+    let stacks: Vec<(u64, &StackTeardown)> =
+        r.runs.iter().filter_map(|run| Some((run.target, run.layers.as_ref()?))).collect();
     if stacks.is_empty() {
         return None;
     }
@@ -51,10 +52,20 @@ pub fn grid(r: &ReclaimResult) -> Option<Grid> {
 }
 
 fn header(cpu: usize) -> Vec<String> {
-    ["Size", "Layer", "FS", "Dentries", "Of them negative", "What the count is", "Umount time", &format!("Longest gap (CPU {cpu})"), "Note"]
-        .iter()
-        .map(|h| h.to_string())
-        .collect()
+    [
+        "Size",
+        "Layer",
+        "FS",
+        "Dentries",
+        "Of them negative",
+        "What the count is",
+        "Umount time",
+        &format!("Longest gap (CPU {cpu})"),
+        "Note",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect()
 }
 
 /// The counts are the median of the undisturbed repetitions when there are
@@ -62,7 +73,8 @@ fn header(cpu: usize) -> Vec<String> {
 fn row(size: &str, first: &LayerUmount, ls: &[&LayerUmount]) -> Vec<String> {
     let quiet: Vec<&LayerUmount> = ls.iter().copied().filter(|l| !l.disturbed).collect();
     let counted = if quiet.is_empty() { ls } else { &quiet[..] };
-    let med_of = |of: &[&LayerUmount], f: &dyn Fn(&LayerUmount) -> f64| median(&of.iter().map(|l| f(l)).collect::<Vec<_>>());
+    let med_of =
+        |of: &[&LayerUmount], f: &dyn Fn(&LayerUmount) -> f64| median(&of.iter().map(|l| f(l)).collect::<Vec<_>>());
     let med = |f: &dyn Fn(&LayerUmount) -> f64| med_of(ls, f);
     let gaps: Vec<f64> = ls.iter().filter_map(|l| l.max_gap_seconds).collect();
     let disturbed = ls.len() - quiet.len();
@@ -108,8 +120,12 @@ fn layer_gaps(r: &ReclaimResult, size: u64) -> Vec<(String, String, f64)> {
     LAYERS
         .iter()
         .filter_map(|name| {
-            let ls: Vec<&LayerUmount> =
-                r.runs.iter().filter(|run| run.target == size).filter_map(|run| run.layers.as_ref()?.layer(name)).collect();
+            let ls: Vec<&LayerUmount> = r
+                .runs
+                .iter()
+                .filter(|run| run.target == size)
+                .filter_map(|run| run.layers.as_ref()?.layer(name))
+                .collect();
             let gaps: Vec<f64> = ls.iter().filter_map(|l| l.max_gap_seconds).collect();
             let first = ls.first()?;
             (!gaps.is_empty()).then(|| (first.layer.clone(), first.fs.clone(), median(&gaps)))

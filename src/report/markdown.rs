@@ -292,7 +292,11 @@ fn churn_body(r: &ChurnResult, level: usize) -> String {
         o.fs,
         r.build.threads,
         r.build.seconds,
-        if o.warm { "removed with the cache warm (--warm)".to_string() } else { "unmounted and mounted again so the removal started with a cold cache".to_string() },
+        if o.warm {
+            "removed with the cache warm (--warm)".to_string()
+        } else {
+            "unmounted and mounted again so the removal started with a cold cache".to_string()
+        },
         r.workers.len(),
         crate::duration::secs(o.interval_seconds)
     );
@@ -321,8 +325,11 @@ fn scale_body(r: &ScaleResult, level: usize) -> String {
     let h = "#".repeat(level);
     let o = &r.options;
     let mut s = String::new();
-    let _ = writeln!(s, "{h} Method
-");
+    let _ = writeln!(
+        s,
+        "{h} Method
+"
+    );
     let _ = writeln!(
         s,
         "Workers ({}) repeat one operation for {} s per step on a fresh filesystem in a private mount \

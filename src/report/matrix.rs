@@ -70,7 +70,12 @@ impl MatrixRow {
     /// The row's name in legends: release, model, and the machine when it
     /// is not the host.
     pub fn label(&self) -> String {
-        format!("{} {}{}", self.kernel_release, self.preempt, if self.accel == "host" { String::new() } else { format!(", {}", self.machine()) })
+        format!(
+            "{} {}{}",
+            self.kernel_release,
+            self.preempt,
+            if self.accel == "host" { String::new() } else { format!(", {}", self.machine()) }
+        )
     }
 
     /// Accelerator and clock, and whether the times are emulated.
@@ -115,7 +120,9 @@ impl Cells {
         let Some(&method) = r.options.methods.first() else { return Cells::default() };
         let largest = r.sizes.iter().filter(|s| s.method == method && s.contenders == 0).max_by_key(|s| s.target);
         let at_largest: Vec<&Run> = largest
-            .map(|s| r.runs.iter().filter(|x| x.method == method && x.contenders == 0 && x.target == s.target).collect())
+            .map(|s| {
+                r.runs.iter().filter(|x| x.method == method && x.contenders == 0 && x.target == s.target).collect()
+            })
             .unwrap_or_default();
         let shares: Vec<f64> = at_largest
             .iter()
@@ -132,8 +139,11 @@ impl Cells {
             longest_gap_seconds: largest.map(|s| s.max_gap_seconds.median),
             longest_share: (!shares.is_empty()).then(|| median(&shares)),
             gap_exponent: gap.map(|p| (p.exponent, p.band.map(|b| b.exponent(&p)).map(|i| (i.low, i.high)))),
-            edge: verdict
-                .and_then(|v| v.lockup_count.filter(|&n| n <= MAX_PREDICTED_COUNT).map(|n| (n, v.lockup_count_low, v.lockup_count_high))),
+            edge: verdict.and_then(|v| {
+                v.lockup_count
+                    .filter(|&n| n <= MAX_PREDICTED_COUNT)
+                    .map(|n| (n, v.lockup_count_low, v.lockup_count_high))
+            }),
             watchdog: watchdog_cell(r),
             heaviest_path: heaviest_path(r, method),
         }

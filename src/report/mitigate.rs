@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use super::{Grid, environment_line};
-use crate::duration::secs;
 use crate::bench::mitigate::MitigateResult;
+use crate::duration::secs;
 use crate::size::{bytes, grouped};
 
 fn signed(v: f64) -> String {
@@ -42,7 +42,9 @@ pub fn grid(r: &MitigateResult) -> Grid {
     let containers = r.options.workload == crate::bench::mitigate::Workload::Containers;
     let mut header = header;
     if containers {
-        header.extend(["containers/min", "left per container (negative)", "teardown (longest stretch)"].map(String::from));
+        header.extend(
+            ["containers/min", "left per container (negative)", "teardown (longest stretch)"].map(String::from),
+        );
     }
     let width = header.len();
     let rows = r
@@ -57,14 +59,22 @@ pub fn grid(r: &MitigateResult) -> Grid {
                 }
                 let mut cells = vec![row.label.clone(), "–".into()];
                 cells.push(match row.oom.iter().filter_map(|k| k.split).map(|s| s.kernel_share).reduce(f64::max) {
-                    Some(sh) => format!("OOM-killed {}/{} ({:.0}% kernel)", row.oom.len(), row.oom.len() + row.not_run.len(), sh * 100.0),
-                    None if !row.oom.is_empty() => format!("OOM-killed {}/{}", row.oom.len(), row.oom.len() + row.not_run.len()),
+                    Some(sh) => format!(
+                        "OOM-killed {}/{} ({:.0}% kernel)",
+                        row.oom.len(),
+                        row.oom.len() + row.not_run.len(),
+                        sh * 100.0
+                    ),
+                    None if !row.oom.is_empty() => {
+                        format!("OOM-killed {}/{}", row.oom.len(), row.oom.len() + row.not_run.len())
+                    }
                     None => "not run".into(),
                 });
                 cells.resize(width, "–".into());
                 return Some(cells);
             };
-            let spread = |a: f64, b: f64| if (b - a).abs() < 1e-9 { String::new() } else { format!(" ({a:.2}–{b:.2})") };
+            let spread =
+                |a: f64, b: f64| if (b - a).abs() < 1e-9 { String::new() } else { format!(" ({a:.2}–{b:.2})") };
             Some(vec![
                 row.label.clone(),
                 format!("{:.0}", s.ops_per_second.median),
@@ -72,7 +82,11 @@ pub fn grid(r: &MitigateResult) -> Grid {
                     .map_or(if i == 0 { "baseline".into() } else { "– (no baseline run)".into() }, |t| {
                         format!("×{:.2}{}", t.median, spread(t.min, t.max))
                     }),
-                format!("{} ({})", grouped(s.fs_dentries_at_end.max(0.0) as u64), grouped(s.fs_negative_at_end.max(0.0) as u64)),
+                format!(
+                    "{} ({})",
+                    grouped(s.fs_dentries_at_end.max(0.0) as u64),
+                    grouped(s.fs_negative_at_end.max(0.0) as u64)
+                ),
                 per_k(s.dentries_per_1000_ops),
                 per_k(s.negative_per_1000_ops),
                 per_k(s.machine_negative_per_1000_ops),
@@ -118,12 +132,12 @@ fn method(r: &MitigateResult) -> String {
     let limit = match o.memory_limit {
         None if per_row => "a memory cgroup limited to each combination's memory-limit".to_string(),
         Some(b) => format!("a memory cgroup limited to {}", bytes(b)),
-        None if lo == hi => format!("a memory cgroup limited to {} (its usage once set up plus the headroom)", bytes(lo)),
-        None => format!(
-            "a memory cgroup limited to {}–{} (its usage once set up plus the headroom)",
-            bytes(lo),
-            bytes(hi)
-        ),
+        None if lo == hi => {
+            format!("a memory cgroup limited to {} (its usage once set up plus the headroom)", bytes(lo))
+        }
+        None => {
+            format!("a memory cgroup limited to {}–{} (its usage once set up plus the headroom)", bytes(lo), bytes(hi))
+        }
     };
     let mut s = format!(
         "Workload {} on a fresh {} per run, its processes in {limit}, pinned to CPU {} (probed); {} s per \

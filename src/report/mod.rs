@@ -9,8 +9,8 @@
 //! `mitigate` and `table`, below `document`.
 
 pub mod containers;
-pub mod gvisor;
 pub mod document;
+pub mod gvisor;
 pub mod json;
 pub mod layers;
 pub mod markdown;
@@ -255,8 +255,10 @@ pub fn comparison_grid(results: &[&ReclaimResult], labels: &[String]) -> Grid {
                 })
                 .unwrap_or("–")
                 .into(),
-                v.and_then(|v| v.extrapolated_reclaim_seconds.map(|t| format!("{} at {}", secs(t), human(v.extrapolate_to))))
-                    .unwrap_or_else(|| "–".into()),
+                v.and_then(|v| {
+                    v.extrapolated_reclaim_seconds.map(|t| format!("{} at {}", secs(t), human(v.extrapolate_to)))
+                })
+                .unwrap_or_else(|| "–".into()),
             ]
         })
         .collect();
@@ -349,12 +351,7 @@ fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
         ));
     }
     if let Some(l) = fits.time_linear {
-        out.push(format!(
-            "reclaim time ≈ {:.4} s + {:.1} ns · N (linear, R² {:.4})",
-            l.intercept,
-            l.slope * 1e9,
-            l.r2
-        ));
+        out.push(format!("reclaim time ≈ {:.4} s + {:.1} ns · N (linear, R² {:.4})", l.intercept, l.slope * 1e9, l.r2));
     }
     if let Some(p) = fits.gap_power {
         out.push(format!(
@@ -415,7 +412,11 @@ pub fn scale_grid(s: &OpSeries) -> Grid {
 pub fn pollute_slowdown_grid(r: &PolluteResult) -> Grid {
     let mut header = vec!["Probe".to_string()];
     header.extend(r.levels.iter().map(|l| {
-        if l.negatives == 0 { "unpolluted p50".to_string() } else { format!("{} negative: p50, slowdown", human(l.negatives)) }
+        if l.negatives == 0 {
+            "unpolluted p50".to_string()
+        } else {
+            format!("{} negative: p50, slowdown", human(l.negatives))
+        }
     }));
     let rows = crate::workload::hot::Probe::ALL
         .iter()
@@ -436,7 +437,8 @@ pub fn pollute_slowdown_grid(r: &PolluteResult) -> Grid {
 
 /// Pollute: every size and probe with its whole distribution.
 pub fn pollute_latency_grid(r: &PolluteResult) -> Grid {
-    let header = ["Negatives", "Probe", "Calls", "p50", "p99", "max", "mean", "Medians of reps"].map(String::from).to_vec();
+    let header =
+        ["Negatives", "Probe", "Calls", "p50", "p99", "max", "mean", "Medians of reps"].map(String::from).to_vec();
     let rows = r
         .levels
         .iter()
@@ -483,7 +485,8 @@ pub fn pollute_counts_grid(r: &PolluteResult) -> Grid {
 /// Churn: the timeline in at most `max_rows` rows (rates averaged over
 /// each row's samples, counters as at its end).
 pub fn churn_timeline_grid(r: &ChurnResult, max_rows: usize) -> Grid {
-    let header = ["t (s)", "unlinks/s", "unlinked", "nr_dentry", "nr_negative", "MemAvailable"].map(String::from).to_vec();
+    let header =
+        ["t (s)", "unlinks/s", "unlinked", "nr_dentry", "nr_negative", "MemAvailable"].map(String::from).to_vec();
     let body = r.samples.get(1..).unwrap_or(&[]);
     let per = body.len().div_ceil(max_rows.max(1)).max(1);
     let rows = body

@@ -104,7 +104,11 @@ pub fn kernel_log(k: &KernelLog) -> String {
         .map(|r| {
             vec![
                 r.time.clone(),
-                format!("{:?}", r.kind).to_lowercase().replace("softlockup", "soft lockup").replace("rcustall", "RCU stall").replace("hungtask", "hung task"),
+                format!("{:?}", r.kind)
+                    .to_lowercase()
+                    .replace("softlockup", "soft lockup")
+                    .replace("rcustall", "RCU stall")
+                    .replace("hungtask", "hung task"),
                 match (&r.task, r.pid) {
                     (Some(t), Some(p)) => format!("{t}:{p}"),
                     (Some(t), None) => t.clone(),
@@ -125,12 +129,8 @@ pub fn kernel_log(k: &KernelLog) -> String {
 /// One line of `status --watch`.
 pub fn watch_line(st: &StatusResult, elapsed: f64) -> String {
     let d = &st.dentries;
-    let mut s = format!(
-        "{:>7.1}s  nr_dentry {}  nr_negative {}",
-        elapsed,
-        grouped(d.nr_dentry),
-        grouped(d.nr_negative)
-    );
+    let mut s =
+        format!("{:>7.1}s  nr_dentry {}  nr_negative {}", elapsed, grouped(d.nr_dentry), grouped(d.nr_negative));
     match &st.growth {
         None => s += "  growth: – (needs two samples)",
         Some(g) => {

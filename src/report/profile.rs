@@ -85,7 +85,10 @@ pub fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
                 g.reclaimer.as_ref().map(|m| pct(m.share)).unwrap_or_else(|| "–".into()),
                 path_cell(g, md),
                 top_cell(g),
-                g.call.as_ref().map(|c| format!("{} ({})", code(c.name(), md), pct(c.share))).unwrap_or_else(|| "–".into()),
+                g.call
+                    .as_ref()
+                    .map(|c| format!("{} ({})", code(c.name(), md), pct(c.share)))
+                    .unwrap_or_else(|| "–".into()),
                 path_cell(&p.reclaim, md),
             ]);
             row
@@ -135,7 +138,9 @@ pub fn problems(r: &ReclaimResult) -> Vec<String> {
     r.runs
         .iter()
         .filter_map(|x| {
-            x.profile_problem.as_ref().map(|p| format!("{} {} rep {}: no profile: {p}", x.method.name(), human(x.target), x.rep + 1))
+            x.profile_problem
+                .as_ref()
+                .map(|p| format!("{} {} rep {}: no profile: {p}", x.method.name(), human(x.target), x.rep + 1))
         })
         .collect()
 }

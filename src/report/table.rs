@@ -110,11 +110,11 @@ pub fn status(st: &crate::status::StatusResult) -> String {
     let _ = writeln!(s, "dentrylab status: {}\n", environment_line(&st.environment));
     let counts = Grid {
         header: vec!["Dentries".into(), "Count".into(), "Bytes".into()],
-        rows: [("all (nr_dentry)", d.nr_dentry, d.dentry_bytes), ("unused (nr_unused)", d.nr_unused, d.unused_bytes), (
-            "negative (nr_negative)",
-            d.nr_negative,
-            d.negative_bytes,
-        )]
+        rows: [
+            ("all (nr_dentry)", d.nr_dentry, d.dentry_bytes),
+            ("unused (nr_unused)", d.nr_unused, d.unused_bytes),
+            ("negative (nr_negative)", d.nr_negative, d.negative_bytes),
+        ]
         .iter()
         .map(|(k, n, b)| vec![k.to_string(), grouped(*n), bytes(*b)])
         .collect(),
@@ -141,7 +141,8 @@ pub fn status(st: &crate::status::StatusResult) -> String {
         (_, crate::analysis::verdict::Governs::LongestStretch) => "the kernel yields inside the walk",
         (_, crate::analysis::verdict::Governs::TotalTime) => "the walk does not yield: the whole reclaim",
     };
-    let edge = |l: f64| crate::analysis::interval::count_with_interval(l, p.lockup_dentries_low, p.lockup_dentries_high);
+    let edge =
+        |l: f64| crate::analysis::interval::count_with_interval(l, p.lockup_dentries_low, p.lockup_dentries_high);
     let end = if p.lockup_dentries_low.is_some() { "its low end" } else { "the edge" };
     let distance = match (p.lockup_dentries, p.dentries_to_lockup) {
         (Some(l), Some(t)) if t >= 0.0 => format!("{} dentries to {end} (edge at {})", human(t as u64), edge(l)),
@@ -152,11 +153,15 @@ pub fn status(st: &crate::status::StatusResult) -> String {
         vec!["predicted full reclaim time".into(), or_dash(p.predicted_reclaim_seconds.map(crate::duration::secs))],
         vec![
             "predicted longest stretch".into(),
-            or_dash(p.predicted_longest_stretch_seconds.map(|g| format!("{} ({stretch_kind})", crate::duration::secs(g)))),
+            or_dash(
+                p.predicted_longest_stretch_seconds.map(|g| format!("{} ({stretch_kind})", crate::duration::secs(g))),
+            ),
         ],
         vec![
             "soft-lockup threshold".into(),
-            or_dash(p.soft_lockup_threshold_seconds.map(|t| format!("{} (2 × watchdog_thresh)", crate::duration::secs(t)))),
+            or_dash(
+                p.soft_lockup_threshold_seconds.map(|t| format!("{} (2 × watchdog_thresh)", crate::duration::secs(t))),
+            ),
         ],
         vec![
             "distance: ratio".into(),
@@ -251,7 +256,8 @@ pub fn scale(r: &ScaleResult) -> String {
             let _ = writeln!(s, "  {}: {} — {}", src.name, if src.available { "used" } else { "not used" }, src.detail);
         }
     } else {
-        let _ = writeln!(s, "\nAttribution: not attempted (add --profile to name kernel functions and locks with perf)");
+        let _ =
+            writeln!(s, "\nAttribution: not attempted (add --profile to name kernel functions and locks with perf)");
     }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");

@@ -111,18 +111,10 @@ pub fn make(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Resul
     sys::command_dies_with_parent(&mut cmd).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let prog = cmd.get_program().to_string_lossy().into_owned();
     let out = cmd.output().map_err(|e| {
-        anyhow::anyhow!(
-            "cannot run {prog} ({e}): --fs {fs} needs it; install the {} package",
-            package(fs)
-        )
+        anyhow::anyhow!("cannot run {prog} ({e}): --fs {fs} needs it; install the {} package", package(fs))
     })?;
     if !out.status.success() {
-        bail!(
-            "{prog} {} failed ({}): {}",
-            dev_path.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("{prog} {} failed ({}): {}", dev_path.display(), out.status, String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(dev)
 }

@@ -178,9 +178,10 @@ impl Sandbox {
 
     /// Makes a memory cgroup for one run (the guardian must be adopted).
     pub fn memcg(&mut self) -> Result<cgroup::MemCgroup> {
-        let g = self.guardian.as_ref().context(
-            "internal error: the cgroup guardian must be started before the sandbox is entered",
-        )?;
+        let g = self
+            .guardian
+            .as_ref()
+            .context("internal error: the cgroup guardian must be started before the sandbox is entered")?;
         self.next += 1;
         g.cgroup(self.next)
     }

@@ -114,8 +114,14 @@ impl Sandbox {
     /// the namespace (the container's death).
     pub fn mount_overlay(&self, layers: &Layers, target: &Path) -> Result<()> {
         let data = options(layers)?;
-        mount(Some("dentrylab-overlay"), target, Some("overlay"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some(data.as_str()))
-            .with_context(|| format!("cannot mount overlay ({data}) on {}", target.display()))
+        mount(
+            Some("dentrylab-overlay"),
+            target,
+            Some("overlay"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some(data.as_str()),
+        )
+        .with_context(|| format!("cannot mount overlay ({data}) on {}", target.display()))
     }
 }
 
@@ -125,7 +131,11 @@ mod tests {
 
     #[test]
     fn options_name_each_layer_and_refuse_separators() {
-        let l = Layers { lower: "/tmp/fs0/image".into(), upper: "/tmp/fs0/s/1/fs".into(), work: "/tmp/fs0/s/1/work".into() };
+        let l = Layers {
+            lower: "/tmp/fs0/image".into(),
+            upper: "/tmp/fs0/s/1/fs".into(),
+            work: "/tmp/fs0/s/1/work".into(),
+        };
         assert_eq!(options(&l).unwrap(), "lowerdir=/tmp/fs0/image,upperdir=/tmp/fs0/s/1/fs,workdir=/tmp/fs0/s/1/work");
         let bad = Layers { lower: "/tmp/a,b".into(), ..l.clone() };
         assert!(format!("{:#}", options(&bad).unwrap_err()).contains("lowerdir"));

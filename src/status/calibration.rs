@@ -74,7 +74,8 @@ impl CalibrationUsed {
 
 /// The built-in conservative default (see the constants above).
 pub fn builtin() -> Calibration {
-    let fit = |coefficient, exponent| PowerFit { coefficient, exponent, r2: f64::NAN, exponent_stderr: f64::NAN, band: None };
+    let fit =
+        |coefficient, exponent| PowerFit { coefficient, exponent, r2: f64::NAN, exponent_stderr: f64::NAN, band: None };
     Calibration {
         schema: CALIBRATION_SCHEMA,
         saved_at: String::new(),

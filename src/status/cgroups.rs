@@ -177,7 +177,12 @@ fn shrinker_counts(debugfs: &Path) -> (Option<HashMap<u64, u64>>, String) {
                 ),
             );
         }
-        Err(e) => return (None, format!("not readable: {}: {e} (debugfs needs root): dentry counts are estimates", dir.display())),
+        Err(e) => {
+            return (
+                None,
+                format!("not readable: {}: {e} (debugfs needs root): dentry counts are estimates", dir.display()),
+            );
+        }
     };
     let mut per = HashMap::new();
     let mut files = 0;
@@ -243,7 +248,10 @@ pub fn collect(opts: &Options, proc: &ProcRoot, nr_dentry: u64, s_reclaimable: u
     let top = w
         .own
         .into_iter()
-        .map(|(p, b, ino)| Row { lru_objects_exact: exact.as_ref().map(|m| m.get(&ino).copied().unwrap_or(0)), ..row(p, b, 1) })
+        .map(|(p, b, ino)| Row {
+            lru_objects_exact: exact.as_ref().map(|m| m.get(&ino).copied().unwrap_or(0)),
+            ..row(p, b, 1)
+        })
         .collect();
     let other = (!rest.is_empty()).then(|| {
         let bytes = rest.iter().map(|o| o.1).sum();
@@ -326,7 +334,9 @@ mod tests {
     fn v2_systemd_and_exact_counts_from_shrinker_debugfs() {
         let root = fixture("v2-systemd");
         let debugfs = tempfile::tempdir().unwrap();
-        let pod = root.join("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f3b5d2a_8c1e_4b7f_9a6d_2e4c8b1a7f90.slice");
+        let pod = root.join(
+            "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f3b5d2a_8c1e_4b7f_9a6d_2e4c8b1a7f90.slice",
+        );
         let ino = std::fs::metadata(&pod).unwrap().ino();
         for (sb, text) in [("sb-ext4-27", format!("1 50\n{ino} 1000000 5\n")), ("sb-tmpfs-3", format!("{ino} 7\n"))] {
             std::fs::create_dir_all(debugfs.path().join("shrinker").join(sb)).unwrap();
@@ -345,7 +355,11 @@ mod tests {
         assert_eq!(crio.lru_objects_exact, Some(0));
         assert_eq!(crio.kubernetes.as_ref().unwrap().qos.as_deref(), Some("guaranteed"));
         assert_eq!(b.top[0].estimated_dentries_node_mix, None, "no SReclaimable, no node mix");
-        assert!(b.shrinker_debugfs.starts_with("read:") && b.shrinker_debugfs.contains("2 superblocks"), "{}", b.shrinker_debugfs);
+        assert!(
+            b.shrinker_debugfs.starts_with("read:") && b.shrinker_debugfs.contains("2 superblocks"),
+            "{}",
+            b.shrinker_debugfs
+        );
         assert!(b.other.is_none());
     }
 

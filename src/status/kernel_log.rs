@@ -35,11 +35,8 @@ pub struct KernelLog {
 
 /// Every record in the kernel's ring buffer now, one per line.
 fn read_kmsg() -> Result<String> {
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(KMSG)
-        .with_context(|| {
+    let mut f =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(KMSG).with_context(|| {
             format!(
                 "--kernel-log: cannot open {KMSG}: reading the kernel log needs root (or CAP_SYSLOG where \
                  kernel.dmesg_restrict=1); or give a saved log: --kernel-log FILE (e.g. from journalctl -k)"

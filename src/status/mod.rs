@@ -310,8 +310,7 @@ mod tests {
             assert!((s.prediction.lockup_ratio.unwrap() - ratio).abs() < 1e-9 * ratio.max(1.0), "{k}");
             assert_eq!(s.prediction.level, Level::of(Some(ratio)), "{k}");
         }
-        let s = run(&Options::basic(ProcRoot::new(crate::procfs::fixture_dir("6.18")), dir.path().into()))
-            .unwrap();
+        let s = run(&Options::basic(ProcRoot::new(crate::procfs::fixture_dir("6.18")), dir.path().into())).unwrap();
         assert_eq!(s.environment.kernel, "6.18.44-fc-v657");
         assert_eq!(s.environment.preemption, "none", "from the fixture's config.gz");
         assert!(!s.notes.iter().any(|n| n.contains("restore it")), "{:?}", s.notes);

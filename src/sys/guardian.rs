@@ -36,7 +36,11 @@ pub struct Guardian {
 /// `/run/lock/dentrylab-sysctl-fs.dentry-negative.lock`).
 pub fn sysctl_lock_path(path: &str) -> PathBuf {
     let name = path.trim_start_matches("/proc/sys/").replace('/', ".");
-    let dir = if std::path::Path::new(SYSCTL_LOCK_DIR).is_dir() { PathBuf::from(SYSCTL_LOCK_DIR) } else { std::env::temp_dir() };
+    let dir = if std::path::Path::new(SYSCTL_LOCK_DIR).is_dir() {
+        PathBuf::from(SYSCTL_LOCK_DIR)
+    } else {
+        std::env::temp_dir()
+    };
     dir.join(format!("dentrylab-sysctl-{name}.lock"))
 }
 

@@ -92,7 +92,8 @@ pub fn attach(backing: &File) -> Result<LoopDevice> {
             return Err(std::io::Error::last_os_error()).context("ioctl LOOP_CTL_GET_FREE on /dev/loop-control");
         }
         let path = format!("/dev/loop{n}");
-        let dev = OpenOptions::new().read(true).write(true).open(&path).with_context(|| format!("cannot open {path}"))?;
+        let dev =
+            OpenOptions::new().read(true).write(true).open(&path).with_context(|| format!("cannot open {path}"))?;
         match configure(&dev, backing) {
             Ok(()) => return Ok(LoopDevice { _open: dev, number: n as u32 }),
             // Another process bound it between GET_FREE and here: try again.

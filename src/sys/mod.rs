@@ -76,7 +76,8 @@ pub fn set_process_affinity(pid: u32, cpus: &[usize]) -> Result<()> {
     for &c in cpus {
         set.set(c).with_context(|| format!("CPU {c} is out of range"))?;
     }
-    sched_setaffinity(Pid::from_raw(pid as i32), &set).with_context(|| format!("cannot move process {pid} to CPUs {cpus:?}"))
+    sched_setaffinity(Pid::from_raw(pid as i32), &set)
+        .with_context(|| format!("cannot move process {pid} to CPUs {cpus:?}"))
 }
 
 /// User and system CPU time used so far by the calling thread.
@@ -216,11 +217,7 @@ pub fn wait_child(pid: u32) -> Result<(i32, Duration)> {
 pub fn thread_count() -> usize {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Threads:").map(|v| v.trim().parse().ok()))
-                .flatten()
-        })
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Threads:").map(|v| v.trim().parse().ok())).flatten())
         .unwrap_or(1)
 }
 
@@ -240,7 +237,8 @@ pub fn tcp_listener(addr: std::net::SocketAddr, backlog: i32) -> Result<std::net
     setsockopt(&fd, sockopt::ReuseAddr, &true).context("setsockopt(SO_REUSEADDR)")?;
     bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(addr))
         .with_context(|| format!("cannot listen on {addr}"))?;
-    listen(&fd, Backlog::new(backlog).context("listen backlog")?).with_context(|| format!("cannot listen on {addr}"))?;
+    listen(&fd, Backlog::new(backlog).context("listen backlog")?)
+        .with_context(|| format!("cannot listen on {addr}"))?;
     Ok(std::net::TcpListener::from(fd))
 }
 
@@ -293,7 +291,11 @@ pub fn load_module(path: &std::path::Path, compressed: bool) -> Result<()> {
     use nix::kmod::{ModuleInitFlags, finit_module};
     const MODULE_INIT_COMPRESSED_FILE: libc::c_uint = 4;
     let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let flags = if compressed { ModuleInitFlags::from_bits_retain(MODULE_INIT_COMPRESSED_FILE) } else { ModuleInitFlags::empty() };
+    let flags = if compressed {
+        ModuleInitFlags::from_bits_retain(MODULE_INIT_COMPRESSED_FILE)
+    } else {
+        ModuleInitFlags::empty()
+    };
     match finit_module(&f, c"", flags) {
         Ok(()) | Err(nix::errno::Errno::EEXIST) => Ok(()),
         Err(e) => Err(e).context("finit_module"),

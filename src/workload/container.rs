@@ -34,7 +34,6 @@ pub struct Mix {
 }
 
 impl Mix {
-
     /// The name as given on the command line.
     pub fn name(&self) -> String {
         match (self.temp_tables, self.lookups, self.files) {
@@ -69,7 +68,9 @@ impl std::str::FromStr for Mix {
             _ => {}
         }
         let Some(shares) = s.strip_prefix("mixed=") else {
-            return Err(format!("unknown workload {s:?}: use temp-tables, lookups, files or mixed=temp-tables=60,lookups=30,files=10"));
+            return Err(format!(
+                "unknown workload {s:?}: use temp-tables, lookups, files or mixed=temp-tables=60,lookups=30,files=10"
+            ));
         };
         let mut mix = Mix { temp_tables: 0, lookups: 0, files: 0 };
         let mut seen = Vec::new();
@@ -87,7 +88,9 @@ impl std::str::FromStr for Mix {
                 "temp-tables" => &mut mix.temp_tables,
                 "lookups" => &mut mix.lookups,
                 "files" => &mut mix.files,
-                n => return Err(format!("mixed share {part:?}: unknown operation {n:?} (temp-tables, lookups, files)")),
+                n => {
+                    return Err(format!("mixed share {part:?}: unknown operation {n:?} (temp-tables, lookups, files)"));
+                }
             };
             if seen.contains(&name.trim()) {
                 return Err(format!("mixed share {:?} is given twice", name.trim()));
@@ -202,7 +205,11 @@ mod tests {
 
     #[test]
     fn shares_interleave_exactly() {
-        for m in [DEFAULT_MIX, Mix { temp_tables: 33, lookups: 33, files: 34 }, Mix { temp_tables: 0, lookups: 1, files: 99 }] {
+        for m in [
+            DEFAULT_MIX,
+            Mix { temp_tables: 33, lookups: 33, files: 34 },
+            Mix { temp_tables: 0, lookups: 1, files: 99 },
+        ] {
             let mut done = [0u64; 3];
             for n in 1..=1000u64 {
                 m.next(&mut done);

@@ -100,7 +100,12 @@ impl Contenders {
         let secs = self.started.elapsed().as_secs_f64();
         let threads = self.handles.len();
         let lookups_total: u64 = self.handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
-        ContendStats { threads, cpus: self.cpus, lookups_total, lookups_per_second: lookups_total as f64 / secs.max(1e-9) }
+        ContendStats {
+            threads,
+            cpus: self.cpus,
+            lookups_total,
+            lookups_per_second: lookups_total as f64 / secs.max(1e-9),
+        }
     }
 }
 

@@ -85,7 +85,9 @@ impl Probe {
             Probe::StatOther => "fstatat of other/hN (a hot file in a directory never polluted)",
             Probe::OpenOther => "openat O_RDONLY + close of other/hN",
             Probe::NegativeHit => "fstatat of polluted/nN, a cached negative dentry (ENOENT)",
-            Probe::NegativeMiss => "fstatat of a name never looked up in polluted/ (ENOENT from ext4/xfs; leaves one more negative dentry)",
+            Probe::NegativeMiss => {
+                "fstatat of a name never looked up in polluted/ (ENOENT from ext4/xfs; leaves one more negative dentry)"
+            }
             Probe::Control => "fstat of an open file descriptor: a system call without a path lookup (the control)",
         }
     }
@@ -176,8 +178,13 @@ impl Prober {
         let names = |dir: &str, prefix: &str| -> Vec<CString> {
             (0..HOT_FILES).map(|i| CString::new(format!("{dir}/{prefix}{i}")).expect("no NUL")).collect()
         };
-        let file = openat(rootfd.as_fd(), format!("{OTHER}/{HOT_PREFIX}0").as_str(), OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty())
-            .with_context(|| format!("cannot open {}/{OTHER}/{HOT_PREFIX}0", root.display()))?;
+        let file = openat(
+            rootfd.as_fd(),
+            format!("{OTHER}/{HOT_PREFIX}0").as_str(),
+            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .with_context(|| format!("cannot open {}/{OTHER}/{HOT_PREFIX}0", root.display()))?;
         let mut p = Prober {
             root: rootfd,
             file,

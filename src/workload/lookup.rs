@@ -40,7 +40,8 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 5] = [Op::Stat, Op::StatMissing, Op::OpenClose, Op::CreateUnlinkShared, Op::CreateUnlinkPrivate];
+    pub const ALL: [Op; 5] =
+        [Op::Stat, Op::StatMissing, Op::OpenClose, Op::CreateUnlinkShared, Op::CreateUnlinkPrivate];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -73,9 +74,10 @@ impl std::fmt::Display for Op {
 impl std::str::FromStr for Op {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Op::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| {
-            format!("unknown operation {s:?}: use {}", Op::ALL.map(Op::name).join(", "))
-        })
+        Op::ALL
+            .into_iter()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| format!("unknown operation {s:?}: use {}", Op::ALL.map(Op::name).join(", ")))
     }
 }
 

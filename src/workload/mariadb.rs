@@ -82,9 +82,8 @@ fn find(name: &str, extra: &[&str]) -> Option<PathBuf> {
 
 /// Finds `mariadbd` and `mariadb-install-db`; missing is the user's to fix (exit 2).
 pub fn locate() -> Result<Binaries> {
-    let mariadbd = find("mariadbd", &["/usr/sbin", "/usr/libexec", "/usr/local/sbin"]).ok_or_else(|| {
-        UsageError(format!("--workload mariadb: mariadbd is not installed here: {INSTALL_HINT}"))
-    })?;
+    let mariadbd = find("mariadbd", &["/usr/sbin", "/usr/libexec", "/usr/local/sbin"])
+        .ok_or_else(|| UsageError(format!("--workload mariadb: mariadbd is not installed here: {INSTALL_HINT}")))?;
     let install_db = find("mariadb-install-db", &["/usr/bin", "/usr/local/bin"]).ok_or_else(|| {
         UsageError(format!("--workload mariadb: mariadb-install-db is not installed here: {INSTALL_HINT}"))
     })?;
@@ -93,7 +92,8 @@ pub fn locate() -> Result<Binaries> {
 
 /// One `--mariadb-option NAME=VALUE`, checked for shape (the server checks the rest).
 pub fn parse_option(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?} is not NAME=VALUE (for example tmp_table_size=256M)"))?;
+    let (k, v) =
+        s.split_once('=').ok_or_else(|| format!("{s:?} is not NAME=VALUE (for example tmp_table_size=256M)"))?;
     let k = k.trim().trim_start_matches("--");
     let ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if !ok || v.trim().is_empty() {
@@ -200,7 +200,11 @@ impl Server {
                 break;
             }
             if t.elapsed() > START_PATIENCE {
-                bail!("mariadbd did not accept connections within {}s: {}", START_PATIENCE.as_secs(), tail(&server.log));
+                bail!(
+                    "mariadbd did not accept connections within {}s: {}",
+                    START_PATIENCE.as_secs(),
+                    tail(&server.log)
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }

@@ -7,8 +7,8 @@
 //! Imports `sandbox`, `procfs`, `sys` and the utilities; imported by
 //! `bench`, `report` (plain types) and `cli`.
 
-pub mod contend;
 pub mod container;
+pub mod contend;
 pub mod file;
 pub mod hardlink;
 pub mod hot;
@@ -366,14 +366,12 @@ pub fn with_progress<T>(total: u64, label: &str, progress: &Arc<Progress>, work:
     }
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {human_pos}/{human_len} {rate} ETA {eta}",
-        )
-        .expect("valid template")
-        .with_key("rate", |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = write!(w, "{:.0}/s", s.per_sec());
-        })
-        .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {human_pos}/{human_len} {rate} ETA {eta}")
+            .expect("valid template")
+            .with_key("rate", |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", s.per_sec());
+            })
+            .progress_chars("=> "),
     );
     bar.set_prefix(label.to_string());
     let stop = AtomicBool::new(false);

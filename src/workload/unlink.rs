@@ -61,10 +61,7 @@ pub fn remove(root: &Path, plan: &[Vec<WorkItem>], progress: &Progress) -> Resul
             .collect::<std::io::Result<_>>()
             .context("cannot start an unlink thread")?;
         Ok::<_, anyhow::Error>(
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| bail!("an unlink thread panicked")))
-                .collect(),
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| bail!("an unlink thread panicked"))).collect(),
         )
     })?;
     results.into_iter().collect()

@@ -108,7 +108,8 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// Mount namespaces (inode of /proc/PID/ns/mnt) of every live process.
@@ -116,9 +117,10 @@ pub fn live_mount_namespaces() -> Vec<String> {
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         if e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit())
-            && let Ok(l) = std::fs::read_link(e.path().join("ns/mnt")) {
-                v.push(l.to_string_lossy().into_owned());
-            }
+            && let Ok(l) = std::fs::read_link(e.path().join("ns/mnt"))
+        {
+            v.push(l.to_string_lossy().into_owned());
+        }
     }
     v
 }
@@ -158,7 +160,6 @@ pub fn wait_until(what: &str, limit: std::time::Duration, mut ok: impl FnMut() -
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
-
 
 /// Runs `dentrylab COMMAND ARGS…`, expecting exit 2 and one line on
 /// standard error holding every one of `needles`, and nothing on stdout.
@@ -227,7 +228,10 @@ impl TempCgroup {
     /// `sh` that moves itself into this cgroup, then execs dentrylab.
     pub fn command(&self) -> Command {
         let mut c = Command::new("sh");
-        c.arg("-c").arg(r#"echo $$ > "$0/cgroup.procs" && exec "$@""#).arg(&self.0).arg(env!("CARGO_BIN_EXE_dentrylab"));
+        c.arg("-c")
+            .arg(r#"echo $$ > "$0/cgroup.procs" && exec "$@""#)
+            .arg(&self.0)
+            .arg(env!("CARGO_BIN_EXE_dentrylab"));
         c
     }
 }

@@ -42,7 +42,15 @@ pub struct Running {
 
 /// Makes container `id`'s snapshot under `snapshots`, and spawns it with
 /// its root at `merged` (an empty directory).
-pub fn spawn(id: u32, mix: Mix, ops: u64, cpu: usize, image: &Path, snapshots: &Path, merged: PathBuf) -> Result<(Running, Output)> {
+pub fn spawn(
+    id: u32,
+    mix: Mix,
+    ops: u64,
+    cpu: usize,
+    image: &Path,
+    snapshots: &Path,
+    merged: PathBuf,
+) -> Result<(Running, Output)> {
     let snap = snapshots.join(id.to_string());
     let layers = Layers { lower: image.to_path_buf(), upper: snap.join("fs"), work: snap.join("work") };
     for d in [&layers.upper, &layers.work] {
@@ -67,7 +75,13 @@ pub struct Watch<'a> {
 
 /// Tears container `r` down once its workload is done (`report`), on the
 /// probed CPU, and returns its figures. `index`: containers torn down before.
-pub fn tear_down(r: Running, report: Result<Report>, mut output: Output, index: u64, w: &Watch) -> Result<ContainerRun> {
+pub fn tear_down(
+    r: Running,
+    report: Result<Report>,
+    mut output: Output,
+    index: u64,
+    w: &Watch,
+) -> Result<ContainerRun> {
     let id = r.id;
     let (setup_seconds, before, after, outcome) = match report {
         Ok(Report::Ready { setup_seconds, before, after, outcome }) => (setup_seconds, before, after, outcome),

@@ -31,12 +31,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::stats::GapStats;
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::procfs::dentry_state::DentryState;
 use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
+use crate::stats::GapStats;
 use crate::sys;
 use crate::workload::container::{self as work, Mix, Outcome};
 use child::{Output, Report};
@@ -184,7 +184,11 @@ pub fn validate(opts: &Options) -> Result<()> {
         bail!(UsageError(format!("--parallel {}: give from 1 to {MAX_PARALLEL} containers at a time", opts.parallel)));
     }
     if opts.ops > MAX_OPS {
-        bail!(UsageError(format!("--ops {}: at most {} operations per container", opts.ops, crate::size::human(MAX_OPS))));
+        bail!(UsageError(format!(
+            "--ops {}: at most {} operations per container",
+            opts.ops,
+            crate::size::human(MAX_OPS)
+        )));
     }
     if !(opts.rate_per_hour.is_finite() && opts.rate_per_hour > 0.0) {
         bail!(UsageError(format!("--rate {}: give a positive number of containers per hour", opts.rate_per_hour)));
@@ -203,7 +207,9 @@ pub fn validate(opts: &Options) -> Result<()> {
 /// the running ones hold.
 pub fn memory_estimate(opts: &Options) -> u64 {
     let left = opts.count.saturating_mul(opts.ops).saturating_mul(BYTES_PER_LEFT_DENTRY);
-    let live = u64::from(opts.parallel).saturating_mul(opts.ops).saturating_mul(BYTES_PER_LIVE_FILE + 2 * BYTES_PER_LEFT_DENTRY);
+    let live = u64::from(opts.parallel)
+        .saturating_mul(opts.ops)
+        .saturating_mul(BYTES_PER_LIVE_FILE + 2 * BYTES_PER_LEFT_DENTRY);
     left.saturating_add(live)
 }
 
@@ -222,7 +228,13 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
 type Ready = (u32, Result<Report>, Output);
 
 /// Runs the containers. The sandbox must already be entered.
-pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ContainersResult> {
+pub fn run(
+    opts: &Options,
+    edge: &Edge,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    announce: &dyn Fn(&str),
+) -> Result<ContainersResult> {
     // The header says when the run started, not when it ended.
     let header = crate::result::Header::new("containers");
     let environment = Environment::capture(proc);
@@ -246,7 +258,8 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
     let mut next: u64 = 0;
     let mut notes = Vec::new();
     let scratch = sandbox.scratch().to_path_buf();
-    let profiling = crate::bench::reclaim::profile::available_for(opts.profile, opts.cpu, &scratch, "teardown", &mut notes);
+    let profiling =
+        crate::bench::reclaim::profile::available_for(opts.profile, opts.cpu, &scratch, "teardown", &mut notes);
     let watch = Watch {
         cpu: opts.cpu,
         interval: Duration::from_micros(opts.probe_interval_us),
@@ -302,7 +315,8 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
     let disturbed = noise > WITNESS_SLACK + dentries.abs() / 100
         || positives < -WITNESS_SLACK
         || positives > image_dentries as i64 + WITNESS_SLACK;
-    let witness = Witness { dentries, negative, image_dentries, umount_seconds: umount.as_secs_f64(), noise, disturbed };
+    let witness =
+        Witness { dentries, negative, image_dentries, umount_seconds: umount.as_secs_f64(), noise, disturbed };
     let summary = summary::summarise(&runs, &witness);
     let projection = summary::project(&summary, edge, opts.rate_per_hour, after_umount.nr_dentry);
     notes.extend(summary::notes(opts, &summary, &witness));
@@ -326,7 +340,14 @@ pub fn run(opts: &Options, edge: &Edge, sandbox: &mut Sandbox, proc: &ProcRoot, 
 }
 
 /// Spawns container `id` and starts a thread that waits for its first report.
-fn start(id: u32, opts: &Options, image: &std::path::Path, snapshots: &std::path::Path, sandbox: &mut Sandbox, tx: &mpsc::Sender<Ready>) -> Result<Running> {
+fn start(
+    id: u32,
+    opts: &Options,
+    image: &std::path::Path,
+    snapshots: &std::path::Path,
+    sandbox: &mut Sandbox,
+    tx: &mpsc::Sender<Ready>,
+) -> Result<Running> {
     let merged = sandbox.mount_point()?;
     let (running, mut output) = life::spawn(id, opts.mix, opts.ops, opts.cpu, image, snapshots, merged)?;
     let tx = tx.clone();

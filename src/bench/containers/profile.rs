@@ -27,7 +27,9 @@ pub struct ContainersProfile {
 
 /// The profiled container with the longest teardown gap.
 pub fn longest(runs: &[ContainerRun]) -> Option<&ContainerRun> {
-    runs.iter().filter(|r| r.profile.is_some()).max_by(|a, b| a.probe.max_gap_seconds.total_cmp(&b.probe.max_gap_seconds))
+    runs.iter()
+        .filter(|r| r.profile.is_some())
+        .max_by(|a, b| a.probe.max_gap_seconds.total_cmp(&b.probe.max_gap_seconds))
 }
 
 /// `None` when no teardown was recorded.

@@ -76,7 +76,9 @@ pub fn summarise(runs: &[ContainerRun], w: &Witness) -> Summary {
         (w.dentries_counted() - w.image_dentries as i64).max(0) as f64
     };
     let new_names = runs.iter().map(|r| r.outcome.new_names()).sum::<u64>() as f64 / n;
-    let vs_n = |f: &dyn Fn(&ContainerRun) -> f64| fit::linear(&runs.iter().map(|r| (r.index as f64, f(r))).collect::<Vec<_>>());
+    let vs_n = |f: &dyn Fn(&ContainerRun) -> f64| {
+        fit::linear(&runs.iter().map(|r| (r.index as f64, f(r))).collect::<Vec<_>>())
+    };
     Summary {
         containers: runs.len() as u64,
         new_names_per_container: new_names,

@@ -43,17 +43,23 @@ pub fn options(workload: super::Workload, mix: Option<Mix>, ops: Option<u64>) ->
     if workload != super::Workload::Containers {
         let given = if mix.is_some() { Some("--container-workload") } else { ops.map(|_| "--container-ops") };
         if let Some(flag) = given {
-            anyhow::bail!(crate::error::UsageError(format!("{flag}: only for --workload containers (not {})", workload.name())));
+            anyhow::bail!(crate::error::UsageError(format!(
+                "{flag}: only for --workload containers (not {})",
+                workload.name()
+            )));
         }
     }
     let mix = match mix {
         Some(m) => m,
         None => DEFAULT_MIX.parse().map_err(anyhow::Error::msg)?,
     };
-    Ok((mix, match ops {
-        Some(o) => o,
-        None => crate::size::parse_count(DEFAULT_OPS).map_err(anyhow::Error::msg)?,
-    }))
+    Ok((
+        mix,
+        match ops {
+            Some(o) => o,
+            None => crate::size::parse_count(DEFAULT_OPS).map_err(anyhow::Error::msg)?,
+        },
+    ))
 }
 
 /// What the worker is told.
@@ -103,7 +109,8 @@ pub fn worker_main(spec: &str) -> Result<()> {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
     let proc = ProcRoot::default();
-    let watch = Watch { cpu: spec.cpu, interval: DEFAULT_INTERVAL, all: sys::allowed_cpus()?, proc: &proc, profile: None };
+    let watch =
+        Watch { cpu: spec.cpu, interval: DEFAULT_INTERVAL, all: sys::allowed_cpus()?, proc: &proc, profile: None };
     let mut ops = 0u64;
     let mut out = std::io::stdout().lock();
     for index in 0u64.. {
@@ -113,7 +120,8 @@ pub fn worker_main(spec: &str) -> Result<()> {
         let (r, output) = life::spawn(id, spec.mix, spec.ops, spec.cpu, &image, &snapshots, root)?;
         let run = life::live(r, output, index, &watch)?;
         ops += run.outcome.new_names();
-        if writeln!(out, "{}", serde_json::to_string(&Line { ops, container: run })?).and_then(|_| out.flush()).is_err() {
+        if writeln!(out, "{}", serde_json::to_string(&Line { ops, container: run })?).and_then(|_| out.flush()).is_err()
+        {
             // The parent is gone.
             return Ok(());
         }

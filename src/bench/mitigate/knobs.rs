@@ -46,8 +46,13 @@ pub enum Knob {
 }
 
 impl Knob {
-    pub const NAMES: &'static [&'static str] =
-        &["vm.vfs_cache_pressure", "vm.vfs_cache_pressure_denom", "fs.dentry-negative", "drop-caches-every", "memory-limit"];
+    pub const NAMES: &'static [&'static str] = &[
+        "vm.vfs_cache_pressure",
+        "vm.vfs_cache_pressure_denom",
+        "fs.dentry-negative",
+        "drop-caches-every",
+        "memory-limit",
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -100,9 +105,15 @@ impl Knob {
     }
 
     fn from_name(s: &str) -> Option<Knob> {
-        [Knob::VfsCachePressure, Knob::VfsCachePressureDenom, Knob::DentryNegative, Knob::DropCachesEvery, Knob::MemoryLimit]
-            .into_iter()
-            .find(|k| k.name() == s)
+        [
+            Knob::VfsCachePressure,
+            Knob::VfsCachePressureDenom,
+            Knob::DentryNegative,
+            Knob::DropCachesEvery,
+            Knob::MemoryLimit,
+        ]
+        .into_iter()
+        .find(|k| k.name() == s)
     }
 
     /// Parses one value of this knob: a number in range, or for
@@ -114,9 +125,8 @@ impl Knob {
                 if s == "off" {
                     return Ok(Value::Off);
                 }
-                let d = parse_duration(s).ok_or_else(|| {
-                    format!("{}={s}: not a duration (write 10s, 500ms, 2m or off)", self.name())
-                })?;
+                let d = parse_duration(s)
+                    .ok_or_else(|| format!("{}={s}: not a duration (write 10s, 500ms, 2m or off)", self.name()))?;
                 if !(MIN_DROP_EVERY..=MAX_DROP_EVERY).contains(&d) {
                     return Err(format!("{}={s}: use 1s to 1h (or off)", self.name()));
                 }
@@ -199,9 +209,8 @@ pub struct Setting {
 
 /// Parses `--setting` (the clap value parser).
 pub fn parse_setting(s: &str) -> Result<Setting, String> {
-    let (name, values) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?} is not KNOB=V1,V2 (for example fs.dentry-negative=0,1)"))?;
+    let (name, values) =
+        s.split_once('=').ok_or_else(|| format!("{s:?} is not KNOB=V1,V2 (for example fs.dentry-negative=0,1)"))?;
     let knob = Knob::from_name(name.trim())
         .ok_or_else(|| format!("unknown knob {:?}: use one of {}", name.trim(), Knob::NAMES.join(", ")))?;
     let values: Vec<Value> = values.split(',').map(|v| knob.value(v)).collect::<Result<_, _>>()?;
@@ -228,7 +237,10 @@ pub type Combination = Vec<(Knob, Value)>;
 pub fn combinations(settings: &[Setting]) -> Vec<Combination> {
     let mut out: Vec<Combination> = vec![Vec::new()];
     for s in settings {
-        out = out.into_iter().flat_map(|c| s.values.iter().map(move |v| [c.clone(), vec![(s.knob, *v)]].concat())).collect();
+        out = out
+            .into_iter()
+            .flat_map(|c| s.values.iter().map(move |v| [c.clone(), vec![(s.knob, *v)]].concat()))
+            .collect();
     }
     out
 }
@@ -283,8 +295,9 @@ impl Sysctls {
         for (knob, value) in c {
             let Some((_, change, _)) = self.guarded.iter_mut().find(|(k, _, _)| k == knob) else { continue };
             let text = value.to_string();
-            std::fs::write(&change.path, format!("{text}\n"))
-                .with_context(|| format!("cannot set {} to {text} (needs root in the initial namespace)", change.name))?;
+            std::fs::write(&change.path, format!("{text}\n")).with_context(|| {
+                format!("cannot set {} to {text} (needs root in the initial namespace)", change.name)
+            })?;
             if !change.written.contains(&text) {
                 change.written.push(text);
             }

@@ -80,11 +80,7 @@ pub fn sweep(rows: &[Row], opts: &Options) -> Option<LimitSweep> {
                     }
                 }),
                 dentries_held: (!held.is_empty()).then(|| median(&held)),
-                kernel_peak_bytes: r
-                    .runs
-                    .iter()
-                    .flat_map(|x| x.samples.iter().map(|s| s.cgroup_kernel_bytes))
-                    .max(),
+                kernel_peak_bytes: r.runs.iter().flat_map(|x| x.samples.iter().map(|s| s.cgroup_kernel_bytes)).max(),
             })
         })
         .collect();
@@ -205,7 +201,11 @@ mod tests {
         let s = sweep(&rows, &opts()).unwrap();
         assert_eq!(s.kills_up_to, Some(32 << 20));
         assert_eq!(s.bounds_from, Some(64 << 20));
-        assert!(s.verdict.contains("kills this workload at 32M and below; it bounds its dentries from 64M"), "{}", s.verdict);
+        assert!(
+            s.verdict.contains("kills this workload at 32M and below; it bounds its dentries from 64M"),
+            "{}",
+            s.verdict
+        );
         assert!(s.verdict.contains("16M (2/2 reps OOM-killed, 96–97% kernel memory at the kill)"), "{}", s.verdict);
         assert!(s.verdict.contains("128M: limit not reached in every rep"), "{}", s.verdict);
         assert!(s.verdict.contains("super_cache_scan needs __GFP_FS"));

@@ -214,7 +214,10 @@ pub fn validate(opts: &Options) -> Result<()> {
     }
     let n = knobs::combinations(&opts.settings).len();
     if n > knobs::MAX_COMBINATIONS {
-        return usage(format!("--setting: {n} combinations, more than {}; compare fewer values", knobs::MAX_COMBINATIONS));
+        return usage(format!(
+            "--setting: {n} combinations, more than {}; compare fewer values",
+            knobs::MAX_COMBINATIONS
+        ));
     }
     if opts.workload != Workload::Mariadb && !opts.mariadb_options.is_empty() {
         return usage(format!("--mariadb-option: only for --workload mariadb (not {})", opts.workload.name()));
@@ -241,7 +244,16 @@ pub fn rows(opts: &Options) -> Vec<Row> {
             let o: Vec<String> = server_options.iter().map(|(k, v)| format!("{k}={v}")).collect();
             label = format!("{label} + server {}", o.join(" "));
         }
-        Row { label, settings, server_options, runs: Vec::new(), summary: None, oom_killed: Vec::new(), oom: Vec::new(), not_run: Vec::new() }
+        Row {
+            label,
+            settings,
+            server_options,
+            runs: Vec::new(),
+            summary: None,
+            oom_killed: Vec::new(),
+            oom: Vec::new(),
+            not_run: Vec::new(),
+        }
     };
     let combos = knobs::combinations(&opts.settings);
     let mut out: Vec<Row> = combos.iter().map(|c| row(c.clone(), Vec::new())).collect();

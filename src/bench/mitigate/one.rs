@@ -4,8 +4,8 @@
 
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -165,9 +165,20 @@ fn failcnt(cg: &MemCgroup) -> u64 {
 
 /// A running workload, however it is driven.
 enum Running {
-    Worker { child: Child, reader: std::thread::JoinHandle<()> },
-    Containers { child: Child, reader: std::thread::JoinHandle<()>, runs: Arc<Mutex<Vec<ContainerRun>>> },
-    Server { server: Arc<Server>, clients: Vec<std::thread::JoinHandle<Result<mariadb::ClientCounts>>>, stop: Arc<AtomicBool> },
+    Worker {
+        child: Child,
+        reader: std::thread::JoinHandle<()>,
+    },
+    Containers {
+        child: Child,
+        reader: std::thread::JoinHandle<()>,
+        runs: Arc<Mutex<Vec<ContainerRun>>>,
+    },
+    Server {
+        server: Arc<Server>,
+        clients: Vec<std::thread::JoinHandle<Result<mariadb::ClientCounts>>>,
+        stop: Arc<AtomicBool>,
+    },
 }
 
 /// Whether the workload stopped by itself.
@@ -242,7 +253,8 @@ pub fn run(
         let noise = (later.nr_dentry as i64 - after.nr_dentry as i64)
             .abs()
             .max((later.nr_negative as i64 - after.nr_negative as i64).abs());
-        let (d, n) = (before.nr_dentry as i64 - after.nr_dentry as i64, before.nr_negative as i64 - after.nr_negative as i64);
+        let (d, n) =
+            (before.nr_dentry as i64 - after.nr_dentry as i64, before.nr_negative as i64 - after.nr_negative as i64);
         if let Some(k) = oom.as_mut() {
             (k.fs_dentries, k.fs_negative) = (d, n);
         } else if let Ok(run) = r.as_mut() {
@@ -328,7 +340,12 @@ fn measure(
             let root = mount.path().join("work");
             std::fs::create_dir(&root).with_context(|| format!("cannot create {}", root.display()))?;
             let mut c = Command::new(sys::SELF_EXE);
-            c.arg(WORKER_COMMAND).arg(w.name()).arg(&root).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            c.arg(WORKER_COMMAND)
+                .arg(w.name())
+                .arg(&root)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
             sys::command_in_cgroup(&mut c, &procs, Some(opts.cpu))?;
             let mut child = sys::spawn_tied(&mut c).context("cannot start the workload process")?;
             let out = child.stdout.take().context("workload stdout")?;
@@ -344,7 +361,8 @@ fn measure(
         }
         (Workload::Containers, _) => {
             let root = mount.path().join("containers");
-            let spec = super::containers::Spec { root, mix: opts.container_mix, ops: opts.container_ops, cpu: opts.cpu };
+            let spec =
+                super::containers::Spec { root, mix: opts.container_mix, ops: opts.container_ops, cpu: opts.cpu };
             let mut c = super::containers::command(&spec)?;
             c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
             sys::command_in_cgroup(&mut c, &procs, Some(opts.cpu))?;

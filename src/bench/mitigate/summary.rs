@@ -193,10 +193,21 @@ pub fn run_summary(r: &RunResult) -> Option<RunSummary> {
     })
 }
 
-fn row_summary(runs: Vec<RunSummary>, baseline: Option<&[RunSummary]>, limit_reached: usize, edge: Option<f64>) -> RowSummary {
+fn row_summary(
+    runs: Vec<RunSummary>,
+    baseline: Option<&[RunSummary]>,
+    limit_reached: usize,
+    edge: Option<f64>,
+) -> RowSummary {
     let m = |f: &dyn Fn(&RunSummary) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
     let ratios: Vec<f64> = baseline
-        .map(|b| runs.iter().zip(b).filter(|(_, b)| b.ops_per_second > 0.0).map(|(r, b)| r.ops_per_second / b.ops_per_second).collect())
+        .map(|b| {
+            runs.iter()
+                .zip(b)
+                .filter(|(_, b)| b.ops_per_second > 0.0)
+                .map(|(r, b)| r.ops_per_second / b.ops_per_second)
+                .collect()
+        })
         .unwrap_or_default();
     let projected: Vec<f64> =
         runs.iter().map(|r| r.nr_dentry_start as f64 + r.growth_per_minute.max(0.0) * PROJECTION_MINUTES).collect();
@@ -227,7 +238,8 @@ fn row_summary(runs: Vec<RunSummary>, baseline: Option<&[RunSummary]>, limit_rea
 /// (and for the server-options row).
 pub fn summarise(rows: &mut [Row], opts: &Options) -> Vec<String> {
     let edge = opts.edge.as_ref().map(|e| e.dentries);
-    let base: Vec<RunSummary> = rows.first().map(|r| r.runs.iter().filter_map(run_summary).collect()).unwrap_or_default();
+    let base: Vec<RunSummary> =
+        rows.first().map(|r| r.runs.iter().filter_map(run_summary).collect()).unwrap_or_default();
     for (i, row) in rows.iter_mut().enumerate() {
         let runs: Vec<RunSummary> = row.runs.iter().filter_map(run_summary).collect();
         let reached = row.runs.iter().filter(|r| r.limit_reached).count();

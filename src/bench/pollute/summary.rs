@@ -3,8 +3,8 @@
 //! interval, and the lines that say what it means.
 
 use crate::analysis::slowdown::{self, Effect, Ratio};
-use crate::stats::Spread;
 use crate::size::human;
+use crate::stats::Spread;
 use crate::workload::hot::Probe;
 
 use super::{LevelRun, LevelSummary, MIN_EFFECT, ProbeRun, ProbeSummary, Rep, SEED_001_NEGATIVES, SEED_001_SLOWDOWN};
@@ -162,8 +162,10 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
             }
         ))
     };
-    let pairs: Vec<String> =
-        [pair(Probe::StatSame, Probe::StatOther), pair(Probe::OpenSame, Probe::OpenOther)].into_iter().flatten().collect();
+    let pairs: Vec<String> = [pair(Probe::StatSame, Probe::StatOther), pair(Probe::OpenSame, Probe::OpenOther)]
+        .into_iter()
+        .flatten()
+        .collect();
     if !pairs.is_empty() {
         out.push(format!(
             "polluted directory vs another one at {}: {}; the dentry hash table is global, so a directory's own \

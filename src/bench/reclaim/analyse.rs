@@ -3,17 +3,22 @@
 //! probe's overhead), the weighted fits with their noise-floor filter, and
 //! the comparison of reclaim paths.
 
-use super::{Fits, MethodAnalysis, Method, Options, Run, SizeSummary, Unobserved};
+use super::{Fits, Method, MethodAnalysis, Options, Run, SizeSummary, Unobserved};
 use crate::analysis::fit;
 use crate::analysis::interval::{self, GapSize, SizeValues};
 use crate::analysis::run_scatter;
-use crate::analysis::weighted;
-use crate::stats::{Spread, median};
 use crate::analysis::verdict::{self, Verdict};
+use crate::analysis::weighted;
 use crate::env::Environment;
 use crate::procfs::kmsg::Kind as AlertKind;
+use crate::stats::{Spread, median};
 
-pub(super) fn summarise(runs: &[Run], unobserved: &[Unobserved], unpinned: &[Unobserved], opts: &Options) -> Vec<SizeSummary> {
+pub(super) fn summarise(
+    runs: &[Run],
+    unobserved: &[Unobserved],
+    unpinned: &[Unobserved],
+    opts: &Options,
+) -> Vec<SizeSummary> {
     let mut keys: Vec<(Method, usize, u64)> = Vec::new();
     for r in runs {
         let k = (r.method, r.contenders, r.target);
@@ -100,7 +105,12 @@ pub(super) fn overhead(runs: &[Run], unobserved: &[Unobserved]) -> Option<Spread
 
 /// Groups values by target, in the order the targets first appear: (target,
 /// median count, values).
-fn by_size<T>(items: &[T], target: impl Fn(&T) -> u64, count: impl Fn(&T) -> f64, value: impl Fn(&T) -> f64) -> Vec<(u64, f64, Vec<f64>)> {
+fn by_size<T>(
+    items: &[T],
+    target: impl Fn(&T) -> u64,
+    count: impl Fn(&T) -> f64,
+    value: impl Fn(&T) -> f64,
+) -> Vec<(u64, f64, Vec<f64>)> {
     let mut out: Vec<(u64, Vec<f64>, Vec<f64>)> = Vec::new();
     for it in items {
         let t = target(it);
@@ -223,7 +233,8 @@ pub(super) fn compare(per_method: &[MethodAnalysis], sizes: &[SizeSummary]) -> O
     let rows: Vec<verdict::PathRow> = per_method
         .iter()
         .filter_map(|m| {
-            let at = |c: bool| sizes.iter().find(|s| s.method == m.method && s.target == target && (s.contenders > 0) == c);
+            let at =
+                |c: bool| sizes.iter().find(|s| s.method == m.method && s.target == target && (s.contenders > 0) == c);
             let s = at(false)?;
             Some(verdict::PathRow {
                 method: m.method.name().into(),
@@ -245,4 +256,3 @@ pub(super) fn compare(per_method: &[MethodAnalysis], sizes: &[SizeSummary]) -> O
         .collect();
     verdict::most_dangerous(&rows)
 }
-

@@ -99,7 +99,13 @@ pub(super) fn memory_limit(opts: &Options, bpd: Option<f64>, proc: &ProcRoot) ->
 }
 
 /// Why `target` must not run, if it must not.
-pub(super) fn refuse(opts: &Options, target: u64, bpd: Option<f64>, runs: &[Run], proc: &ProcRoot) -> Result<Option<String>> {
+pub(super) fn refuse(
+    opts: &Options,
+    target: u64,
+    bpd: Option<f64>,
+    runs: &[Run],
+    proc: &ProcRoot,
+) -> Result<Option<String>> {
     if opts.force {
         return Ok(None);
     }

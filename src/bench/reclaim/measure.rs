@@ -11,16 +11,16 @@ use super::methods::{self, StageSpec};
 use super::placement;
 use super::profile;
 use super::{Method, Options, PROBE_MARGIN, Run, fit_count};
-use crate::stats::GapStats;
 use crate::probe::counters::Counts;
 use crate::probe::gap::GapProbe;
 use crate::probe::kmsg::KmsgWatch;
 use crate::procfs::ProcRoot;
 use crate::sandbox::Sandbox;
 use crate::size::human;
+use crate::stats::GapStats;
 use crate::sys;
-use crate::workload::contend::{self, Contenders};
 use crate::workload::CreateSpec;
+use crate::workload::contend::{self, Contenders};
 
 pub(super) fn report_progress(r: &Run, observed: bool) {
     use std::io::IsTerminal;
@@ -66,13 +66,20 @@ pub(super) struct At {
 
 /// Runs one repetition. For an unobserved one, the returned run's `probe`
 /// is empty (no samples): the caller keeps only its timing.
-pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, kmsg: &KmsgWatch, at: &At) -> Result<Run> {
+pub(super) fn one_run(
+    opts: &Options,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    kmsg: &KmsgWatch,
+    at: &At,
+) -> Result<Run> {
     let (target, rep) = (at.target, at.rep);
     let before = Counts::read(proc)?;
     let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: target, threads: opts.threads };
     let label = format!("create {} {} rep {}", human(target), at.method.name(), rep + 1);
     let pin = (at.observed || at.pinned).then_some(opts.cpu);
-    let stage = StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: pin, label: &label, overlay: opts.overlay };
+    let stage =
+        StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: pin, label: &label, overlay: opts.overlay };
     let (mut staged, create) = methods::stage(&stage, sandbox)?;
     let after_create = Counts::read(proc)?;
 
@@ -199,4 +206,3 @@ pub(super) fn one_run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, km
         layers,
     })
 }
-

@@ -199,8 +199,21 @@ pub struct StageSpec<'a> {
 impl StageSpec<'_> {
     /// The generator child that makes this stage's dentries under `path`,
     /// in a mount namespace of its own or not, through an overlay or not.
-    fn child(&self, own_namespace: bool, path: std::path::PathBuf, overlay: Option<crate::sandbox::overlay::Layers>) -> ChildSpec {
-        ChildSpec { own_namespace, path, fs: self.fs, capacity: self.create.capacity(), create: self.create, cpu: self.cpu, overlay }
+    fn child(
+        &self,
+        own_namespace: bool,
+        path: std::path::PathBuf,
+        overlay: Option<crate::sandbox::overlay::Layers>,
+    ) -> ChildSpec {
+        ChildSpec {
+            own_namespace,
+            path,
+            fs: self.fs,
+            capacity: self.create.capacity(),
+            create: self.create,
+            cpu: self.cpu,
+            overlay,
+        }
     }
 }
 
@@ -217,9 +230,10 @@ pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, Create
         Method::Umount | Method::DropCaches | Method::Inotify => {
             let mount = sandbox.mount(s.fs, &capacity)?;
             let progress = Arc::new(Progress::default());
-            let created =
-                workload::with_progress(s.create.count, s.label, &progress, || workload::create(mount.path(), &s.create, &progress))
-                    .with_context(what)?;
+            let created = workload::with_progress(s.create.count, s.label, &progress, || {
+                workload::create(mount.path(), &s.create, &progress)
+            })
+            .with_context(what)?;
             mount.sync()?;
             if s.method == Method::Inotify {
                 let dirs = (0..s.create.layout.dirs()).map(|d| mount.path().join(workload::dir_name(d))).collect();
@@ -258,9 +272,10 @@ fn stage_overlay(s: &StageSpec<'_>, stack: Stack, sandbox: &mut Sandbox) -> Resu
         Method::Umount => {
             let mount = sandbox.mount_overlay_here(&mounts.layers)?;
             let progress = Arc::new(Progress::default());
-            let created =
-                workload::with_progress(s.create.count, s.label, &progress, || workload::create(mount.path(), &s.create, &progress))
-                    .with_context(what)?;
+            let created = workload::with_progress(s.create.count, s.label, &progress, || {
+                workload::create(mount.path(), &s.create, &progress)
+            })
+            .with_context(what)?;
             mount.sync()?;
             Ok((Staged { how: How::Mounted { method: s.method, mount }, stack: Some(mounts), top: None }, created))
         }
@@ -334,7 +349,8 @@ impl Staged {
             How::Mounted { method: Method::DropCaches, .. } => {
                 let p = proc.path("sys/vm/drop_caches");
                 let t = Instant::now();
-                std::fs::write(&p, "2").with_context(|| format!("cannot write 2 to {} (it needs root)", p.display()))?;
+                std::fs::write(&p, "2")
+                    .with_context(|| format!("cannot write 2 to {} (it needs root)", p.display()))?;
                 t.elapsed()
             }
             How::Mounted { mount, .. } => mount.umount()?,
@@ -352,7 +368,9 @@ impl Staged {
                 took
             }
             How::Namespace { .. } => {
-                let How::Namespace { child, path } = std::mem::replace(&mut self.how, How::Done) else { unreachable!() };
+                let How::Namespace { child, path } = std::mem::replace(&mut self.how, How::Done) else {
+                    unreachable!()
+                };
                 let (took, sys) = child.exit()?;
                 let _ = std::fs::remove_dir(&path);
                 return Ok(Reclaimed { took, sys, memcg: None, watch: None });
@@ -390,7 +408,11 @@ impl Staged {
     /// `--fs overlay`, after the reclaim took the overlay: unmounts the
     /// upper and then the lower filesystem, each counted and probed on
     /// `cpu` (untimed as a reclaim). None without an overlay.
-    pub fn unmount_layers(&mut self, proc: &ProcRoot, cpu: usize) -> Result<Option<Vec<crate::bench::layers::LayerUmount>>> {
+    pub fn unmount_layers(
+        &mut self,
+        proc: &ProcRoot,
+        cpu: usize,
+    ) -> Result<Option<Vec<crate::bench::layers::LayerUmount>>> {
         match self.stack.take() {
             Some(stack) => crate::bench::layers::unmount_in_turn(stack, proc, cpu).map(Some),
             None => Ok(None),
@@ -404,7 +426,9 @@ impl Staged {
 fn watch_all(dirs: &[PathBuf]) -> Result<(Duration, nix::sys::inotify::Inotify, WatchOutcome)> {
     use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
     let inotify = Inotify::init(InitFlags::IN_CLOEXEC).map_err(|e| {
-        anyhow::anyhow!("inotify_init1 failed: {e} (fs.inotify.max_user_instances may be reached; see /proc/sys/fs/inotify)")
+        anyhow::anyhow!(
+            "inotify_init1 failed: {e} (fs.inotify.max_user_instances may be reached; see /proc/sys/fs/inotify)"
+        )
     })?;
     let mut wds = Vec::with_capacity(dirs.len());
     let t = Instant::now();
@@ -423,8 +447,11 @@ fn watch_all(dirs: &[PathBuf]) -> Result<(Duration, nix::sys::inotify::Inotify, 
     let fdinfo = format!("/proc/self/fdinfo/{}", std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&inotify)));
     let text = std::fs::read_to_string(&fdinfo).with_context(|| format!("cannot read {fdinfo}"))?;
     let marks_in_fdinfo = text.lines().filter(|l| l.starts_with("inotify wd:")).count();
-    let outcome =
-        WatchOutcome { directories: dirs.len(), watch_descriptors: wds.iter().map(|w| w.as_raw()).collect(), marks_in_fdinfo };
+    let outcome = WatchOutcome {
+        directories: dirs.len(),
+        watch_descriptors: wds.iter().map(|w| w.as_raw()).collect(),
+        marks_in_fdinfo,
+    };
     Ok((took, inotify, outcome))
 }
 

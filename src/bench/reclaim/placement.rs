@@ -91,9 +91,7 @@ pub struct UnpinnedSummary {
 
 /// `a` ÷ `b` for the pairs of the same repetition number.
 fn ratios(a: &[(u32, f64)], b: &[(u32, f64)]) -> Vec<f64> {
-    a.iter()
-        .filter_map(|&(rep, x)| b.iter().find(|&&(r, y)| r == rep && y > 0.0).map(|&(_, y)| x / y))
-        .collect()
+    a.iter().filter_map(|&(rep, x)| b.iter().find(|&&(r, y)| r == rep && y > 0.0).map(|&(_, y)| x / y)).collect()
 }
 
 /// Summary of the unpinned repetitions `free` against the pinned

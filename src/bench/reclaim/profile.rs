@@ -140,7 +140,10 @@ pub fn verdict_line(runs: &[Run], method: Method) -> Option<String> {
 pub fn name_stretch(p: &RunProfile, at: &str, task: &str) -> String {
     let w = &p.longest_gap;
     if w.samples == 0 {
-        return format!("perf took no sample in the longest stretch ({at}) at {} Hz: too short to name", p.frequency_hz);
+        return format!(
+            "perf took no sample in the longest stretch ({at}) at {} Hz: too short to name",
+            p.frequency_hz
+        );
     }
     let held = w
         .call

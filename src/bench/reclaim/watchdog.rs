@@ -11,8 +11,8 @@
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::fit;
 use super::{ReclaimResult, Run};
+use crate::analysis::fit;
 use crate::procfs::kmsg::Kind as AlertKind;
 use crate::sys::guardian::Guardian;
 
@@ -301,7 +301,11 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
         summary.push(format!(
             "In {probe_off} reclaim(s) the probe's measured stretch and the watchdog disagree outside the band: \
              the probe saw {} what the watchdog reported.",
-            if rows.iter().any(|r| !r.probe_agrees_with_watchdog && r.watchdog_fired) { "less than" } else { "more than" }
+            if rows.iter().any(|r| !r.probe_agrees_with_watchdog && r.watchdog_fired) {
+                "less than"
+            } else {
+                "more than"
+            }
         ));
     }
     if tp == 0 {
@@ -464,7 +468,10 @@ mod tests {
         assert_eq!(expect(2.6, 1), Expect::Either);
         assert_eq!(expect(3.7, 1), Expect::Fires);
         let (lo, hi) = detection_band(2);
-        assert!((lo - (4.0 * WATCHDOG_UNIT_SECONDS - 0.8)).abs() < 1e-9 && (hi - (5.0 * WATCHDOG_UNIT_SECONDS + 0.8)).abs() < 1e-9);
+        assert!(
+            (lo - (4.0 * WATCHDOG_UNIT_SECONDS - 0.8)).abs() < 1e-9
+                && (hi - (5.0 * WATCHDOG_UNIT_SECONDS + 0.8)).abs() < 1e-9
+        );
         let (lo, hi) = detection_band(10);
         assert!((lo - 17.47).abs() < 0.01 && hi < 26.6, "{lo} {hi}");
     }
@@ -474,7 +481,8 @@ mod tests {
     /// waits for it: recorded format, the child's tid in the brackets.
     #[test]
     fn ns_exit_lockups_are_attributed_to_the_child() {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/6.18/kmsg-soft-lockup-ns-exit");
+        let p =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/6.18/kmsg-soft-lockup-ns-exit");
         let alerts: Vec<Alert> = std::fs::read_to_string(p)
             .unwrap()
             .lines()

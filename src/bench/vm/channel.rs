@@ -179,7 +179,9 @@ mod tests {
 
     #[test]
     fn console_lines_are_not_records() {
-        let t = Transcript::parse("[    0.000000] Linux version 6.12\ndentrylab-vmx hello {}\nnoise dentrylab-vm end null\n");
+        let t = Transcript::parse(
+            "[    0.000000] Linux version 6.12\ndentrylab-vmx hello {}\nnoise dentrylab-vm end null\n",
+        );
         assert_eq!(t, Transcript::default());
     }
 }

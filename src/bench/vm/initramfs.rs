@@ -110,7 +110,12 @@ fn xz_decompress(p: &Path) -> Result<Vec<u8>> {
         .arg(p)
         .output()
         .context("cannot run xz (install xz-utils) to decompress kernel modules")?;
-    anyhow::ensure!(out.status.success(), "xz -dc {} failed: {}", p.display(), String::from_utf8_lossy(&out.stderr).trim());
+    anyhow::ensure!(
+        out.status.success(),
+        "xz -dc {} failed: {}",
+        p.display(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
     Ok(out.stdout)
 }
 
@@ -259,6 +264,9 @@ mod tests {
         let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n\
                     \t/lib64/ld-linux-x86-64.so.2 (0x7f)\n";
         let got: Vec<PathBuf> = parse_ldd(text).into_iter().collect();
-        assert_eq!(got, [PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"), PathBuf::from("/lib64/ld-linux-x86-64.so.2")]);
+        assert_eq!(
+            got,
+            [PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"), PathBuf::from("/lib64/ld-linux-x86-64.so.2")]
+        );
     }
 }

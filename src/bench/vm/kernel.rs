@@ -35,9 +35,7 @@ impl Spec {
             };
             return Ok(Spec::Path { image, modules });
         }
-        if s.starts_with("linux-image-")
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.~_".contains(c))
-        {
+        if s.starts_with("linux-image-") && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.~_".contains(c)) {
             return Ok(Spec::Package(s.to_string()));
         }
         Err(format!(
@@ -148,7 +146,8 @@ impl Cache {
         if !dir.join("boot").is_dir() {
             self.fetch(name, &dir, announce)?;
         }
-        unpacked(&dir).with_context(|| format!("the cached kernel {} is damaged: remove it and run again", dir.display()))
+        unpacked(&dir)
+            .with_context(|| format!("the cached kernel {} is damaged: remove it and run again", dir.display()))
     }
 
     /// Downloads `name` (following a metapackage to the image it depends
@@ -177,7 +176,9 @@ impl Cache {
             let _ = std::fs::remove_file(&d);
             pkg = next.unwrap_or_default();
         }
-        let deb = deb.with_context(|| format!("kernel {name}: no package with a kernel image found (last tried {pkg}); {fix}"))?;
+        let deb = deb.with_context(|| {
+            format!("kernel {name}: no package with a kernel image found (last tried {pkg}); {fix}")
+        })?;
         let root = partial.join("root");
         run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root), "dpkg-deb -x")
             .with_context(|| format!("kernel {name}: cannot unpack {}", deb.display()))?;
@@ -260,9 +261,10 @@ fn host_mirrors() -> Result<(String, String)> {
     let mut uris = Vec::new();
     let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
     if let Ok(rd) = std::fs::read_dir("/etc/apt/sources.list.d") {
-        files.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
-            p.extension().is_some_and(|e| e == "sources" || e == "list")
-        }));
+        files.extend(
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "sources" || e == "list")),
+        );
     }
     for f in files {
         let Ok(text) = std::fs::read_to_string(&f) else { continue };

@@ -152,7 +152,8 @@ fn run_in(
         let models = k.config.as_deref().and_then(Models::of_config);
         check_models(spec, models.as_ref(), &o.preempt)?;
         let initrd = tmp.join(format!("initramfs-{i}.cpio.gz"));
-        let in_kernel = k.config.as_deref().is_some_and(|c| c.lines().any(|l| l.trim() == "CONFIG_MODULE_DECOMPRESS=y"));
+        let in_kernel =
+            k.config.as_deref().is_some_and(|c| c.lines().any(|l| l.trim() == "CONFIG_MODULE_DECOMPRESS=y"));
         initramfs::build(&initrd, &o.argv, k.modules.as_deref(), in_kernel)
             .with_context(|| format!("kernel {}: cannot build the initramfs", spec.label()))?;
         prepared.push(Some((k, models, initrd)));
@@ -165,7 +166,8 @@ fn run_in(
     if first.is_some() {
         announce(&format!("accelerator: {} ({accel_reason})", accel.name()));
     }
-    let machine = Machine { accel, clock: o.clock, memory_bytes: o.memory_bytes, cpus: o.cpus, cpu_model: o.cpu_model.clone() };
+    let machine =
+        Machine { accel, clock: o.clock, memory_bytes: o.memory_bytes, cpus: o.cpus, cpu_model: o.cpu_model.clone() };
     let mut rows = Vec::new();
     for (i, (spec, p)) in o.kernels.iter().zip(&prepared).enumerate() {
         match p {
@@ -243,7 +245,8 @@ fn choose_accel(
                 return Ok((Accel::Tcg, format!("KVM is not usable: {why}")));
             }
             announce("testing KVM with a short boot");
-            let m = Machine { accel: Accel::Kvm, clock: Clock::Host, memory_bytes: 512 << 20, cpus: 1, cpu_model: None };
+            let m =
+                Machine { accel: Accel::Kvm, clock: Clock::Host, memory_bytes: 512 << 20, cpus: 1, cpu_model: None };
             let b = qemu::Boot {
                 image,
                 initramfs: initrd,
@@ -287,7 +290,10 @@ mod tests {
         let asked = vec!["none".to_string(), "full".to_string()];
         assert_eq!(models_to_boot(Some(&rt), &asked), vec![None]);
         assert!(check_models(&Spec::Host, Some(&rt), &asked).is_ok());
-        let dynamic = Models::Dynamic { offered: vec!["none".into(), "voluntary".into(), "full".into()], default: "voluntary".into() };
+        let dynamic = Models::Dynamic {
+            offered: vec!["none".into(), "voluntary".into(), "full".into()],
+            default: "voluntary".into(),
+        };
         assert_eq!(models_to_boot(Some(&dynamic), &asked), vec![Some("none".into()), Some("full".into())]);
         assert_eq!(models_to_boot(Some(&dynamic), &[]), vec![None]);
         let e = check_models(&Spec::Package("linux-image-x".into()), Some(&dynamic), &["lazy".into()]).unwrap_err();

@@ -169,7 +169,8 @@ pub fn boot(m: &Machine, b: &Boot) -> Result<Outcome> {
         std::thread::sleep(Duration::from_millis(50));
     };
     let wall_seconds = start.elapsed().as_secs_f64();
-    let read = |n: &str| std::fs::read(b.dir.join(n)).map(|v| String::from_utf8_lossy(&v).into_owned()).unwrap_or_default();
+    let read =
+        |n: &str| std::fs::read(b.dir.join(n)).map(|v| String::from_utf8_lossy(&v).into_owned()).unwrap_or_default();
     let console = read("console.log");
     let lines: Vec<&str> = console.lines().collect();
     let console_tail =

@@ -46,7 +46,11 @@ pub fn guest(
             format!("the guest stopped before it finished; the console's last line: {}", last(&out))
         })
     } else if t.exit != Some(0) {
-        Some(format!("the command exited with status {}; the console's last line: {}", t.exit.unwrap_or(-1), last(&out)))
+        Some(format!(
+            "the command exited with status {}; the console's last line: {}",
+            t.exit.unwrap_or(-1),
+            last(&out)
+        ))
     } else if result.is_none() {
         Some("the command wrote no JSON".into())
     } else {
@@ -115,7 +119,15 @@ fn base(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>
     }
 }
 
-fn failed(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>, out: &qemu::Outcome, e: String) -> Row {
+fn failed(
+    o: &Options,
+    m: &Machine,
+    spec: &Spec,
+    k: &Kernel,
+    preempt: Option<&str>,
+    out: &qemu::Outcome,
+    e: String,
+) -> Row {
     let mut r = base(o, m, spec, k, preempt, out);
     r.error = Some(e);
     r.console_tail = out.console_tail.clone();

@@ -38,11 +38,7 @@ pub fn run(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
     }
     let to_stderr = json.as_ref().is_some_and(|j| j.is_stdout());
     let announce = |m: &str| {
-        if to_stderr {
-            eprintln!("{m}")
-        } else {
-            println!("{m}")
-        }
+        if to_stderr { eprintln!("{m}") } else { println!("{m}") }
     };
     let r = bench::create::run(&opts, &mut sandbox, proc, &interrupted, &announce)?;
     if let Some(rc) = &r.reclaim {

@@ -23,7 +23,10 @@ pub fn run(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let cpus = sys::allowed_cpus()?;
     let cpu = match a.cpu {
         Some(c) if !cpus.contains(&c) => {
-            return Err(UsageError(format!("--cpu {c}: this process may only run on CPUs {cpus:?}; choose one of them")).into());
+            return Err(UsageError(format!(
+                "--cpu {c}: this process may only run on CPUs {cpus:?}; choose one of them"
+            ))
+            .into());
         }
         Some(c) => c,
         None => *cpus.last().context("no CPU is available to this process")?,
@@ -31,8 +34,7 @@ pub fn run(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
     // This node's lockup edge, from its calibration (as `status` finds it).
     let state_dir = a.state_dir.clone().unwrap_or_else(state::default_dir);
     let edge = status::calibration::Store::new(&state_dir).current().ok().and_then(|cal| {
-        let thresh =
-            proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
+        let thresh = proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
         analysis::edge::predict(&cal.model(), 0, thresh)
             .lockup_dentries
             .map(|d| bench::mitigate::Edge { dentries: d, calibration: cal.name.clone() })

@@ -23,9 +23,12 @@ use anyhow::Result;
 
 use crate::output;
 
-
 /// The table on stdout (on stderr when the JSON goes to stdout), then the JSON.
-pub fn print_table_and_json<T: serde::Serialize>(table: &str, json: Option<&mut output::Sink>, value: &T) -> Result<()> {
+pub fn print_table_and_json<T: serde::Serialize>(
+    table: &str,
+    json: Option<&mut output::Sink>,
+    value: &T,
+) -> Result<()> {
     if json.as_ref().is_some_and(|j| j.is_stdout()) {
         eprint!("{table}");
     } else {

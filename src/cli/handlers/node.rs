@@ -19,11 +19,14 @@ use crate::status;
 fn node_options(a: cli::NodeArgs, x: cli::NodeExtraArgs) -> status::Options {
     let mut o = status::Options::basic(ProcRoot::new(a.proc_root), a.state_dir.unwrap_or_else(state::default_dir));
     if x.by_cgroup {
-        o.by_cgroup =
-            Some(status::cgroups::Options { root: x.cgroup_root, top: x.top as usize, debugfs: x.debugfs });
+        o.by_cgroup = Some(status::cgroups::Options { root: x.cgroup_root, top: x.top as usize, debugfs: x.debugfs });
     }
     o.kernel_log = x.kernel_log.map(|p| {
-        if p == std::path::Path::new(status::kernel_log::KMSG) { status::kernel_log::Source::Kmsg } else { status::kernel_log::Source::File(p) }
+        if p == std::path::Path::new(status::kernel_log::KMSG) {
+            status::kernel_log::Source::Kmsg
+        } else {
+            status::kernel_log::Source::File(p)
+        }
     });
     o
 }
@@ -55,7 +58,12 @@ pub fn status(a: cli::StatusArgs) -> Result<ExitCode> {
 
 /// `status --watch`: one line per sample (and one JSON object per line
 /// with --json) until Ctrl-C or `samples`.
-fn watch(opts: &status::Options, every: std::time::Duration, samples: Option<u32>, mut json: Option<&mut output::Sink>) -> Result<ExitCode> {
+fn watch(
+    opts: &status::Options,
+    every: std::time::Duration,
+    samples: Option<u32>,
+    mut json: Option<&mut output::Sink>,
+) -> Result<ExitCode> {
     let collector = status::Collector::new(opts);
     let start = std::time::Instant::now();
     let mut n = 0u32;

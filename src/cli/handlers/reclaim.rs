@@ -28,7 +28,8 @@ pub fn fs_of(w: &cli::WorkloadArgs) -> Result<(sandbox::FsType, Option<sandbox::
             Ok((stack.lower, Some(stack)))
         }
         cli::FsChoice::Plain(fs) => {
-            if let Some(flag) = [("--lower-fs", w.lower_fs), ("--upper-fs", w.upper_fs)].iter().find(|f| f.1.is_some()) {
+            if let Some(flag) = [("--lower-fs", w.lower_fs), ("--upper-fs", w.upper_fs)].iter().find(|f| f.1.is_some())
+            {
                 return Err(UsageError(format!(
                     "{}: the layers of an overlay are chosen only with --fs overlay (this run uses --fs {fs}); \
                      add --fs overlay or drop {}",

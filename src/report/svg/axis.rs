@@ -275,7 +275,11 @@ pub(super) fn text_size(text: &str, size: u32) -> (i32, i32) {
 /// already placed and no anchor. Labels right of 70% of the width prefer
 /// the left side (rising curves leave the upper left of a point free,
 /// and the lower right).
-pub(super) fn place_labels(anchors: &[(i32, i32)], sizes: &[(i32, i32)], bounds: ((i32, i32), (i32, i32))) -> Vec<(i32, i32)> {
+pub(super) fn place_labels(
+    anchors: &[(i32, i32)],
+    sizes: &[(i32, i32)],
+    bounds: ((i32, i32), (i32, i32)),
+) -> Vec<(i32, i32)> {
     type Rect = (i32, i32, i32, i32);
     let overlaps = |a: Rect, b: Rect| a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3;
     let ((x0, x1), (y0, y1)) = bounds;

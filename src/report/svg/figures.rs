@@ -10,9 +10,9 @@ use crate::bench::scale::ScaleResult;
 use crate::size::human;
 use crate::workload::hot::Probe;
 
-use super::*;
 use super::axis::*;
 use super::kinds::*;
+use super::*;
 
 /// `n` values spread evenly on a log scale from `lo` to `hi`.
 pub fn log_samples(lo: f64, hi: f64, n: usize) -> Vec<f64> {
@@ -29,7 +29,14 @@ pub fn log_samples(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 /// A power-law fit drawn over the measured counts (solid) and on to the
 /// extrapolation target (dashed); `f` maps (N, fitted seconds) to the y value.
 /// Both ends suffice: the reclaim plots are log-log, where a power law is straight.
-pub(super) fn fit_lines(p: &PowerFit, lo: f64, hi: f64, to: f64, label: String, f: &dyn Fn(f64, f64) -> f64) -> Vec<Line> {
+pub(super) fn fit_lines(
+    p: &PowerFit,
+    lo: f64,
+    hi: f64,
+    to: f64,
+    label: String,
+    f: &dyn Fn(f64, f64) -> f64,
+) -> Vec<Line> {
     let curve = |a: f64, b: f64| log_samples(a, b, 2).into_iter().map(|n| (n, f(n, p.at(n)))).collect();
     let mut lines = vec![Line { label: Some(label), points: curve(lo, hi), dashed: false }];
     if to > hi {
@@ -135,11 +142,7 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
     thresholds.dedup();
     targets.sort_unstable();
     targets.dedup();
-    let x_lo = results
-        .iter()
-        .flat_map(|r| &r.runs)
-        .map(|r| r.fit_count())
-        .fold(f64::INFINITY, f64::min);
+    let x_lo = results.iter().flat_map(|r| &r.runs).map(|r| r.fit_count()).fold(f64::INFINITY, f64::min);
     let x_hi = targets.last().map(|&t| t as f64).unwrap_or(x_lo);
     for thr in &thresholds {
         let label = format!("soft-lockup threshold {} (2 × watchdog_thresh)", format_value(Unit::Seconds, *thr));
@@ -269,7 +272,11 @@ pub fn pollute(results: &[&PolluteResult], labels: &[String], subtitle: &str) ->
             });
         }
     }
-    plot.guides.push(Guide { label: "no change (1×)".into(), shape: Shape::Horizontal(1.0), kind: GuideKind::Reference });
+    plot.guides.push(Guide {
+        label: "no change (1×)".into(),
+        shape: Shape::Horizontal(1.0),
+        kind: GuideKind::Reference,
+    });
     plot.guides.push(Guide {
         label: format!(
             "seed 001: {:.1}× kernel time after {} (shell loop)",
@@ -320,8 +327,14 @@ pub fn churn(results: &[&ChurnResult], labels: &[String], subtitle: &str) -> Res
         if let Some(st) = &r.steady {
             s.lines.push(Line { label: None, points: s.points.clone(), dashed: false });
             s.lines.push(Line {
-                label: Some(name(i, &format!("steady-part median {}", format_value(Unit::Rate, st.unlinks_per_second_median)))),
-                points: vec![(st.from_seconds, st.unlinks_per_second_median), (st.to_seconds, st.unlinks_per_second_median)],
+                label: Some(name(
+                    i,
+                    &format!("steady-part median {}", format_value(Unit::Rate, st.unlinks_per_second_median)),
+                )),
+                points: vec![
+                    (st.from_seconds, st.unlinks_per_second_median),
+                    (st.to_seconds, st.unlinks_per_second_median),
+                ],
                 dashed: true,
             });
         }
@@ -383,7 +396,8 @@ pub fn scale(results: &[&ScaleResult], labels: &[String], subtitle: &str) -> Res
     };
     Ok(vec![Figure {
         file: "scale-throughput.svg".into(),
-        caption: "Operations per second against the number of workers; dashed: perfect scaling from the smallest count".into(),
+        caption: "Operations per second against the number of workers; dashed: perfect scaling from the smallest count"
+            .into(),
         svg: scaling(&plot)?,
     }])
 }

@@ -6,9 +6,9 @@
 use anyhow::{Context, Result};
 
 use super::Figure;
+use crate::analysis::folded::Window;
 use crate::bench::containers::ContainersResult;
 use crate::bench::reclaim::{Method, ReclaimResult, profile::longest};
-use crate::analysis::folded::Window;
 use crate::size::human;
 
 /// Width of a flame graph, pixels.
@@ -47,7 +47,14 @@ pub fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Result<
             );
             let label = if results.len() > 1 { format!("{}: ", labels[i]) } else { String::new() };
             let ms = format!("{:.0}", run.probe.max_gap_seconds * 1e3);
-            let f = Flame { label: &label, stretch: "longest stretch", ms, what: &what, cpu: r.options.cpu, kernel: &r.environment.kernel };
+            let f = Flame {
+                label: &label,
+                stretch: "longest stretch",
+                ms,
+                what: &what,
+                cpu: r.options.cpu,
+                kernel: &r.environment.kernel,
+            };
             out.push(f.figure(file, p.frequency_hz, &p.longest_gap)?);
         }
     }
@@ -73,9 +80,11 @@ impl Flame<'_> {
     fn figure(&self, file: String, hz: u32, gap: &Window) -> Result<Figure> {
         let (label, stretch, ms, what, cpu) = (self.label, self.stretch, &self.ms, self.what, self.cpu);
         let samples = gap.samples;
-        let caption = format!("{label}flame graph of the {stretch} ({ms} ms, {samples} samples at {hz} Hz on CPU {cpu}), {what}");
+        let caption =
+            format!("{label}flame graph of the {stretch} ({ms} ms, {samples} samples at {hz} Hz on CPU {cpu}), {what}");
         let title = format!("{label}What held CPU {cpu} in the {stretch}");
-        let subtitle = format!("{what}: {ms} ms, {samples} samples at {hz} Hz (all tasks on the CPU; kernel {})", self.kernel);
+        let subtitle =
+            format!("{what}: {ms} ms, {samples} samples at {hz} Hz (all tasks on the CPU; kernel {})", self.kernel);
         Ok(Figure { file, caption, svg: draw(title, subtitle, &gap.folded)? })
     }
 }
@@ -91,7 +100,8 @@ fn draw(title: String, subtitle: String, folded: &[(String, u64)]) -> Result<Str
     o.min_width = FLAME_MIN_WIDTH_PX;
     let lines: Vec<String> = folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
     let mut svg = Vec::new();
-    inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg).context("drawing the flame graph")?;
+    inferno::flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut svg)
+        .context("drawing the flame graph")?;
     String::from_utf8(svg).context("flame graph SVG")
 }
 
@@ -119,7 +129,14 @@ pub fn containers_longest_stretch(results: &[&ContainersResult], labels: &[Strin
             r.options.fs
         );
         let ms = format!("{:.1}", p.longest_gap_seconds * 1e3);
-        let f = Flame { label: &label, stretch: "longest teardown stretch", ms, what: &what, cpu: r.options.cpu, kernel: &r.environment.kernel };
+        let f = Flame {
+            label: &label,
+            stretch: "longest teardown stretch",
+            ms,
+            what: &what,
+            cpu: r.options.cpu,
+            kernel: &r.environment.kernel,
+        };
         out.push(f.figure(file, p.frequency_hz, &p.longest_gap)?);
     }
     Ok(out)

@@ -5,8 +5,8 @@ use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::*;
 use super::axis::*;
+use super::*;
 
 /// Points, lines, guides and marks on two axes.
 #[derive(Debug, Clone)]

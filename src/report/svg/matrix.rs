@@ -31,7 +31,9 @@ pub fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
         let hi = points.iter().map(|p| p.0).fold(0.0, f64::max);
         let analysis = r.per_method.iter().find(|a| a.method == method);
         let lines = match analysis.and_then(|a| a.fits.gap_power) {
-            Some(p) if hi > 0.0 => fit_lines(&p, lo, hi, hi, format!("{}: fit ∝ N^{:.2}", row.label(), p.exponent), &|_, g| g),
+            Some(p) if hi > 0.0 => {
+                fit_lines(&p, lo, hi, hi, format!("{}: fit ∝ N^{:.2}", row.label(), p.exponent), &|_, g| g)
+            }
             _ => Vec::new(),
         };
         if let Some(v) = analysis.and_then(|a| a.verdict.as_ref()) {
