@@ -539,7 +539,7 @@ fn containers_workload_runs_containers_in_the_cgroup() {
     // one more may be torn down between that sample and the stop).
     let n = ops(run) as usize;
     assert!(
-        n % 500 == 0 && n <= 500 * containers.len() && n + 500 >= 500 * containers.len(),
+        n.is_multiple_of(500) && n <= 500 * containers.len() && n + 500 >= 500 * containers.len(),
         "{n} ops, {} containers",
         containers.len()
     );

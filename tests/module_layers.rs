@@ -369,10 +369,10 @@ fn find_cycle(edges: &Edges) -> Option<Vec<String>> {
     }
     let mut state = BTreeMap::new();
     for &n in next.keys() {
-        if state.get(n).copied().unwrap_or(0) == 0 {
-            if let Some(c) = visit(n, &next, &mut state, &mut vec![]) {
-                return Some(c);
-            }
+        if state.get(n).copied().unwrap_or(0) == 0
+            && let Some(c) = visit(n, &next, &mut state, &mut vec![])
+        {
+            return Some(c);
         }
     }
     None

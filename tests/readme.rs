@@ -136,10 +136,11 @@ fn check(doc: &str, cli: &Cli, scope: Option<&[String]>, table_commands: bool) -
             }
             continue;
         }
-        if table_commands && let Some(c) = row.captures(line) {
-            if !cli.options.contains_key(&c[1]) {
-                misses.push(Miss { line: n, what: format!("subcommand `{}` in a table", &c[1]) });
-            }
+        if table_commands
+            && let Some(c) = row.captures(line)
+            && !cli.options.contains_key(&c[1])
+        {
+            misses.push(Miss { line: n, what: format!("subcommand `{}` in a table", &c[1]) });
         }
         for s in span.captures_iter(line) {
             let code = s[1].trim();

@@ -104,6 +104,7 @@ pub struct Cells {
     /// Median of longest gap ÷ reclaim time over that size's repetitions.
     pub longest_share: Option<f64>,
     /// The gap fit's exponent and its 90% interval.
+    #[allow(clippy::type_complexity)]
     pub gap_exponent: Option<(f64, Option<(f64, Option<f64>)>)>,
     /// The predicted soft-lockup count and its 90% interval.
     pub edge: Option<(f64, Option<f64>, Option<f64>)>,

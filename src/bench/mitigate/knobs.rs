@@ -12,9 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::sys::guardian::Guardian;
 
-/// The hidden subcommand of the guardian that puts a sysctl back (shared
-/// with `reclaim --watchdog-check`).
-
 /// Shortest and longest `drop-caches-every`.
 pub const MIN_DROP_EVERY: Duration = Duration::from_secs(1);
 pub const MAX_DROP_EVERY: Duration = Duration::from_secs(3600);
