@@ -95,20 +95,28 @@ fn check(doc: &str, cli: &Cli, scope: Option<&[String]>, table_commands: bool) -
         None => cli.all_options(),
     };
 
-    // Options after a command, up to a shell separator.
-    let check_command = |line: usize, cmd: &str, rest: &str, misses: &mut Vec<Miss>| {
+    // Options after a command, up to a shell separator. After ` -- `, the
+    // words are another dentrylab command (`vm -- reclaim --sizes …`): its
+    // options are checked against that command.
+    fn check_command(cli: &Cli, option: &Regex, line: usize, cmd: &str, rest: &str, misses: &mut Vec<Miss>) {
         let Some(known) = cli.options.get(cmd) else {
             misses.push(Miss { line, what: format!("subcommand `{cmd}`") });
             return;
         };
-        let end = rest.find(['|', '&', ';', '#', '>']).unwrap_or(rest.len());
+        let mut end = rest.find(['|', '&', ';', '#', '>']).unwrap_or(rest.len());
+        if let Some(sep) = rest[..end].find(" -- ") {
+            let inner = rest[sep + 4..end].trim_start();
+            let word_end = inner.find(char::is_whitespace).unwrap_or(inner.len());
+            check_command(cli, option, line, &inner[..word_end], &inner[word_end..], misses);
+            end = sep;
+        }
         for m in option.captures_iter(&rest[..end]) {
             let o = &m[1];
             if !known.contains(o) {
                 misses.push(Miss { line, what: format!("`{cmd} {o}`") });
             }
         }
-    };
+    }
 
     let lines: Vec<&str> = doc.lines().collect();
     let mut fenced = false;
@@ -132,7 +140,7 @@ fn check(doc: &str, cli: &Cli, scope: Option<&[String]>, table_commands: bool) -
                 i += 1;
             }
             for c in invocation.captures_iter(&joined) {
-                check_command(n, &c[1], &c[2], &mut misses);
+                check_command(cli, &option, n, &c[1], &c[2], &mut misses);
             }
             continue;
         }
@@ -145,13 +153,13 @@ fn check(doc: &str, cli: &Cli, scope: Option<&[String]>, table_commands: bool) -
         for s in span.captures_iter(line) {
             let code = s[1].trim();
             if let Some(c) = invocation.captures(code) {
-                check_command(n, &c[1], &c[2], &mut misses);
+                check_command(cli, &option, n, &c[1], &c[2], &mut misses);
             } else if let Some(first) = code.split_whitespace().next()
                 && cli.options.contains_key(first)
                 && code.contains("--")
             {
                 let rest = &code[first.len()..];
-                check_command(n, first, rest, &mut misses);
+                check_command(cli, &option, n, first, rest, &mut misses);
             } else if code.starts_with("--") {
                 let o = option.captures(code).map(|m| m[1].to_string()).unwrap_or_default();
                 if !bare_scope.contains(&o) {
@@ -255,6 +263,10 @@ dentrylab status --json - | jq . --not-checked
     // A page about `status` may not name a reclaim-only option bare.
     let misses = check("Use `--watchdog-check`.\n", &cli, Some(&["status".to_string()]), false);
     assert_eq!(misses, vec![Miss { line: 1, what: "option `--watchdog-check`".into() }]);
+    // After ` -- ` the words are a command of their own (`vm -- reclaim …`).
+    let misses = check("`dentrylab vm --kernel host --sizes 1M -- reclaim --sizes 1M --kernel x`\n", &cli, None, true);
+    let misses: Vec<String> = misses.into_iter().map(|m| m.what).collect();
+    assert_eq!(misses, vec!["`reclaim --kernel`", "`vm --sizes`"]);
     // And what --help has passes.
     assert!(check("`dentrylab reclaim --sizes auto` and `--json FILE`\n", &cli, None, true).is_empty());
 }
