@@ -5,8 +5,6 @@
 //! compare, and [`table`] and [`markdown`] print them, for `vm`'s own
 //! output and for `report`.
 
-use serde::{Deserialize, Serialize};
-
 use super::Grid;
 use crate::analysis::verdict::MAX_PREDICTED_COUNT;
 use crate::bench::reclaim::{Method, ReclaimResult, Run, profile};
@@ -15,56 +13,15 @@ use crate::size::human;
 use crate::stats::median;
 
 /// The `schema` field of a matrix file.
-pub const VM_MATRIX_SCHEMA: &str = "dentrylab.vm-matrix/1";
+pub const VM_MATRIX_SCHEMA: &str = crate::bench::vm::SCHEMA;
 /// What every matrix schema starts with (the version follows).
 pub const VM_MATRIX_SCHEMA_PREFIX: &str = "dentrylab.vm-matrix/";
 
-/// A matrix file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VmMatrix {
-    pub schema: String,
-    pub started_at: String,
-    pub host: MatrixHost,
-    /// The dentrylab command every row ran (without `dentrylab`).
-    pub command: Vec<String>,
-    pub rows: Vec<MatrixRow>,
-}
-
-/// The machine that ran the guests.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MatrixHost {
-    pub kernel: String,
-    pub cpus: usize,
-    pub memory_bytes: u64,
-}
-
+/// A matrix file, its rows' results read as reclaim results (the one
+/// contract type lives with the command that writes it: `bench::vm`).
+pub type VmMatrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
 /// One kernel, preemption model and accelerator/clock.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MatrixRow {
-    /// As given: a Debian package name, a kernel image path, or `host`.
-    pub kernel_spec: String,
-    /// What the kernel says it is (`uname -r`).
-    pub kernel_release: String,
-    /// The model the kernel ran: none, voluntary, full, lazy or rt.
-    pub preempt: String,
-    /// The model asked for with `preempt=`, if any.
-    pub preempt_requested: Option<String>,
-    /// tcg, kvm, or host (the reference row, run natively).
-    pub accel: String,
-    /// host, or icount:SHIFT (the guest's clock counts instructions).
-    pub clock: String,
-    /// Whether the times are an emulator's (TCG): comparable with the other
-    /// emulated rows of the same matrix, never with the host's.
-    pub emulated: bool,
-    pub memory_bytes: u64,
-    pub cpus: usize,
-    pub wall_seconds: f64,
-    /// The guest's own reclaim result, as it wrote it; none when the row failed.
-    pub result: Option<Box<ReclaimResult>>,
-    #[serde(default)]
-    pub kernel_log: Vec<String>,
-    pub error: Option<String>,
-}
+pub type MatrixRow = crate::bench::vm::Row<Box<ReclaimResult>>;
 
 impl MatrixRow {
     /// The row's name in legends: release, model, and the machine when it
@@ -365,12 +322,14 @@ mod tests {
             result,
             kernel_log: Vec::new(),
             error: error.map(String::from),
+            console_tail: Vec::new(),
         };
         VmMatrix {
             schema: VM_MATRIX_SCHEMA.into(),
             started_at: "2026-11-25T08:00:00Z".into(),
-            host: MatrixHost { kernel: "6.18.44".into(), cpus: 2, memory_bytes: 1 << 34 },
+            host: crate::bench::vm::HostInfo { kernel: "6.18.44".into(), cpus: 2, memory_bytes: 1 << 34 },
             command: vec!["reclaim".into(), "--method".into(), "inotify".into()],
+            accel_reason: String::new(),
             rows: vec![row("6.18.44", "host", Some(Box::new(result)), None), row("6.1.0-9", "tcg", None, None)],
         }
     }

@@ -57,15 +57,23 @@ pub struct Options {
     pub cpu_model: Option<String>,
 }
 
+/// A guest's result as it came back over the channel, byte for byte.
+pub type RawResult = Box<serde_json::value::RawValue>;
+
+/// The matrix file (schema `dentrylab.vm-matrix/1`). `R` is the rows'
+/// result: kept verbatim ([`RawResult`]) when written, read back as the
+/// command's own result type by `report`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Matrix {
+pub struct Matrix<R = RawResult> {
     pub schema: String,
     pub started_at: String,
     pub host: HostInfo,
+    /// The dentrylab command every row ran (without `dentrylab`).
     pub command: Vec<String>,
     /// Which accelerator the guests used and why.
+    #[serde(default)]
     pub accel_reason: String,
-    pub rows: Vec<Row>,
+    pub rows: Vec<Row<R>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -75,8 +83,9 @@ pub struct HostInfo {
     pub memory_bytes: u64,
 }
 
+/// One kernel, preemption model and accelerator/clock.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Row {
+pub struct Row<R = RawResult> {
     pub kernel_spec: String,
     pub kernel_release: String,
     pub preempt: String,
@@ -91,8 +100,9 @@ pub struct Row {
     pub memory_bytes: u64,
     pub cpus: usize,
     pub wall_seconds: f64,
-    /// The command's own `--json` output, verbatim.
-    pub result: Option<Box<serde_json::value::RawValue>>,
+    /// The command's own `--json` output; none when the row failed.
+    pub result: Option<R>,
+    #[serde(default)]
     pub kernel_log: Vec<String>,
     pub error: Option<String>,
     /// The console's last lines when the guest failed.
