@@ -24,23 +24,6 @@ pub type VmMatrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
 pub type MatrixRow = crate::bench::vm::Row<Box<ReclaimResult>>;
 
 impl MatrixRow {
-    /// The row's name in legends: release, model, and the machine when it
-    /// is not the host.
-    pub fn label(&self) -> String {
-        format!(
-            "{} {}{}",
-            self.kernel_release,
-            self.preempt,
-            if self.accel == "host" { String::new() } else { format!(", {}", self.machine()) }
-        )
-    }
-
-    /// Accelerator and clock, and whether the times are emulated.
-    pub fn machine(&self) -> String {
-        let clock = if self.clock == "host" { String::new() } else { format!(" {}", self.clock) };
-        format!("{}{clock}{}", self.accel, if self.emulated { " (emulated)" } else { "" })
-    }
-
     fn preempt_cell(&self) -> String {
         match &self.preempt_requested {
             Some(asked) if asked != &self.preempt => format!("{} (asked {asked})", self.preempt),

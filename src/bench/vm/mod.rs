@@ -110,6 +110,25 @@ pub struct Row<R = RawResult> {
     pub console_tail: Vec<String>,
 }
 
+impl<R> Row<R> {
+    /// The row's name in legends: release, model, and the machine when it
+    /// is not the host.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {}{}",
+            self.kernel_release,
+            self.preempt,
+            if self.accel == "host" { String::new() } else { format!(", {}", self.machine()) }
+        )
+    }
+
+    /// Accelerator and clock, and whether the times are emulated.
+    pub fn machine(&self) -> String {
+        let clock = if self.clock == "host" { String::new() } else { format!(" {}", self.clock) };
+        format!("{}{clock}{}", self.accel, if self.emulated { " (emulated)" } else { "" })
+    }
+}
+
 /// Runs the matrix. Progress goes to `announce`.
 pub fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<Matrix> {
     let started_at = crate::result::now_utc();

@@ -9,7 +9,11 @@ use super::axis::format_value;
 use super::figures::fit_lines;
 use super::kinds::*;
 use super::*;
-use crate::report::matrix::VmMatrix;
+use crate::bench::reclaim::ReclaimResult;
+
+/// The matrix as `report` reads it (`report::matrix::VmMatrix`, named here
+/// from below: the chart sits under the table code that uses it).
+type VmMatrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
 
 /// The chart, in `file`.
 pub fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
