@@ -23,6 +23,7 @@ mod analyse;
 pub mod auto;
 mod checks;
 pub mod child;
+pub mod lowered;
 mod measure;
 pub mod methods;
 pub mod overlay;

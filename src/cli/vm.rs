@@ -35,7 +35,7 @@ pub struct VmArgs {
     /// Kernels, comma-separated: Debian packages (linux-image-cloud-amd64, linux-image-6.12.57+deb13-rt-amd64), IMAGE[:MODULES_DIR], host.
     #[arg(long, value_name = "SPEC,...", value_delimiter = ',', required = true, value_parser = Spec::parse)]
     pub kernel: Vec<Spec>,
-    /// Preemption models to boot PREEMPT_DYNAMIC kernels with [default: the kernel's own].
+    /// Preemption models to boot PREEMPT_DYNAMIC kernels with; `all`: each model the kernel's build offers [default: the kernel's own].
     #[arg(long, value_name = "MODEL,...", value_delimiter = ',')]
     pub preempt: Vec<Preempt>,
     /// auto: KVM when a short test boot under it works, else TCG (says which and why).
@@ -79,6 +79,8 @@ pub enum Preempt {
     Voluntary,
     Full,
     Lazy,
+    /// Every model the kernel's build offers.
+    All,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -55,10 +55,17 @@ pub struct Cells {
 }
 
 impl Cells {
-    /// The columns of one reclaim result: its first method's, without
-    /// contending lookups.
-    pub fn of(r: &ReclaimResult) -> Cells {
-        let Some(&method) = r.options.methods.first() else { return Cells::default() };
+    /// The columns of one reclaim result, one set per method it ran
+    /// (without contending lookups), in the order it ran them.
+    pub fn all(r: &ReclaimResult) -> Vec<Cells> {
+        if r.options.methods.is_empty() {
+            return vec![Cells::default()];
+        }
+        r.options.methods.iter().map(|&m| Cells::of(r, m)).collect()
+    }
+
+    /// The columns of one method of a reclaim result.
+    pub fn of(r: &ReclaimResult, method: Method) -> Cells {
         let largest = r.sizes.iter().filter(|s| s.method == method && s.contenders == 0).max_by_key(|s| s.target);
         let at_largest: Vec<&Run> = largest
             .map(|s| {
@@ -122,11 +129,12 @@ fn heaviest_path(r: &ReclaimResult, method: Method) -> Option<(String, f64)> {
     (path.frames.len() >= 2).then(|| (path.name(), path.share))
 }
 
-/// The matrix's rows as columns.
+/// The matrix's rows as columns: a line per row and method.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matrix {
-    /// Per row: its label, and what its result says (or its error).
-    pub rows: Vec<(String, Result<Cells, String>)>,
+    /// Per line: the index of its row in the file, the row's label, and
+    /// what its result says for one method (or the row's error).
+    pub rows: Vec<(usize, String, Result<Cells, String>)>,
 }
 
 impl Matrix {
@@ -134,13 +142,14 @@ impl Matrix {
         let rows = m
             .rows
             .iter()
-            .map(|row| {
-                let cells = match (&row.error, &row.result) {
-                    (Some(e), _) => Err(e.clone()),
-                    (None, Some(r)) => Ok(Cells::of(r)),
-                    (None, None) => Err("no result came back".into()),
+            .enumerate()
+            .flat_map(|(i, row)| {
+                let cells: Vec<Result<Cells, String>> = match (&row.error, &row.result) {
+                    (Some(e), _) => vec![Err(e.clone())],
+                    (None, Some(r)) => Cells::all(r).into_iter().map(Ok).collect(),
+                    (None, None) => vec![Err("no result came back".into())],
                 };
-                (row.label(), cells)
+                cells.into_iter().map(move |c| (i, row.label(), c))
             })
             .collect();
         Matrix { rows }
@@ -164,11 +173,11 @@ impl Matrix {
         .map(String::from)
         .to_vec();
         let dash = || "–".to_string();
-        let rows = m
+        let rows = self
             .rows
             .iter()
-            .zip(&self.rows)
-            .map(|(row, (_, cells))| {
+            .map(|(i, _, cells)| {
+                let row = &m.rows[*i];
                 let mut out = vec![row.kernel_release.clone(), row.preempt_cell(), row.machine()];
                 match cells {
                     Err(e) => {
@@ -333,5 +342,20 @@ mod tests {
         assert_eq!(Matrix::of(&back).rows, Matrix::of(&m).rows);
         let v: serde_json::Value = serde_json::to_value(&m).unwrap();
         assert!(v["rows"][1]["result"].is_null() && v["rows"][1]["error"].is_null(), "{}", v["rows"][1]);
+    }
+
+    #[test]
+    fn a_result_with_several_methods_has_a_line_per_method() {
+        let mut m = matrix();
+        let r = m.rows[0].result.as_mut().unwrap();
+        assert_eq!(r.options.methods, vec![Method::Inotify]);
+        r.options.methods.push(Method::Umount);
+        let t = table(&m);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[2].starts_with("6.18.44 ") && lines[2].contains("inotify, "), "{t}");
+        // The second method ran nothing in this file: its line says so, not the first's numbers.
+        assert!(lines[3].starts_with("6.18.44 ") && lines[3].contains("umount ") && !lines[3].contains("400M"), "{t}");
+        assert!(lines[4].starts_with("6.1.0-9 "), "{t}");
+        assert_eq!(Matrix::of(&m).rows.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 0, 1]);
     }
 }

@@ -35,7 +35,7 @@ pub struct Guardian {
 /// The lock file of the sysctl at `path` (`/proc/sys/fs/dentry-negative` →
 /// `/run/lock/dentrylab-sysctl-fs.dentry-negative.lock`).
 pub fn sysctl_lock_path(path: &str) -> PathBuf {
-    let name = path.trim_start_matches("/proc/sys/").replace('/', ".");
+    let name = path.trim_start_matches("/proc/sys/").trim_start_matches('/').replace('/', ".");
     let dir = if std::path::Path::new(SYSCTL_LOCK_DIR).is_dir() {
         PathBuf::from(SYSCTL_LOCK_DIR)
     } else {

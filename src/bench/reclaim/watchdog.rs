@@ -8,56 +8,22 @@
 //! compares that prediction (and the probe's measured gap) with what the
 //! watchdog said in /dev/kmsg about the reclaiming task.
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{ReclaimResult, Run};
 use crate::analysis::fit;
 use crate::procfs::kmsg::Kind as AlertKind;
-use crate::sys::guardian::Guardian;
 
-pub const SYSCTL: &str = "/proc/sys/kernel/watchdog_thresh";
+pub use super::lowered::{RCU_STALL_TIMEOUT_MAX, RcuTimeout, guard_main, lower};
+
 /// Default `--watchdog-thresh` for a check: a 2 s soft-lockup threshold.
 pub const CHECK_THRESH_SECONDS: u64 = 1;
 
-/// The lowered threshold, guarded so that it comes back however the run ends.
-pub struct Lowered {
-    guardian: Guardian,
-    pub original: u64,
-    pub lowered: u64,
-}
-
-/// Lowers watchdog_thresh to `to`. Call outside the sandbox.
-pub fn lower(to: u64) -> Result<Lowered> {
-    let (guardian, original_text) = Guardian::sysctl(SYSCTL, "kernel.watchdog_thresh")?;
-    let original: u64 = original_text.parse().with_context(|| format!("{SYSCTL}: not a number"))?;
-    std::fs::write(SYSCTL, format!("{to}\n")).with_context(|| {
-        format!("cannot set {SYSCTL} to {to} (lowering the watchdog threshold needs root in the initial namespace)")
-    })?;
-    Ok(Lowered { guardian, original, lowered: to })
-}
-
-impl Lowered {
-    /// Sets another lowered value (the guardian still restores the original).
-    pub fn set(&mut self, to: u64) -> Result<()> {
-        std::fs::write(SYSCTL, format!("{to}\n")).with_context(|| format!("cannot set {SYSCTL} to {to}"))?;
-        self.lowered = to;
-        Ok(())
-    }
-
-    /// Puts the original value back now, then lets the guardian go.
-    pub fn restore(self) -> Result<()> {
-        let r = std::fs::write(SYSCTL, format!("{}\n", self.original))
-            .with_context(|| format!("cannot restore {SYSCTL} to {}", self.original));
-        self.guardian.finish();
-        r
-    }
-}
-
-/// In the guardian: once dentrylab has ended, write `value` to `path`.
-pub fn guard_main(path: &std::path::Path, value: &str) -> Result<()> {
-    crate::sys::guardian::wait_for_parent_end()?;
-    std::fs::write(path, format!("{value}\n")).with_context(|| format!("guardian: cannot restore {}", path.display()))
+/// The RCU stall timeout a check at `thresh` needs: twice the top of the
+/// watchdog's detection band, so that the soft-lockup watchdog has
+/// reported any stretch long enough to be reported before RCU does.
+pub fn rcu_timeout_needed(thresh: u64) -> u64 {
+    ((2.0 * detection_band(thresh).1).ceil() as u64).min(RCU_STALL_TIMEOUT_MAX)
 }
 
 /// The watchdog's clock ticks in units of 2^30 ns (`running_clock() >> 30`
@@ -134,6 +100,9 @@ pub struct CheckRow {
     pub agreement: Agreement,
     /// Whether the probe's gap and the watchdog agree with each other.
     pub probe_agrees_with_watchdog: bool,
+    /// Whether RCU's CPU stall detector reported a stall during this reclaim.
+    #[serde(default)]
+    pub rcu_stall_reported: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -179,6 +148,10 @@ pub struct WatchdogReport {
     /// `must_fire_by`; `None` when there is no prediction or no size ran.
     #[serde(default)]
     pub edge_inside_prediction: Option<bool>,
+    /// RCU's CPU stall timeout as found and during the check (raised when it
+    /// would have reported first); `None` when the kernel has none.
+    #[serde(default)]
+    pub rcu_stall_timeout: Option<RcuTimeout>,
     pub summary: Vec<String>,
 }
 
@@ -222,7 +195,7 @@ fn predict_gap(runs: &[Run], n: u64) -> Option<f64> {
     }
 }
 
-pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogReport {
+pub fn compare(result: &ReclaimResult, original: u64, thresh: u64, rcu: Option<RcuTimeout>) -> WatchdogReport {
     let limit = 2.0 * thresh as f64;
     let (lo, hi) = detection_band(thresh);
     let rows: Vec<CheckRow> = result
@@ -237,6 +210,7 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
                 .filter(|a| a.kind == AlertKind::SoftLockup && a.pid == Some(r.reclaim_task_pid))
                 .collect();
             let fired = !lockups.is_empty();
+            let rcu_stall_reported = r.kernel_messages.iter().any(|a| a.kind == AlertKind::RcuStall);
             let measured = expect(r.probe.max_gap_seconds, thresh);
             let agreement = match (predicted, fired) {
                 (None, _) => Agreement::Unpredicted,
@@ -261,6 +235,7 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
                     Expect::Fires => fired,
                     Expect::Silent => !fired,
                 },
+                rcu_stall_reported,
             }
         })
         .collect();
@@ -307,6 +282,24 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
                 "more than"
             }
         ));
+    }
+    if let Some(t) = rcu {
+        let stalls = rows.iter().filter(|r| r.rcu_stall_reported).count();
+        summary.push(if t.during_check_seconds > t.original_seconds {
+            format!(
+                "RCU's CPU stall timeout was {} s, short enough to report a stretch first, and its report restarts \
+                 the soft-lockup clock (print_cpu_stall_info -> touch_nmi_watchdog): raised to {} s for the check \
+                 and put back after. With {} s, a node at this threshold reports stretches from about {} s as RCU \
+                 stalls, not soft lockups. RCU stalls reported during {stalls} reclaim(s).",
+                t.original_seconds, t.during_check_seconds, t.original_seconds, t.original_seconds
+            )
+        } else {
+            format!(
+                "RCU's CPU stall timeout is {} s, longer than the watchdog needs: RCU stalls reported during \
+                 {stalls} reclaim(s).",
+                t.original_seconds
+            )
+        });
     }
     if tp == 0 {
         summary.push(format!(
@@ -385,6 +378,7 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64) -> WatchdogRe
         may_fire_from: may_from,
         must_fire_by: must_by,
         edge_inside_prediction: inside,
+        rcu_stall_timeout: rcu,
         summary,
     }
 }
@@ -423,7 +417,7 @@ mod tests {
             let pid = run.reclaim_task_pid;
             run.kernel_messages.push(lockup(pid, 3));
         }
-        let w = compare(&r, 10, 1);
+        let w = compare(&r, 10, 1, None);
         assert!(w.true_positive >= 1, "{:?}", w.summary);
         assert_eq!((w.false_positive, w.false_negative), (0, 0), "{:?}", w.summary);
         assert!(w.validated);
@@ -446,13 +440,45 @@ mod tests {
         run.kernel_messages.push(lockup(pid, 2));
         // A lockup of another task is not the reclaim's.
         r.runs[0].kernel_messages.push(lockup(pid + 100_000, 5));
-        let w = compare(&r, 10, 1);
+        let w = compare(&r, 10, 1, None);
         assert_eq!(w.false_negative, 1);
         assert!(!w.validated);
         assert!(w.summary.iter().any(|s| s.starts_with("DISAGREEMENT at 80k")), "{:?}", w.summary);
         assert!(!w.rows[0].watchdog_fired);
         // The probe saw 40 ms where the watchdog reported 2 s: said too.
         assert!(w.summary.iter().any(|s| s.contains("the probe saw less than")), "{:?}", w.summary);
+    }
+
+    #[test]
+    fn a_short_rcu_stall_timeout_is_raised_and_its_stalls_are_counted() {
+        // Debian's 6.12 kernels boot with 21 s: at thresh 10 the band reaches 26.5 s.
+        assert!(rcu_timeout_needed(10) as f64 > detection_band(10).1);
+        assert!(rcu_timeout_needed(10) > 21);
+        assert_eq!(rcu_timeout_needed(1000), RCU_STALL_TIMEOUT_MAX);
+        let mut r = fixture();
+        for run in &mut r.runs {
+            run.kernel_messages.clear();
+        }
+        let rcu = Alert {
+            kind: AlertKind::RcuStall,
+            usec: 1,
+            message: "rcu: INFO: rcu_preempt self-detected stall on CPU".into(),
+            cpu: None,
+            stuck_seconds: None,
+            task: None,
+            pid: None,
+        };
+        r.runs.last_mut().unwrap().kernel_messages.push(rcu);
+        let t = RcuTimeout { original_seconds: 21, during_check_seconds: 53 };
+        let w = compare(&r, 10, 10, Some(t));
+        assert_eq!(w.rows.iter().filter(|x| x.rcu_stall_reported).count(), 1);
+        assert!(!w.rows.last().unwrap().watchdog_fired, "an RCU stall is not a soft lockup");
+        assert_eq!(w.rcu_stall_timeout, Some(t));
+        let line = w.summary.iter().find(|s| s.starts_with("RCU's CPU stall timeout was 21 s")).unwrap();
+        assert!(line.contains("raised to 53 s") && line.contains("during 1 reclaim(s)"), "{line}");
+        let unchanged = RcuTimeout { original_seconds: 60, during_check_seconds: 60 };
+        let w = compare(&r, 10, 10, Some(unchanged));
+        assert!(w.summary.iter().any(|s| s.starts_with("RCU's CPU stall timeout is 60 s")), "{:?}", w.summary);
     }
 
     #[test]
@@ -500,12 +526,12 @@ mod tests {
         last.kernel_messages = alerts.clone();
         // Matched to the child: fired.
         last.reclaim_task_pid = child;
-        let w = compare(&r, 10, 1);
+        let w = compare(&r, 10, 1, None);
         assert!(w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
         // Had the run recorded the parent's thread, the lockup would be lost.
         let last = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
         last.reclaim_task_pid = child - 1;
-        let w = compare(&r, 10, 1);
+        let w = compare(&r, 10, 1, None);
         assert!(!w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
     }
 
@@ -531,7 +557,7 @@ mod tests {
             run.probe.max_gap_seconds = 2.6 * run.target as f64 / 80_000.0;
             run.kernel_messages.clear();
         }
-        let w = compare(&r, 10, 1);
+        let w = compare(&r, 10, 1, None);
         let last = w.rows.iter().rfind(|x| x.target == 80_000).unwrap();
         assert_eq!(last.predicted, Some(Expect::Either));
         assert_eq!(last.agreement, Agreement::Uncertain);

@@ -226,12 +226,15 @@ fn run_in(
     Ok(Matrix { schema: SCHEMA.into(), started_at, host, command: o.argv.clone(), accel_reason, rows })
 }
 
+/// `--preempt all`: each model the kernel's build offers.
+pub const ALL_MODELS: &str = "all";
+
 /// Refuses (bad input, exit 2) a `--preempt` value a PREEMPT_DYNAMIC
 /// kernel does not offer. A kernel built with one model (PREEMPT_RT)
 /// gets one row with its model whatever `--preempt` says.
 fn check_models(spec: &Spec, models: Option<&Models>, asked: &[String]) -> Result<()> {
     if let Some(Models::Dynamic { offered, .. }) = models
-        && let Some(bad) = asked.iter().find(|p| !offered.contains(p))
+        && let Some(bad) = asked.iter().find(|p| *p != ALL_MODELS && !offered.contains(p))
     {
         return Err(UsageError(format!(
             "--preempt {bad}: kernel {} does not offer it (its build offers {}); drop {bad} or choose another kernel",
@@ -248,6 +251,11 @@ fn check_models(spec: &Spec, models: Option<&Models>, asked: &[String]) -> Resul
 fn models_to_boot(models: Option<&Models>, asked: &[String]) -> Vec<Option<String>> {
     match models {
         Some(Models::Fixed(_)) => vec![None],
+        Some(Models::Dynamic { offered, .. }) if asked.iter().any(|p| p == ALL_MODELS) => {
+            offered.iter().map(|p| Some(p.clone())).collect()
+        }
+        // An unknown build: only the guest can say what it offers.
+        None if asked.iter().any(|p| p == ALL_MODELS) => vec![None],
         _ if asked.is_empty() => vec![None],
         _ => asked.iter().map(|p| Some(p.clone())).collect(),
     }
@@ -325,6 +333,12 @@ mod tests {
         };
         assert_eq!(models_to_boot(Some(&dynamic), &asked), vec![Some("none".into()), Some("full".into())]);
         assert_eq!(models_to_boot(Some(&dynamic), &[]), vec![None]);
+        let all = vec![ALL_MODELS.to_string()];
+        assert!(check_models(&Spec::Host, Some(&dynamic), &all).is_ok());
+        let every = models_to_boot(Some(&dynamic), &all);
+        assert_eq!(every, ["none", "voluntary", "full"].map(|p| Some(p.to_string())).to_vec());
+        assert_eq!(models_to_boot(Some(&rt), &all), vec![None]);
+        assert_eq!(models_to_boot(None, &all), vec![None]);
         let e = check_models(&Spec::Package("linux-image-x".into()), Some(&dynamic), &["lazy".into()]).unwrap_err();
         assert!(e.downcast_ref::<UsageError>().is_some());
         assert!(e.to_string().contains("offers none, voluntary, full"), "{e}");

@@ -120,7 +120,10 @@ pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     // the guardian puts the original back however the run ends) before
     // the sandbox, set to each threshold in turn, restored at the end.
     let mut lowered = match a.watchdog_thresh.first() {
-        Some(&t) if a.watchdog_check => Some(bench::reclaim::watchdog::lower(t)?),
+        Some(&t) if a.watchdog_check => {
+            let max = a.watchdog_thresh.iter().copied().max().unwrap_or(t);
+            Some(bench::reclaim::watchdog::lower(t, bench::reclaim::watchdog::rcu_timeout_needed(max))?)
+        }
         _ => None,
     };
     let mut sandbox = sandbox::Sandbox::enter()?;
@@ -136,7 +139,7 @@ pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         }
         let mut r = bench::reclaim::run(&opts, &mut sandbox, proc)?;
         if let (Some(l), Some(t)) = (lowered.as_ref(), thresh) {
-            let w = bench::reclaim::watchdog::compare(&r, l.original, t);
+            let w = bench::reclaim::watchdog::compare(&r, l.original, t, l.rcu_timeout());
             match result.as_mut() {
                 Some(first) => first.watchdog_more.push(w),
                 None => r.watchdog = Some(w),

@@ -26,24 +26,24 @@ pub fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
         )
     };
     let mut thresholds: Vec<f64> = Vec::new();
-    for (i, row) in m.rows.iter().enumerate() {
-        let Some(r) = &row.result else { continue };
-        let Some(&method) = r.options.methods.first() else { continue };
+    let lines_of = m.rows.iter().filter_map(|row| row.result.as_ref().map(|r| (row, r)));
+    let each = lines_of.flat_map(|(row, r)| r.options.methods.iter().map(move |&method| (row, r, method)));
+    for (i, (row, r, method)) in each.enumerate() {
+        let label =
+            if r.options.methods.len() > 1 { format!("{}, {}", row.label(), method.name()) } else { row.label() };
         let runs: Vec<_> = r.runs.iter().filter(|x| x.method == method && x.contenders == 0).collect();
         let points: Vec<(f64, f64)> = runs.iter().map(|x| (x.fit_count(), x.probe.max_gap_seconds)).collect();
         let lo = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
         let hi = points.iter().map(|p| p.0).fold(0.0, f64::max);
         let analysis = r.per_method.iter().find(|a| a.method == method);
         let lines = match analysis.and_then(|a| a.fits.gap_power) {
-            Some(p) if hi > 0.0 => {
-                fit_lines(&p, lo, hi, hi, format!("{}: fit ∝ N^{:.2}", row.label(), p.exponent), &|_, g| g)
-            }
+            Some(p) if hi > 0.0 => fit_lines(&p, lo, hi, hi, format!("{label}: fit ∝ N^{:.2}", p.exponent), &|_, g| g),
             _ => Vec::new(),
         };
         if let Some(v) = analysis.and_then(|a| a.verdict.as_ref()) {
             thresholds.push(v.soft_lockup_threshold_seconds);
         }
-        plot.series.push(Series { label: row.label(), points, marker: Marker::Filled, lines, colour: i });
+        plot.series.push(Series { label, points, marker: Marker::Filled, lines, colour: i });
     }
     thresholds.sort_by(f64::total_cmp);
     thresholds.dedup();
