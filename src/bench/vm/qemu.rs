@@ -94,8 +94,15 @@ pub struct Outcome {
     /// QEMU's own error output, trimmed.
     pub qemu_stderr: String,
     pub timed_out: bool,
+    /// Stopped because the init never said hello within [`HELLO_TIMEOUT`].
+    pub no_hello: bool,
     pub wall_seconds: f64,
 }
+
+/// How long a boot may take to reach dentrylab's init (its hello on the
+/// channel) before it is stopped: a TCG boot takes seconds, an icount:7
+/// boot about a minute.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(600);
 
 pub const CONSOLE_TAIL_LINES: usize = 25;
 
@@ -156,11 +163,21 @@ pub fn boot(m: &Machine, b: &Boot) -> Result<Outcome> {
     let mut child = sys::spawn_tied(&mut cmd)
         .with_context(|| format!("cannot start {QEMU} (install the qemu-system-x86 package)"))?;
     let mut timed_out = false;
+    let mut no_hello = false;
+    let mut hello_seen = false;
+    let mut last_look = start;
+    let hello_limit = HELLO_TIMEOUT.min(b.timeout);
     let _status = loop {
         if let Some(s) = child.try_wait()? {
             break Some(s);
         }
-        if start.elapsed() > b.timeout {
+        if !hello_seen && last_look.elapsed() > Duration::from_secs(2) {
+            last_look = Instant::now();
+            let channel = std::fs::read(b.dir.join("channel.log")).unwrap_or_default();
+            hello_seen = Transcript::parse(&String::from_utf8_lossy(&channel)).hello.is_some();
+            no_hello = !hello_seen && start.elapsed() > hello_limit;
+        }
+        if start.elapsed() > b.timeout || no_hello {
             timed_out = true;
             let _ = child.kill();
             let _ = child.wait();
@@ -180,6 +197,7 @@ pub fn boot(m: &Machine, b: &Boot) -> Result<Outcome> {
         console_tail,
         qemu_stderr: read("qemu.stderr").trim().to_string(),
         timed_out,
+        no_hello,
         wall_seconds,
     })
 }

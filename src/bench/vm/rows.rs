@@ -86,12 +86,23 @@ fn keep_logs(from: &Path, to: &Path) -> Result<()> {
 fn boot_failure(spec: &Spec, m: &Machine, out: &qemu::Outcome) -> String {
     let what = match out.qemu_stderr.lines().rfind(|l| !l.trim().is_empty()) {
         Some(l) => format!("QEMU: {l}"),
+        None if out.no_hello => format!(
+            "it did not reach dentrylab's init within {} s; the console's last line: {}",
+            out.wall_seconds.round(),
+            last(out)
+        ),
         None if out.timed_out => format!("no report before the time limit; the console's last line: {}", last(out)),
         None => format!("the guest never reported back; the console's last line: {}", last(out)),
     };
-    let fix = match m.accel {
-        Accel::Kvm => "try --accel tcg",
-        Accel::Tcg => "check the kernel image (x86-64 bzImage) or raise --memory",
+    let fix = match (m.accel, m.clock) {
+        (Accel::Kvm, _) => "try --accel tcg",
+        // Measured: Debian's 6.1 kernels stop at "x86: Booting SMP
+        // configuration" under -icount with -smp 2 (any -cpu model, sleep on
+        // or off) and boot with -smp 1 (docs/vm.md).
+        (Accel::Tcg, qemu::Clock::Icount(_)) if m.cpus > 1 && out.no_hello => {
+            "under --clock icount some kernels (Debian's 6.1) stop while bringing up their second CPU: try --cpus 1"
+        }
+        (Accel::Tcg, _) => "check the kernel image (x86-64 bzImage) or raise --memory",
     };
     format!("kernel {} did not boot under {}: {what} ({fix})", spec.label(), m.accel.name())
 }
@@ -171,4 +182,34 @@ pub fn host(o: &Options, tmp: &Path, info: &HostInfo) -> Result<Row> {
         error,
         console_tail: vec![],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stalled(no_hello: bool) -> qemu::Outcome {
+        qemu::Outcome {
+            transcript: Default::default(),
+            console_tail: vec!["[    2.06] x86: Booting SMP configuration:".into()],
+            qemu_stderr: String::new(),
+            timed_out: true,
+            no_hello,
+            wall_seconds: 600.2,
+        }
+    }
+
+    #[test]
+    fn a_boot_that_never_reaches_init_says_where_it_stopped_and_what_to_try() {
+        let spec = Spec::Package("linux-image-6.1.0-56-cloud-amd64".into());
+        let m = |cpus, clock| Machine { accel: Accel::Tcg, clock, memory_bytes: 1 << 30, cpus, cpu_model: None };
+        let e = boot_failure(&spec, &m(2, qemu::Clock::Icount(4)), &stalled(true));
+        assert!(e.contains("did not reach dentrylab's init within 600 s"), "{e}");
+        assert!(e.contains("Booting SMP configuration") && e.ends_with("try --cpus 1)"), "{e}");
+        // One vCPU, or the host clock: the hint would be wrong.
+        let e = boot_failure(&spec, &m(1, qemu::Clock::Icount(4)), &stalled(true));
+        assert!(!e.contains("--cpus 1"), "{e}");
+        let e = boot_failure(&spec, &m(2, qemu::Clock::Host), &stalled(false));
+        assert!(e.contains("no report before the time limit") && !e.contains("--cpus 1"), "{e}");
+    }
 }
