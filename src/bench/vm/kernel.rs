@@ -95,7 +95,18 @@ impl Models {
         if default == "rt" || !on("CONFIG_PREEMPT_DYNAMIC") {
             return Some(Models::Fixed(default));
         }
-        let mut offered: Vec<String> = ["none", "voluntary", "full"].iter().map(|s| s.to_string()).collect();
+        // A model whose Kconfig choice is hidden (7.x on x86: PREEMPT_NONE
+        // depends on ARCH_NO_PREEMPT, PREEMPT_VOLUNTARY on
+        // !ARCH_HAS_PREEMPT_LAZY) is absent from the .config, and
+        // `sched_dynamic_mode()` does not take it either.
+        let shown =
+            |k: &str| config.lines().any(|l| l.trim() == format!("{k}=y") || l.trim() == format!("# {k} is not set"));
+        let mut offered: Vec<String> = [("CONFIG_PREEMPT_NONE", "none"), ("CONFIG_PREEMPT_VOLUNTARY", "voluntary")]
+            .iter()
+            .filter(|(k, _)| shown(k))
+            .map(|(_, m)| m.to_string())
+            .collect();
+        offered.push("full".into());
         if on("CONFIG_ARCH_HAS_PREEMPT_LAZY") {
             offered.push("lazy".into());
         }
@@ -151,7 +162,7 @@ impl Cache {
     }
 
     /// Downloads `name` (following a metapackage to the image it depends
-    /// on), unpacks it, makes modules.dep with depmod, and moves it into
+    /// on, and a split package to its binary and modules), unpacks it, makes modules.dep with depmod, and moves it into
     /// the cache in one rename.
     fn fetch(&self, name: &str, dir: &Path, announce: &dyn Fn(&str)) -> Result<()> {
         let fix = "check the package name (apt-cache search linux-image) and the network, or give a kernel image path";
@@ -159,29 +170,46 @@ impl Cache {
         let _ = std::fs::remove_dir_all(&partial);
         std::fs::create_dir_all(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
         let mut pkg = name.to_string();
-        let mut deb = None;
+        let mut debs: Vec<PathBuf> = Vec::new();
         for _ in 0..3 {
             announce(&format!("fetching {pkg} with apt (private lists under {})", self.apt_dir().display()));
-            let d = self.download(&pkg, &partial).with_context(|| format!("kernel {name}: {fix}"))?;
+            let d = self.download(&pkg, &partial.join(&pkg)).with_context(|| format!("kernel {name}: {fix}"))?;
             let deps = dpkg_field(&d, "Depends")?;
-            let next = deps
-                .split(',')
-                .map(|d| d.split_whitespace().next().unwrap_or(""))
-                .find(|d| d.starts_with("linux-image-"))
-                .map(str::to_string);
-            if unpack_has_image(&d)? || next.is_none() {
-                deb = Some(d);
+            let deps: Vec<String> =
+                deps.split([',', '|']).filter_map(|d| d.split_whitespace().next()).map(str::to_string).collect();
+            if unpack_has_image(&d)? {
+                debs.push(d);
                 break;
             }
-            let _ = std::fs::remove_file(&d);
-            pkg = next.unwrap_or_default();
+            // Debian's 7.x packages are split: linux-image-R depends on
+            // linux-binary-R (usr/lib/modules/R/vmlinuz), linux-modules-R
+            // (the modules) and linux-base-R (config, System.map).
+            let split = ["linux-binary-", "linux-modules-", "linux-base-"];
+            let parts: Vec<&String> = deps.iter().filter(|d| split.iter().any(|p| d.starts_with(p))).collect();
+            if parts.iter().any(|p| p.starts_with("linux-binary-")) {
+                for p in parts {
+                    announce(&format!("fetching {p} with apt"));
+                    debs.push(self.download(p, &partial.join(p)).with_context(|| format!("kernel {name}: {fix}"))?);
+                }
+                break;
+            }
+            match deps.iter().find(|d| d.starts_with("linux-image-")) {
+                Some(next) => pkg = next.clone(),
+                None => break,
+            }
         }
-        let deb = deb.with_context(|| {
-            format!("kernel {name}: no package with a kernel image found (last tried {pkg}); {fix}")
-        })?;
+        let mut with_image = false;
+        for d in &debs {
+            with_image |= unpack_has_image(d)?;
+        }
+        if !with_image {
+            anyhow::bail!("kernel {name}: no package with a kernel image found (last tried {pkg}); {fix}");
+        }
         let root = partial.join("root");
-        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root), "dpkg-deb -x")
-            .with_context(|| format!("kernel {name}: cannot unpack {}", deb.display()))?;
+        for deb in &debs {
+            run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(&root), "dpkg-deb -x")
+                .with_context(|| format!("kernel {name}: cannot unpack {}", deb.display()))?;
+        }
         // Debian 13 ships modules under usr/lib/modules (merged /usr).
         let usr = root.join("usr/lib/modules");
         if usr.is_dir() && !root.join("lib/modules").exists() {
@@ -189,6 +217,7 @@ impl Cache {
             std::fs::rename(&usr, root.join("lib/modules"))?;
         }
         if let Some(rel) = only_entry(&root.join("lib/modules"))? {
+            boot_from_split(&root, &rel)?;
             run(Command::new("depmod").arg("-b").arg(&root).arg(&rel), "depmod")
                 .with_context(|| format!("kernel {name}: depmod (kmod) could not index its modules"))?;
         }
@@ -206,6 +235,7 @@ impl Cache {
     /// `apt-get download` with private lists; updates them once when the
     /// package is not known yet.
     fn download(&self, pkg: &str, into: &Path) -> Result<PathBuf> {
+        std::fs::create_dir_all(into).with_context(|| format!("cannot create {}", into.display()))?;
         let opts = self.apt_options()?;
         let get = |what: &str| {
             let mut c = Command::new("apt-get");
@@ -295,7 +325,25 @@ fn dpkg_field(deb: &Path, field: &str) -> Result<String> {
 
 fn unpack_has_image(deb: &Path) -> Result<bool> {
     let out = Command::new("dpkg-deb").arg("-c").arg(deb).output().context("cannot run dpkg-deb")?;
-    Ok(String::from_utf8_lossy(&out.stdout).lines().any(|l| l.contains("/boot/vmlinuz-")))
+    let image = |l: &str| l.contains("/boot/vmlinuz-") || (l.contains("/lib/modules/") && l.ends_with("/vmlinuz"));
+    Ok(String::from_utf8_lossy(&out.stdout).lines().any(image))
+}
+
+/// A split package keeps its image and config beside the modules
+/// (lib/modules/R/vmlinuz, …/config): give them the classic places,
+/// boot/vmlinuz-R and boot/config-R.
+fn boot_from_split(root: &Path, release: &str) -> Result<()> {
+    let dir = root.join("lib/modules").join(release);
+    if !dir.join("vmlinuz").is_file() || root.join("boot").is_dir() {
+        return Ok(());
+    }
+    let boot = root.join("boot");
+    std::fs::create_dir_all(&boot)?;
+    std::fs::rename(dir.join("vmlinuz"), boot.join(format!("vmlinuz-{release}")))?;
+    if dir.join("config").is_file() {
+        std::fs::copy(dir.join("config"), boot.join(format!("config-{release}")))?;
+    }
+    Ok(())
 }
 
 fn only_entry(dir: &Path) -> Result<Option<String>> {
@@ -376,7 +424,9 @@ mod tests {
 
     #[test]
     fn models_from_config() {
-        let dynamic = "CONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_PREEMPT_DYNAMIC=y\n# CONFIG_PREEMPT_RT is not set\n";
+        // 6.12 (Debian): none and voluntary visible in the choice.
+        let dynamic = "# CONFIG_PREEMPT_NONE is not set\nCONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_PREEMPT_DYNAMIC=y\n\
+                       # CONFIG_PREEMPT_RT is not set\n";
         assert_eq!(
             Models::of_config(dynamic),
             Some(Models::Dynamic {
@@ -391,6 +441,13 @@ mod tests {
             Some(Models::Fixed("rt".into()))
         );
         assert_eq!(Models::of_config("CONFIG_PREEMPT_NONE=y\n"), Some(Models::Fixed("none".into())));
+        // 7.3 (Debian): only full and lazy in the choice; none and voluntary are not offered.
+        let seven = "# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_LAZY=y\nCONFIG_ARCH_HAS_PREEMPT_LAZY=y\n\
+                     CONFIG_PREEMPT_DYNAMIC=y\n";
+        assert_eq!(
+            Models::of_config(seven),
+            Some(Models::Dynamic { offered: vec!["full".into(), "lazy".into()], default: "lazy".into() })
+        );
         assert_eq!(Models::of_config(""), None);
     }
 }
