@@ -38,7 +38,10 @@ pub fn check(cpu: usize, scratch: &Path) -> Result<(), String> {
         .args(record_args(&cpu_arg))
         .arg("-o")
         .arg(&out)
-        .args(["-q", "--", "true"])
+        // A workload every system has: this binary (a guest has no `true`).
+        .arg("--")
+        .arg(std::env::current_exe().unwrap_or_else(|_| crate::sys::SELF_EXE.into()))
+        .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -48,7 +51,8 @@ pub fn check(cpu: usize, scratch: &Path) -> Result<(), String> {
         Err(e) => Err(format!("cannot run {PERF} ({e}): install it (Debian: linux-perf)")),
         Ok(o) if !o.status.success() => {
             let err = String::from_utf8_lossy(&o.stderr);
-            let line = err.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no message");
+            let status = format!("no message, {}", o.status);
+            let line = err.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or(&status);
             Err(format!(
                 "{PERF} cannot sample CPU {cpu} here: {line} (sampling a CPU needs root, or kernel.perf_event_paranoid ≤ 0)"
             ))
@@ -65,10 +69,16 @@ pub fn kernel_symbols_hidden(kallsyms: &Path) -> Option<String> {
         Ok(f) => f,
         Err(e) => return Some(format!("kernel symbols are not readable ({}: {e})", kallsyms.display())),
     };
-    let mut line = String::new();
-    let _ = std::io::BufReader::new(f).read_line(&mut line);
-    let addr = line.split_whitespace().next().unwrap_or("");
-    if addr.is_empty() || addr.bytes().all(|b| b == b'0') {
+    // Hidden addresses read as zeros; but a kernel with
+    // CONFIG_KALLSYMS_ABSOLUTE_PERCPU lists its per-CPU symbols first, at
+    // absolute addresses from 0 (Debian's 6.12: `0000000000000000 A
+    // fixed_percpu_data`), so look past them.
+    let shown = std::io::BufReader::new(f)
+        .lines()
+        .take(5000)
+        .map_while(Result::ok)
+        .any(|l| l.split_whitespace().next().is_some_and(|a| !a.is_empty() && a.bytes().any(|b| b != b'0')));
+    if !shown {
         let restrict = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict").unwrap_or_default();
         return Some(format!(
             "kernel symbols are hidden from this process (kernel.kptr_restrict = {}; run as root, or with kptr_restrict 0)",
@@ -140,6 +150,11 @@ mod tests {
         assert!(kernel_symbols_hidden(&p).unwrap().contains("kptr_restrict"));
         std::fs::write(&p, "ffffffff81000000 T _text\n").unwrap();
         assert!(kernel_symbols_hidden(&p).is_none());
+        // Per-CPU symbols at absolute addresses from 0 come first on some kernels.
+        std::fs::write(&p, "0000000000000000 A fixed_percpu_data\n0000000000001000 A cpu_debug_store\n").unwrap();
+        assert!(kernel_symbols_hidden(&p).is_none());
+        std::fs::write(&p, "0000000000000000 A fixed_percpu_data\n0000000000000000 T _text\n").unwrap();
+        assert!(kernel_symbols_hidden(&p).is_some());
         assert!(kernel_symbols_hidden(&dir.path().join("none")).unwrap().contains("not readable"));
         assert_eq!(FREQ.parse::<u32>().unwrap(), FREQUENCY_HZ);
     }

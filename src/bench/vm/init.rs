@@ -67,6 +67,9 @@ fn run() -> Result<()> {
         Some(why) => chan.send(&Record::Refused(why))?,
         None if probe_only => {}
         None => {
+            if cfg.argv.iter().any(|a| a == "--profile") {
+                allow_profiling();
+            }
             let code = run_command(&cfg.argv);
             if let Ok(text) = std::fs::read_to_string(RESULT_FILE) {
                 chan.send(&Record::Result(text))?;
@@ -145,6 +148,16 @@ fn hello(module_errors: Vec<String>) -> Hello {
 
 /// Runs `dentrylab ARGV --json RESULT_FILE` with the console as its
 /// output; its exit status (128 + signal when killed).
+/// `--profile` in the guest: Debian's kernels default to
+/// perf_event_paranoid 3 (a Debian patch), which refuses perf_event_open
+/// to everyone, and /proc/kallsyms shows addresses to perf users only
+/// below 2 (`kallsyms_for_perf()`). The guest is dentrylab's alone.
+fn allow_profiling() {
+    if let Err(e) = std::fs::write("/proc/sys/kernel/perf_event_paranoid", "-1\n") {
+        eprintln!("dentrylab vm init: cannot set kernel.perf_event_paranoid for --profile: {e}");
+    }
+}
+
 fn run_command(argv: &[String]) -> i32 {
     let status = std::process::Command::new(INIT_PATH)
         .args(argv)

@@ -22,7 +22,7 @@ use super::init::{CONFIG_PATH, GuestConfig, INIT_PATH};
 pub const MODULES: [&str; 6] = ["crc32c_generic", "crc32c-intel", "loop", "ext4", "xfs", "overlay"];
 
 /// Host tools the disk filesystems need (src/sandbox/disk.rs), copied when
-/// the host has them.
+/// the host has them (and perf when the command asks for `--profile`).
 const TOOLS: [&str; 2] = ["mkfs.ext4", "mkfs.xfs"];
 const TOOL_FILES: [&str; 1] = ["/etc/mke2fs.conf"];
 
@@ -43,6 +43,13 @@ pub fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, decompress
             a.file_from(&format!("sbin/{t}"), &p, 0o755)?;
             libs.extend(shared_libraries(&p)?);
         }
+    }
+    // `--profile` in the guest: perf (linux-perf), with its libraries.
+    if argv.iter().any(|x| x == "--profile")
+        && let Some(p) = which("perf")
+    {
+        a.file_from("sbin/perf", &p, 0o755)?;
+        libs.extend(shared_libraries(&p)?);
     }
     for f in TOOL_FILES {
         if Path::new(f).is_file() {
