@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod busy;
+
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
