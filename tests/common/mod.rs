@@ -200,9 +200,10 @@ pub fn family_of(pid: u32) -> Family {
 }
 
 /// After a run was SIGKILLed at `ms`: its mount namespaces and loop devices
-/// go within 10 s, and no overlay of the sandbox stays mounted.
+/// go (within 60 s: generous, for a loaded machine), and no overlay of the
+/// sandbox stays mounted.
 pub fn assert_nothing_left_after_kill(ms: u64, namespaces: &[String], loops: &[(String, String, String)]) {
-    let limit = std::time::Duration::from_secs(10);
+    let limit = std::time::Duration::from_secs(60);
     wait_until(&format!("killed at {ms} ms: the run's namespaces outlived the kill"), limit, || {
         let live = live_mount_namespaces();
         namespaces.iter().all(|n| !live.contains(n))
