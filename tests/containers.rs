@@ -100,7 +100,8 @@ fn each_temp_table_leaves_one_negative_dentry_in_the_image() {
     require!(RunCgroup::available(), "needs a memory cgroup controller to count the run's own dentries");
     let _g = kernel_lock();
     let (count, ops) = (3u64, 4000u64);
-    let args = ["containers", "--count", "3", "--ops", "4k", "--workload", "temp-tables", "--state-dir", "/nonexistent"];
+    let args =
+        ["containers", "--count", "3", "--ops", "4k", "--workload", "temp-tables", "--state-dir", "/nonexistent"];
     let v = run_checked("temp-tables", &args, count * ops, |v, bg| {
         // The witness is the run's own filesystem's umount: this run's
         // dentries, plus what the machine did meanwhile.

@@ -130,7 +130,10 @@ fn sigkill_while_create_holds_leaves_nothing() {
         .unwrap();
     wait_until_holding(&mut child);
     let held = cg.kernel_bytes();
-    assert!(held >= 200_000 * dentry_object_bytes(), "the dentries exist while held: the run's cgroup holds {held} bytes");
+    assert!(
+        held >= 200_000 * dentry_object_bytes(),
+        "the dentries exist while held: the run's cgroup holds {held} bytes"
+    );
     assert!(kill_and_check(child, Duration::from_millis(10), &cg), "dentrylab held in a namespace of its own");
     assert_nothing_of_ours_in_tmp(&tmp_before);
 }

@@ -135,8 +135,20 @@ fn files_in_dirs_with_threads() {
     require_root!();
     require!(RunCgroup::available(), "needs a memory cgroup controller to count the run's own dentries");
     let _g = kernel_lock();
-    let args =
-        ["reclaim", "--sizes", "30k", "--reps", "1", "--kind", "file", "--layout", "dirs=8", "--threads", "2", "--no-save"];
+    let args = [
+        "reclaim",
+        "--sizes",
+        "30k",
+        "--reps",
+        "1",
+        "--kind",
+        "file",
+        "--layout",
+        "dirs=8",
+        "--threads",
+        "2",
+        "--no-save",
+    ];
     let (v, peak) = reclaim_checked("files", &args, 30_000, |v| check_runs(v, 1));
     let run = &v["runs"][0];
     assert_eq!(run["create"]["dirs"], 8);

@@ -113,8 +113,13 @@ impl RunCgroup {
     pub fn assert_made_and_freed(&self, what: &str, dentries: u64) {
         let want = dentries * dentry_object_bytes();
         let (peak, now) = (self.peak_bytes(), self.kernel_bytes());
-        eprintln!("{what}: the run's cgroup held {peak} bytes of kernel memory at peak, {now} now ({want} for the dentries)");
-        assert!(peak >= want, "{what}: the run's cgroup peaked at {peak} bytes of kernel memory, below {dentries} dentries ({want} bytes)");
+        eprintln!(
+            "{what}: the run's cgroup held {peak} bytes of kernel memory at peak, {now} now ({want} for the dentries)"
+        );
+        assert!(
+            peak >= want,
+            "{what}: the run's cgroup peaked at {peak} bytes of kernel memory, below {dentries} dentries ({want} bytes)"
+        );
         assert!(
             peak.saturating_sub(now) >= want * 8 / 10,
             "{what}: the run's cgroup still holds {now} of its peak {peak} bytes: {dentries} dentries ({want} bytes) were not freed"
@@ -130,7 +135,10 @@ impl RunCgroup {
             if now <= bytes {
                 return;
             }
-            assert!(t.elapsed() < limit, "{what}: the run's cgroup still holds {now} bytes of kernel memory (> {bytes}) after {limit:?}");
+            assert!(
+                t.elapsed() < limit,
+                "{what}: the run's cgroup still holds {now} bytes of kernel memory (> {bytes}) after {limit:?}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -197,6 +205,7 @@ pub fn around<T>(f: impl FnOnce() -> T) -> (T, Background) {
     bg.sample(Duration::from_secs(1));
     let out = f();
     bg.sample(Duration::from_secs(1));
+    eprintln!("background around the run: {}", bg.describe());
     (out, bg)
 }
 
