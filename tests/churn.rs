@@ -18,7 +18,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::busy::{RunCgroup, around, retry_disturbed};
-use common::{bin, kernel_lock, loop_devices, loops_mounted_by, run_json, usage_error, wait_until};
+use common::{bin, kernel_lock, loop_devices, loops_mounted_by, usage_error, wait_until};
 use serde_json::Value;
 
 fn u(v: &Value) -> u64 {
