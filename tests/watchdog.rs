@@ -1,5 +1,5 @@
 //! `reclaim --watchdog-check`: the lowered kernel.watchdog_thresh comes back
-//! however the run ends, SIGKILL included, within a second.
+//! however the run ends, SIGKILL included (the test waits up to 30 s: a deadline, not a measured time).
 
 mod common;
 

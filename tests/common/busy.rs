@@ -3,11 +3,11 @@
 //! counter in /proc/sys/fs/dentry-state and /proc/slabinfo is
 //! machine-wide. So a test counts what belongs to its run:
 //!
-//! - [`RunCgroup`]: the run in a memory cgroup of its own. Dentries are
-//!   allocated with `GFP_KERNEL_ACCOUNT` from a `SLAB_ACCOUNT` cache
-//!   (fs/dcache.c `__d_alloc`, `dcache_init`), so each is charged to the
-//!   memory cgroup of the task that made it and uncharged when it is
-//!   freed: the cgroup's kernel memory (`memory.kmem.usage_in_bytes` and
+//! - [`RunCgroup`]: the run in a memory cgroup of its own. Dentries come
+//!   from the `dentry` slab cache, which `dcache_init` (fs/dcache.c) makes
+//!   with `SLAB_ACCOUNT`: each is charged to the memory cgroup of the task
+//!   that allocates it (`__d_alloc`) and uncharged when it is freed. The
+//!   cgroup's kernel memory (`memory.kmem.usage_in_bytes` and
 //!   `memory.kmem.max_usage_in_bytes` on v1, `kernel` of memory.stat and
 //!   `memory.peak` on v2) holds the run's dentries and no one else's.
 //! - [`Background`]: where the product itself reports a machine-wide
