@@ -411,11 +411,18 @@ fn mariadb_runs_a_real_server_and_stops_it() {
         "mariadbd is not installed: .ci/run installs mariadb-server"
     );
     // The server's files were on the run's filesystem: its umount freed
-    // dentries. That count is disturbed when other processes' dentry churn
-    // over as long as the umount (fs_count_noise) is as large as it: such a
-    // run is tried again, at most 3 times in all.
+    // dentries. That count is machine-wide, disturbed when other
+    // processes' dentry churn over as long as the umount (fs_count_noise)
+    // is as large as it: such a run is tried again, at most 3 times in all,
+    // the reason printed. When all three are disturbed (a machine busy the
+    // whole time), the run's own memory cgroup decides instead: it held at
+    // least 1000 dentries' worth of kernel memory (the server's files, its
+    // sockets and tables among it) and gave it back.
+    require!(common::busy::RunCgroup::available(), "needs a memory cgroup controller to count the run's own memory");
     for attempt in 1..=3 {
-        let child = bin()
+        let cg = common::busy::RunCgroup::new("mariadb");
+        let child = cg
+            .command()
             .args(["mitigate", "--workload", "mariadb", "--duration", "3s", "--clients", "1", "--json", "-"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -430,13 +437,17 @@ fn mariadb_runs_a_real_server_and_stops_it() {
         assert_eq!(run["query_errors"], 0, "{:?}", run["notes"]);
         assert!(f(&run["server_start_seconds"]) > 0.0);
         assert!(servers_of(pid).is_empty(), "a mariadbd of the run outlived it");
-        assert!(cgroups_of(pid).is_empty(), "a cgroup of the run outlived it");
+        wait_until("a cgroup of the run outlived it", Duration::from_secs(30), || cgroups_of(pid).is_empty());
         let (d, _, noise) = held(run);
         if d - noise > 0.0 {
             return;
         }
-        assert!(noise > 0.0 && attempt < 3, "{d} (±{noise}) dentries freed by the umount, attempt {attempt}");
-        eprintln!("attempt {attempt}: {d} dentries (±{noise}): disturbed, trying again");
+        assert!(noise > 0.0, "{d} (±{noise}) dentries freed by the umount, undisturbed");
+        eprintln!("RETRY mariadb attempt {attempt}: {d} dentries (±{noise}): disturbed by other jobs' dentries");
+        if attempt == 3 {
+            eprintln!("every attempt disturbed: the run's own cgroup decides");
+            cg.assert_made_and_freed("mariadb", 1000);
+        }
     }
 }
 
