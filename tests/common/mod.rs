@@ -189,10 +189,15 @@ pub fn family_of(pid: u32) -> Family {
     let mut pids = vec![pid];
     let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
     pids.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+    // A process killed before it entered a namespace of its own (the first
+    // milliseconds; longer on a loaded machine) is still in the test's:
+    // that one outlives the kill by design and is not the run's.
+    let mine = std::fs::read_link("/proc/self/ns/mnt").map(|l| l.to_string_lossy().into_owned()).ok();
     let namespaces = pids
         .iter()
         .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok())
         .map(|l| l.to_string_lossy().into_owned())
+        .filter(|n| Some(n) != mine.as_ref())
         .collect();
     let ours = loops_mounted_by(&pids);
     let loops = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
