@@ -3,13 +3,22 @@
 //! unlinked files' dentries show as negative dentries, a kill -9 leaves no
 //! loop device, and bad input gets one line and exit 2. No test asserts a
 //! rate or a time.
+//!
+//! nr_negative is machine-wide: the cold-removal run is counted in a
+//! memory cgroup of its own too (`RunCgroup`: its files' dentries held at
+//! its peak and given back), and its nr_negative deltas are checked with
+//! the most the machine moved nr_negative on its own over the removal
+//! (sampled a second before and after the run) as slack; a run that a
+//! burst the samples missed still pushed out is repeated, at most three
+//! times, with the reason printed (`retry_disturbed`).
 
 mod common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, kernel_lock, loop_devices, loops_mounted_by, run_json, usage_error, wait_until};
+use common::busy::{RunCgroup, around, retry_disturbed};
+use common::{bin, kernel_lock, loop_devices, loops_mounted_by, usage_error, wait_until};
 use serde_json::Value;
 
 fn u(v: &Value) -> u64 {
@@ -52,20 +61,36 @@ fn check_timeline(r: &Value, files: u64) {
 #[test]
 fn ext4_cold_removal_leaves_negative_dentries_until_rmdir() {
     require_root_and!("mkfs.ext4");
+    require!(RunCgroup::available(), "needs a memory cgroup controller to count the run's own dentries");
     let _g = kernel_lock();
     let files = 30_000;
-    let r = run_json(&["churn", "--files", "30k", "--workers", "2", "--dirs", "3", "--interval", "20ms"]);
-    check_timeline(&r, files);
-    assert!(r["remount_seconds"].is_array(), "cold by default: remounted");
-    let neg = |c: &str| r[c]["dentry_state"]["nr_negative"].as_i64().unwrap();
-    // Every unlinked file's dentry stayed as a negative dentry (machine-wide
-    // counter: some slack for the rest of the machine).
-    let added = neg("after_remove") - neg("before_remove");
-    assert!(added as f64 >= 0.9 * files as f64, "nr_negative grew by {added} for {files} unlinks");
-    // rmdir pruned them (nr_negative: the positive dentries of other work on
-    // the machine move nr_dentry too much to check it here).
-    let pruned = neg("after_remove") - neg("after_rmdir");
-    assert!(pruned as f64 >= 0.9 * files as f64, "rmdir took nr_negative down by {pruned}");
+    let mut last = Value::Null;
+    retry_disturbed("churn cold", 3, || {
+        let cg = RunCgroup::new("churn");
+        let args = ["churn", "--files", "30k", "--workers", "2", "--dirs", "3", "--interval", "20ms"];
+        let (r, bg) = around(|| cg.run_json(&args));
+        check_timeline(&r, files);
+        assert!(r["remount_seconds"].is_array(), "cold by default: remounted");
+        cg.assert_made_and_freed("churn cold", files);
+        // The removal's window: its timeline, and a margin for the rmdir.
+        let window = r["samples"].as_array().unwrap().last().unwrap()["seconds"].as_f64().unwrap() + 2.0;
+        let swing = bg.swing(window, true) as f64;
+        let neg = |c: &str| r[c]["dentry_state"]["nr_negative"].as_i64().unwrap();
+        // Every unlinked file's dentry stayed as a negative dentry.
+        let added = neg("after_remove") - neg("before_remove");
+        // rmdir pruned them (nr_negative: nr_dentry moves with every
+        // positive dentry of the machine).
+        let pruned = neg("after_remove") - neg("after_rmdir");
+        last = r;
+        if (added as f64) < 0.9 * files as f64 - swing || (pruned as f64) < 0.9 * files as f64 - swing {
+            return Err(format!(
+                "nr_negative grew by {added} for {files} unlinks, rmdir took it down by {pruned} (machine's swing {swing}); {}",
+                bg.describe()
+            ));
+        }
+        Ok(())
+    });
+    let r = last;
     assert_eq!(r["options"]["dirs"], 3);
     assert_eq!(r["workers"].as_array().unwrap().len(), 2);
 }
@@ -110,7 +135,7 @@ fn killed_mid_removal_leaves_no_loop_device() {
         loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
     let _ = child.wait();
-    wait_until(&format!("a loop device stayed bound: {devices:?}"), Duration::from_secs(10), || {
+    wait_until(&format!("a loop device stayed bound: {devices:?}"), Duration::from_secs(60), || {
         loop_devices().is_disjoint(&devices)
     });
 }

@@ -11,7 +11,21 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, kernel_lock, run_json, usage_error, wait_until};
+use common::{bin, kernel_lock, usage_error, wait_until};
+
+thread_local! {
+    /// The most dentry-state moved on its own within 2 s around the last
+    /// run (tests/common/busy.rs `Background`).
+    static SWING: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+}
+
+/// Runs `dentrylab ARGS… --json -` with the machine's own movement of
+/// dentry-state sampled a second before and after it (kept for [`held`]).
+fn run_json(args: &[&str]) -> Value {
+    let (v, bg) = common::busy::around(|| common::run_json(args));
+    SWING.with(|s| s.set(bg.swing(2.0, false).max(bg.swing(2.0, true)) as f64));
+    v
+}
 use serde_json::Value;
 
 fn sysctl(path: &str) -> String {
@@ -180,7 +194,11 @@ fn help_names_the_knobs_and_the_containers_workload() {
 /// counters moved on their own over as long again (other processes): the
 /// slack every count assertion allows.
 fn held(run: &Value) -> (f64, f64, f64) {
-    (f(&run["fs_dentries_at_end"]), f(&run["fs_negative_at_end"]), f(&run["fs_count_noise"]))
+    // The run's noise is measured in short windows either side of its
+    // umount; a burst of other jobs' dentries inside the umount can exceed
+    // it, so the machine's own swing around the run is added.
+    let noise = f(&run["fs_count_noise"]) + SWING.with(|s| s.get());
+    (f(&run["fs_dentries_at_end"]), f(&run["fs_negative_at_end"]), noise)
 }
 
 /// temp-tables leaves one negative dentry per operation with
@@ -393,11 +411,18 @@ fn mariadb_runs_a_real_server_and_stops_it() {
         "mariadbd is not installed: .ci/run installs mariadb-server"
     );
     // The server's files were on the run's filesystem: its umount freed
-    // dentries. That count is disturbed when other processes' dentry churn
-    // over as long as the umount (fs_count_noise) is as large as it: such a
-    // run is tried again, at most 3 times in all.
+    // dentries. That count is machine-wide, disturbed when other
+    // processes' dentry churn over as long as the umount (fs_count_noise)
+    // is as large as it: such a run is tried again, at most 3 times in all,
+    // the reason printed. When all three are disturbed (a machine busy the
+    // whole time), the run's own memory cgroup decides instead: it held at
+    // least 1000 dentries' worth of kernel memory (the server's files, its
+    // sockets and tables among it) and gave it back.
+    require!(common::busy::RunCgroup::available(), "needs a memory cgroup controller to count the run's own memory");
     for attempt in 1..=3 {
-        let child = bin()
+        let cg = common::busy::RunCgroup::new("mariadb");
+        let child = cg
+            .command()
             .args(["mitigate", "--workload", "mariadb", "--duration", "3s", "--clients", "1", "--json", "-"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -412,13 +437,17 @@ fn mariadb_runs_a_real_server_and_stops_it() {
         assert_eq!(run["query_errors"], 0, "{:?}", run["notes"]);
         assert!(f(&run["server_start_seconds"]) > 0.0);
         assert!(servers_of(pid).is_empty(), "a mariadbd of the run outlived it");
-        assert!(cgroups_of(pid).is_empty(), "a cgroup of the run outlived it");
+        wait_until("a cgroup of the run outlived it", Duration::from_secs(30), || cgroups_of(pid).is_empty());
         let (d, _, noise) = held(run);
         if d - noise > 0.0 {
             return;
         }
-        assert!(noise > 0.0 && attempt < 3, "{d} (±{noise}) dentries freed by the umount, attempt {attempt}");
-        eprintln!("attempt {attempt}: {d} dentries (±{noise}): disturbed, trying again");
+        assert!(noise > 0.0, "{d} (±{noise}) dentries freed by the umount, undisturbed");
+        eprintln!("RETRY mariadb attempt {attempt}: {d} dentries (±{noise}): disturbed by other jobs' dentries");
+        if attempt == 3 {
+            eprintln!("every attempt disturbed: the run's own cgroup decides");
+            cg.assert_made_and_freed("mariadb", 1000);
+        }
     }
 }
 

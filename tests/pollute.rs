@@ -3,10 +3,19 @@
 //! dentry-state witnesses the negative dentries, slowdowns come with their
 //! interval, and bad input gets one line and exit 2. Nothing here asserts a
 //! latency: benchmarks measure speed, tests check behaviour.
+//!
+//! nr_negative is machine-wide: the sweep is counted in a memory cgroup of
+//! its own too (`RunCgroup`: its negative dentries held at its peak and
+//! given back), and its nr_negative figures are checked with the most the
+//! machine moved nr_negative on its own over as long as one repetition
+//! (sampled a second before and after the run) as slack; a run that a
+//! burst the samples missed still pushed out is repeated, at most three
+//! times, with the reason printed (`retry_disturbed`).
 
 mod common;
 
-use common::{bin, kernel_lock, run_json, usage_error};
+use common::busy::{RunCgroup, around, retry_disturbed};
+use common::{bin, kernel_lock, usage_error};
 use serde_json::Value;
 
 fn f(v: &Value) -> f64 {
@@ -16,9 +25,39 @@ fn f(v: &Value) -> f64 {
 #[test]
 fn sweep_counts_and_ratios_add_up() {
     require_root_and!("mkfs.ext4");
+    require!(RunCgroup::available(), "needs a memory cgroup controller to count the run's own dentries");
     let _g = kernel_lock();
     let (reps, calls) = (2u64, 1000u64);
-    let r = run_json(&["pollute", "--negatives", "10k,30k", "--reps", "2", "--calls", "1000"]);
+    let mut last = Value::Null;
+    retry_disturbed("pollute", 3, || {
+        let cg = RunCgroup::new("pollute");
+        let t = std::time::Instant::now();
+        let (r, bg) = around(|| cg.run_json(&["pollute", "--negatives", "10k,30k", "--reps", "2", "--calls", "1000"]));
+        // A repetition's window is at most the whole run's (minus the 2 s
+        // of sampling around it); no time is asserted.
+        let swing = bg.swing(t.elapsed().as_secs_f64() - 2.0, true);
+        cg.assert_made_and_freed("pollute", 30_000);
+        last = r;
+        let r = &last;
+        for rep in r["reps"].as_array().unwrap() {
+            let top = rep["levels"].as_array().unwrap().last().unwrap();
+            let made = top["negatives_made"].as_u64().unwrap();
+            assert_eq!(made, 30_000 + 2 * calls / 4, "pollution and the misses of the two earlier sizes");
+            // The negative dentries exist: nr_negative grew by what was made.
+            let added = top["nr_negative_added"].as_i64().unwrap();
+            if (added as f64) < 0.9 * made as f64 - swing as f64 {
+                return Err(format!("nr_negative grew by {added}, {made} made (machine's swing {swing})"));
+            }
+            // The umount freed them again.
+            let before = rep["before"]["dentry_state"]["nr_negative"].as_i64().unwrap();
+            let after = rep["after_umount"]["dentry_state"]["nr_negative"].as_i64().unwrap();
+            if after >= before + 3000 + swing {
+                return Err(format!("nr_negative {before} → {after} after umount (machine's swing {swing})"));
+            }
+        }
+        Ok(())
+    });
+    let r = last;
     assert_eq!(r["benchmark"], "pollute");
     assert!(r["schema"].as_u64().is_some());
     let levels = r["levels"].as_array().unwrap();
@@ -39,19 +78,6 @@ fn sweep_counts_and_ratios_add_up() {
                 assert!(f(&s["ci_low"]) <= f(&s["estimate"]) && f(&s["estimate"]) <= f(&s["ci_high"]), "{s}");
             }
         }
-    }
-    // The negative dentries exist: nr_negative grew by what was made (the
-    // counter is machine-wide, hence the tolerance).
-    for rep in r["reps"].as_array().unwrap() {
-        let top = rep["levels"].as_array().unwrap().last().unwrap();
-        let made = top["negatives_made"].as_u64().unwrap();
-        assert_eq!(made, 30_000 + 2 * calls / 4, "pollution and the misses of the two earlier sizes");
-        let added = top["nr_negative_added"].as_i64().unwrap();
-        assert!(added as f64 >= 0.9 * made as f64, "nr_negative grew by {added}, {made} made");
-        // The umount freed them again.
-        let before = rep["before"]["dentry_state"]["nr_negative"].as_i64().unwrap();
-        let after = rep["after_umount"]["dentry_state"]["nr_negative"].as_i64().unwrap();
-        assert!(after < before + 3000, "nr_negative {before} → {after} after umount");
     }
     let summary: Vec<&str> = r["summary"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     assert!(summary[0].starts_with("seed 001's effect"), "{summary:?}");

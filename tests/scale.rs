@@ -154,7 +154,7 @@ fn worker_processes_die_with_a_killed_parent() {
         if c.len() == 2 {
             break c;
         }
-        assert!(t.elapsed() < Duration::from_secs(10), "workers never started");
+        assert!(t.elapsed() < Duration::from_secs(60), "workers never started");
         std::thread::sleep(Duration::from_millis(20));
     };
     parent.kill().unwrap();
@@ -168,7 +168,7 @@ fn worker_processes_die_with_a_killed_parent() {
         if !alive {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "worker processes outlived the killed parent");
+        assert!(t.elapsed() < Duration::from_secs(60), "worker processes outlived the killed parent");
         std::thread::sleep(Duration::from_millis(20));
     }
 }

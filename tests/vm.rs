@@ -75,14 +75,15 @@ fn a_model_the_kernel_lacks_is_refused_before_anything_boots() {
     require_vm_tools!();
     let _k = kernel_lock();
     // Debian 13's 6.12 kernels are PREEMPT_DYNAMIC without lazy (x86 has
-    // it from 6.13).
-    let t = Instant::now();
+    // it from 6.13). Refused before anything boots: the one line on
+    // stderr (usage_error checks there is only one) has no `booting`
+    // progress line before it. (No wall-clock bound: a loaded machine may
+    // be slow to unpack the kernel.)
     usage_error(
         "vm",
         &["--kernel", &test_kernel(), "--preempt", "none,lazy", "--", "reclaim", "--sizes", "20k"],
         &["--preempt lazy", "offers none, voluntary, full"],
     );
-    assert!(t.elapsed() < Duration::from_secs(120));
 }
 
 #[test]

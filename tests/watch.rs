@@ -1,10 +1,18 @@
-//! `status --watch`: beside a generator of negative dentries at
-//! a known rate, the growth it reports is within ±10% of that rate, for
-//! nr_dentry and nr_negative, and its time to the edge is the distance to
-//! the edge over that rate. No wall-clock assertion: the rate is the
-//! generator's own count over its own time. The counters are machine-wide,
-//! so a run another job disturbed (seen by the witness: the machine's own
-//! growth differs from the generator's) is repeated, up to three times.
+//! `status --watch`: beside a generator of negative dentries at a known
+//! rate, the growth it reports is the growth of dentry-state, for nr_dentry
+//! and nr_negative, and its time to the edge is the distance to the edge
+//! over that rate. No wall-clock assertion.
+//!
+//! dentry-state is machine-wide, and other jobs move it by hundreds of
+//! thousands a second; that is what `status` reports, so the test measures
+//! the same counters itself: as each sample's line arrives it reads
+//! dentry-state, and the growth reported must be the least-squares slope of
+//! its own reads within 10% of the generator's rate, plus 2% of that slope,
+//! plus what the largest difference between a reported sample and the
+//! test's read of the same moment (the machine's movement in between) can
+//! move a slope. Under load that difference is the machine's own rate over
+//! the pipe's latency, a few hundred dentries; idle, the generator's.
+//! Nothing is retried.
 
 mod common;
 
@@ -17,11 +25,6 @@ use std::time::{Duration, Instant};
 /// Failed lookups per second (a 2-vCPU machine makes about 550k/s in one thread).
 const RATE: f64 = 20_000.0;
 const BATCH: u64 = 200;
-
-fn nr_negative() -> i64 {
-    let s = std::fs::read_to_string("/proc/sys/fs/dentry-state").unwrap();
-    s.split_whitespace().nth(4).unwrap().parse().unwrap()
-}
 
 /// Makes negative dentries on the ext4 at `dir` at RATE until stopped;
 /// returns how many and over how long.
@@ -39,23 +42,35 @@ fn generate(dir: std::path::PathBuf, stop: Arc<AtomicBool>) -> (u64, f64) {
     (n, t0.elapsed().as_secs_f64())
 }
 
-struct Run {
-    known: f64,
-    witness: f64,
-    growth: f64,
-    negative: f64,
-    last: serde_json::Value,
+/// The least-squares slope of `y` against `x`.
+fn slope(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / sxx
 }
 
-fn run_once() -> Run {
+/// How far an error of at most `e` in each value can move the slope over
+/// `x`: e × Σ|x − x̄| / Σ(x − x̄)².
+fn slope_error(x: &[f64], e: f64) -> f64 {
+    let mx = x.iter().sum::<f64>() / x.len() as f64;
+    e * x.iter().map(|a| (a - mx).abs()).sum::<f64>() / x.iter().map(|a| (a - mx).powi(2)).sum::<f64>()
+}
+
+fn dentry_state() -> (f64, f64) {
+    let s = std::fs::read_to_string("/proc/sys/fs/dentry-state").unwrap();
+    let v: Vec<f64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    (v[0], v[4])
+}
+
+#[test]
+fn growth_is_the_slope_of_dentry_state_beside_a_known_rate() {
+    let _k = common::kernel_lock();
     // A directory on a disk filesystem (tmpfs keeps no negative dentries).
     let dir = tempfile::Builder::new().tempdir_in("/var/tmp").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let (d, s) = (dir.path().to_path_buf(), Arc::clone(&stop));
-    let (neg0, all0) = (nr_negative(), common::nr_dentry());
-    let t0 = Instant::now();
     let g = std::thread::spawn(move || generate(d, s));
-    std::thread::sleep(Duration::from_millis(500));
     let state = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_dentrylab"))
         .args(["status", "--state-dir", state.path().to_str().unwrap()])
@@ -64,55 +79,49 @@ fn run_once() -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let lines: Vec<serde_json::Value> = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
+    let t0 = Instant::now();
+    // (line, seconds, the test's nr_dentry and nr_negative as it arrived)
+    let mut seen = Vec::new();
+    for l in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let l = l.unwrap();
+        let (all, neg) = dentry_state();
+        let t = t0.elapsed().as_secs_f64();
+        seen.push((serde_json::from_str::<serde_json::Value>(&l).unwrap(), t, all, neg));
+    }
     let status = child.wait().unwrap();
     stop.store(true, Ordering::Relaxed);
     let (n, secs) = g.join().unwrap();
-    let (neg1, all1) = (nr_negative(), common::nr_dentry());
-    let elapsed = t0.elapsed().as_secs_f64();
+    let known = n as f64 / secs;
     assert!(status.success(), "status --watch failed");
-    assert_eq!(lines.len(), 8, "one JSON object per sample");
-    assert!(lines[0]["growth"].is_null(), "no growth from one sample");
-    let last = lines.last().unwrap().clone();
-    let _ = (neg0, neg1);
-    Run {
-        known: n as f64 / secs,
-        witness: (all1 - all0) as f64 / elapsed,
-        growth: last["growth"]["dentries_per_second"].as_f64().unwrap(),
-        negative: last["growth"]["negative_per_second"].as_f64().unwrap(),
-        last,
+    assert_eq!(seen.len(), 8, "one JSON object per sample");
+    assert!(seen[0].0["growth"].is_null(), "no growth from one sample");
+    let last = &seen.last().unwrap().0;
+    let t: Vec<f64> = seen.iter().map(|s| s.1).collect();
+    for (key, field, mine) in [("nr_dentry", "dentries_per_second", 2), ("nr_negative", "negative_per_second", 3)] {
+        let reported: Vec<f64> = seen.iter().map(|s| s.0["dentries"][key].as_f64().unwrap()).collect();
+        let read: Vec<f64> = seen.iter().map(|s| if mine == 2 { s.2 } else { s.3 }).collect();
+        let e = reported.iter().zip(&read).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let (ours, growth) = (slope(&t, &read), last["growth"][field].as_f64().unwrap());
+        let tol = 0.10 * known + 0.02 * ours.abs() + slope_error(&t, e);
+        let msg = format!(
+            "{key}: reported {growth:.0}/s, the test's own reads {ours:.0}/s (± {tol:.0}: generator {known:.0}/s, \
+             samples differ from the reads by up to {e:.0})"
+        );
+        eprintln!("{msg}");
+        assert!((growth - ours).abs() <= tol, "{msg}");
     }
-}
-
-#[test]
-fn growth_within_ten_percent_of_a_known_rate() {
-    let _k = common::kernel_lock();
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        let r = run_once();
-        let undisturbed = (r.witness - r.known).abs() <= 0.05 * r.known;
-        seen.push(format!(
-            "known {:.0}/s, witness {:.0}/s, reported {:.0}/s (negative {:.0}/s)",
-            r.known, r.witness, r.growth, r.negative
-        ));
-        if !undisturbed {
-            continue;
-        }
-        assert!((r.growth - r.known).abs() <= 0.10 * r.known, "{}", seen.last().unwrap());
-        assert!((r.negative - r.known).abs() <= 0.10 * r.known, "{}", seen.last().unwrap());
-        let g = &r.last["growth"];
-        // The time is measured to the low end of the edge's interval (the
-        // point when the calibration has none), as the level is.
-        let edge = g["edge_low_dentries"].as_f64().or(g["edge_dentries"].as_f64()).unwrap();
-        let now = r.last["dentries"]["nr_dentry"].as_f64().unwrap();
-        let t = g["seconds_to_lockup"].as_f64().unwrap();
-        assert!((t - (edge - now) / r.growth).abs() <= 1e-6 * t, "time to the edge {t} = (edge - now) / rate");
-        return;
+    let g = &last["growth"];
+    let growth = g["dentries_per_second"].as_f64().unwrap();
+    // The time is measured to the low end of the edge's interval (the
+    // point when the calibration has none), as the level is.
+    let edge = g["edge_low_dentries"].as_f64().or(g["edge_dentries"].as_f64()).unwrap();
+    let now = last["dentries"]["nr_dentry"].as_f64().unwrap();
+    match g["seconds_to_lockup"].as_f64() {
+        Some(t) if now >= edge => assert_eq!(t, 0.0, "past the edge"),
+        Some(t) => assert!((t - (edge - now) / growth).abs() <= 1e-6 * t, "time to the edge {t} = (edge - now) / rate"),
+        // Shrinking (other jobs freed more than the generator made): no time to the edge.
+        None => assert!(growth <= 0.0 || now >= edge, "no time to the edge at {growth}/s: {g}"),
     }
-    panic!("every run was disturbed by other activity on the machine: {seen:?}");
 }
 
 #[test]

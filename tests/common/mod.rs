@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod busy;
+
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
@@ -187,10 +189,15 @@ pub fn family_of(pid: u32) -> Family {
     let mut pids = vec![pid];
     let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
     pids.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+    // A process killed before it entered a namespace of its own (the first
+    // milliseconds; longer on a loaded machine) is still in the test's:
+    // that one outlives the kill by design and is not the run's.
+    let mine = std::fs::read_link("/proc/self/ns/mnt").map(|l| l.to_string_lossy().into_owned()).ok();
     let namespaces = pids
         .iter()
         .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok())
         .map(|l| l.to_string_lossy().into_owned())
+        .filter(|n| Some(n) != mine.as_ref())
         .collect();
     let ours = loops_mounted_by(&pids);
     let loops = loop_devices().into_iter().filter(|(n, _, _)| ours.contains(n)).collect();
@@ -198,9 +205,10 @@ pub fn family_of(pid: u32) -> Family {
 }
 
 /// After a run was SIGKILLed at `ms`: its mount namespaces and loop devices
-/// go within 10 s, and no overlay of the sandbox stays mounted.
+/// go (within 60 s: generous, for a loaded machine), and no overlay of the
+/// sandbox stays mounted.
 pub fn assert_nothing_left_after_kill(ms: u64, namespaces: &[String], loops: &[(String, String, String)]) {
-    let limit = std::time::Duration::from_secs(10);
+    let limit = std::time::Duration::from_secs(60);
     wait_until(&format!("killed at {ms} ms: the run's namespaces outlived the kill"), limit, || {
         let live = live_mount_namespaces();
         namespaces.iter().all(|n| !live.contains(n))

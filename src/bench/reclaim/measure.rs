@@ -187,7 +187,11 @@ pub(super) fn one_run(
         memcg: done.memcg,
         watch: done.watch,
         ns_per_dentry: reclaim_seconds * 1e9 / fit_count(at.method, freed, target),
-        bytes_per_dentry: grown_slab.max(lost_avail) / created.max(1) as f64,
+        // Over the dentries the generator made (exact), not nr_dentry's
+        // delta: other jobs freeing dentries meanwhile can take that delta
+        // to nothing, and a per-dentry cost divided by it refused the next
+        // size for needing a thousand times the memory it does.
+        bytes_per_dentry: grown_slab.max(lost_avail) / made.max(1) as f64,
         create,
         before,
         after_create,
