@@ -15,6 +15,7 @@ mod histogram;
 mod output;
 mod probe;
 mod procfs;
+mod render;
 mod report;
 mod result;
 mod sandbox;

@@ -38,6 +38,7 @@ use crate::sys;
 use crate::workload::hot::{self, POLLUTED, Probe, Prober, Timings};
 use crate::workload::{Kind, negative};
 
+pub mod render;
 mod summary;
 pub use summary::{ratio_text, summarise, summary_lines};
 

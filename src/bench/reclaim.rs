@@ -28,6 +28,7 @@ pub mod methods;
 pub mod overlay;
 pub mod placement;
 pub mod profile;
+pub mod render;
 pub mod watchdog;
 
 pub use analyse::fit_runs;

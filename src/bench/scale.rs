@@ -10,6 +10,8 @@
 //! sampling functions, one tracing lock contention) to say which kernel
 //! functions and locks the time goes to.
 
+pub mod render;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

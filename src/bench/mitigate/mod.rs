@@ -22,6 +22,7 @@ pub mod knobs;
 pub mod limits;
 pub mod one;
 pub mod oom;
+pub mod render;
 pub mod summary;
 
 use std::sync::Arc;

@@ -31,6 +31,6 @@ pub fn run(a: cli::ChurnArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let mut sandbox = sandbox::Sandbox::enter()?;
     let announce = |m: &str| eprintln!("{m}");
     let result = bench::churn::run(&opts, &mut sandbox, proc, &announce)?;
-    print_table_and_json(&report::table::churn(&result), json.as_mut(), &result)?;
+    print_table_and_json(&report::table::of(&result), json.as_mut(), &result)?;
     Ok(ExitCode::SUCCESS)
 }
