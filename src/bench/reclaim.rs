@@ -29,6 +29,7 @@ pub mod overlay;
 pub mod placement;
 pub mod profile;
 pub mod render;
+pub mod sysctl_guard;
 pub mod watchdog;
 
 pub use analyse::fit_runs;

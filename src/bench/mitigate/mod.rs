@@ -379,6 +379,20 @@ fn run_rows(
     Ok(())
 }
 
+/// `__mitigate-worker`: this binary re-executed as the workload process
+/// of `mitigate`.
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    pub workload: String,
+    pub root: std::path::PathBuf,
+}
+
+impl WorkerArgs {
+    pub fn run(&self) -> Result<()> {
+        worker_main(&self.workload, &self.root)
+    }
+}
+
 /// The child of a steady workload: runs it in `root`, printing its
 /// operation count every 100 ms, until it is killed.
 pub fn worker_main(workload: &str, root: &std::path::Path) -> Result<()> {
