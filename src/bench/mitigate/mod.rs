@@ -20,9 +20,11 @@
 pub mod containers;
 pub mod knobs;
 pub mod limits;
+pub mod mariadb;
 pub mod one;
 pub mod oom;
 pub mod render;
+pub mod steady;
 pub mod summary;
 
 use std::sync::Arc;
@@ -32,13 +34,12 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::mitigate::steady::Steady;
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::sandbox::{FsType, Privilege, Sandbox};
 use crate::workload::container::Mix;
-use crate::workload::mariadb;
-use crate::workload::steady::Steady;
 use knobs::{Combination, Knob, Setting, SysctlChange, Sysctls, Value};
 
 /// Default and bounds of `--duration`.
