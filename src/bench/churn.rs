@@ -13,7 +13,10 @@
 //! Finally the filesystem is unmounted, which frees the negative dentries
 //! the unlinks left, and that is timed too.
 
+mod args;
 pub mod render;
+
+pub use args::Args;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
