@@ -15,6 +15,7 @@ mod histogram;
 mod output;
 mod probe;
 mod procfs;
+mod render;
 mod report;
 mod result;
 mod sandbox;
@@ -97,14 +98,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Gvisor(a) => handlers::gvisor::run(a),
         Command::Vm(a) => handlers::vm::run(a),
         Command::VmInit => bench::vm::init::main(),
-        hidden @ (Command::MitigateContainers { .. }
-        | Command::MitigateWorker { .. }
+        hidden @ (Command::MitigateContainers(_)
+        | Command::MitigateWorker(_)
         | Command::ScaleWorker(_)
-        | Command::GvisorWorker { .. }
+        | Command::GvisorWorker(_)
         | Command::VmGuard { .. }
-        | Command::ContainerChild { .. }
-        | Command::ReclaimChild { .. }
-        | Command::SysctlGuard { .. }
-        | Command::CgroupGuard { .. }) => handlers::hidden::run(&hidden),
+        | Command::ContainerChild(_)
+        | Command::ReclaimChild(_)
+        | Command::SysctlGuard(_)
+        | Command::CgroupGuard(_)) => handlers::hidden::run(&hidden),
     }
 }

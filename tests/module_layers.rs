@@ -21,6 +21,11 @@ const LAYERS: &[&[&str]] = &[
     &["analysis"],
     // The calibration file stores fits.
     &["state"],
+    // The rendering contract (tables, sections, figure specs) that each
+    // benchmark implements in its own folder and report's engines consume:
+    // below bench so a benchmark can implement it, above analysis for the
+    // fits and profiles it draws.
+    &["render"],
     // status reads the kernel and the calibration beside the benchmarks, and
     // needs none of them; report renders every result, status's included;
     // exporter serves status.

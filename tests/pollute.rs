@@ -80,9 +80,9 @@ fn sweep_counts_and_ratios_add_up() {
         }
     }
     let summary: Vec<&str> = r["summary"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
-    assert!(summary[0].starts_with("seed 001's effect"), "{summary:?}");
+    assert!(summary[0].starts_with("the lookup-pollution report's effect"), "{summary:?}");
     assert!(summary.iter().any(|l| l.contains("dentry-state witnessed")), "{summary:?}");
-    assert!(r["seed_001_effect"].is_boolean());
+    assert!(r["hot_lookup_slower"].is_boolean());
 }
 
 #[test]
@@ -103,7 +103,7 @@ fn table_names_every_probe_and_the_verdict() {
     ] {
         assert!(table.contains(p), "{p} missing from {table}");
     }
-    assert!(table.contains("Verdict") && table.contains("seed 001's effect"), "{table}");
+    assert!(table.contains("Verdict") && table.contains("the lookup-pollution report's effect"), "{table}");
     assert!(table.contains("one repetition: no interval"), "{table}");
 }
 

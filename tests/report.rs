@@ -107,8 +107,8 @@ fn two_results_share_the_axes() {
     std::fs::remove_dir_all(out).unwrap();
 }
 
-/// A pollute result (seed 001) renders the latency bars and the
-/// slowdown plot, a churn result (seed 002) the timeline; together in one
+/// A pollute result (the lookup-pollution report's experiment) renders the
+/// latency bars and the slowdown plot, a churn result (seed 002) the timeline; together in one
 /// report, each benchmark its own part, in the order given.
 #[test]
 fn pollute_and_churn_results() {
@@ -120,10 +120,12 @@ fn pollute_and_churn_results() {
     for f in ["pollute-latency.svg", "pollute-slowdown.svg", "churn-timeline.svg"] {
         assert!(md.contains(&format!("]({f})")), "report.md links {f}");
     }
-    assert!(md.contains("seed 001's effect"), "the verdict is in the report");
+    assert!(md.contains("the lookup-pollution report's effect"), "the verdict is in the report");
     assert!(md.contains("dentry high-water mark"), "the churn summary is in the report");
     let slow = std::fs::read_to_string(out.join("pollute-slowdown.svg")).unwrap();
-    assert!(slow.contains("no change (1×)") && slow.contains("seed 001") && slow.contains("open-same-dir"));
+    assert!(
+        slow.contains("no change (1×)") && slow.contains("lookup-pollution report") && slow.contains("open-same-dir")
+    );
     let bars = std::fs::read_to_string(out.join("pollute-latency.svg")).unwrap();
     assert!(bars.contains("unpolluted") && bars.contains("3M negative dentries"));
     let tl = std::fs::read_to_string(out.join("churn-timeline.svg")).unwrap();

@@ -11,6 +11,8 @@
 //! out, and a count whose correction is uncertain by more than
 //! [`DRIFT_SHARE`] of it is flagged as disturbed.
 
+pub mod grid;
+
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};

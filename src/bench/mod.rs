@@ -1,13 +1,17 @@
-//! One file per benchmark. Each takes a plain options struct (never clap),
-//! wires a workload to the probes, and returns one serde result struct that
-//! the renderers consume.
+//! One folder (or file) per benchmark: a vertical slice. Each takes a
+//! plain options struct, wires a workload to the probes, returns one serde
+//! result struct, and says how that result reads: its `render` child
+//! implements [`crate::render::Render`] (the human table, its Markdown
+//! part, its figure specs), which `report`'s engines consume. So a
+//! benchmark's tables and figures change in its own folder.
 //!
 //! In: an options struct (built by `cli::handlers`), the sandbox and the
-//! proc root. Out: a serde result struct, printed by `report` and saved as
-//! JSON. Imports `sandbox`, `workload`, `probe`, `analysis`, `state`,
-//! `env`, `procfs` and the utilities; imported by `report` (to render the
-//! results) and `cli`. A benchmark may use another's pieces (`containers`'
-//! harness in `mitigate`), never the other way round.
+//! proc root. Out: a serde result struct, printed through `report` and
+//! saved as JSON. Imports `render`, `sandbox`, `workload`, `probe`,
+//! `analysis`, `state`, `env`, `procfs` and the utilities; imported by
+//! `report` (to render the results) and `cli`. A benchmark may use
+//! another's pieces (`containers`' harness in `mitigate`, `layers`' grid in
+//! `reclaim` and `create`), never the other way round.
 
 pub mod churn;
 pub mod containers;

@@ -3,7 +3,7 @@
 //!
 //! Each repetition mounts a fresh disk filesystem in the sandbox (tmpfs
 //! keeps no negative dentries), makes a directory with hot files that will
-//! be polluted and another that will not ([`hot`]), and times every call of
+//! be polluted and another that will not ([`prober`]), and times every call of
 //! the probes: stat and open+close of the hot files in both directories, a
 //! lookup of a cached negative name (a hit) and of a name never looked up
 //! (a miss). Then it adds negative dentries to the polluted directory, up to
@@ -35,9 +35,11 @@ use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
 use crate::size::human;
 use crate::stats::Spread;
 use crate::sys;
-use crate::workload::hot::{self, POLLUTED, Probe, Prober, Timings};
 use crate::workload::{Kind, negative};
+use prober::{POLLUTED, Probe, Prober, Timings};
 
+pub mod prober;
+pub mod render;
 mod summary;
 pub use summary::{ratio_text, summarise, summary_lines};
 
@@ -61,8 +63,8 @@ pub const MISS_SHARE: usize = 4;
 pub const MIN_EFFECT: f64 = 0.05;
 /// What the lookup-pollution report saw: kernel time of its hot loop 1.3 s → 1.9–2.0 s after
 /// 100k failed lookups in /dev.
-pub const SEED_001_SLOWDOWN: f64 = 1.5;
-pub const SEED_001_NEGATIVES: u64 = 100_000;
+pub const REPORTED_SLOWDOWN: f64 = 1.5;
+pub const REPORTED_NEGATIVES: u64 = 100_000;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Options {
@@ -157,8 +159,11 @@ pub struct PolluteResult {
     pub reps: Vec<Rep>,
     /// Size 0 (unpolluted) first, then each of `--negatives`.
     pub levels: Vec<LevelSummary>,
-    /// Whether a hot lookup slowed down measurably (the lookup-pollution report's effect).
-    pub seed_001_effect: bool,
+    /// Whether a hot lookup slowed down measurably at some size (the
+    /// lookup-pollution report's effect). Results saved before the rename
+    /// call it `seed_001_effect`.
+    #[serde(alias = "seed_001_effect")]
+    pub hot_lookup_slower: bool,
     pub summary: Vec<String>,
     pub notes: Vec<String>,
 }
@@ -167,7 +172,7 @@ pub struct PolluteResult {
 pub fn validate(opts: &Options) -> Result<()> {
     if !opts.fs.is_disk() {
         bail!(UsageError(format!(
-            "--fs {}: pollute needs a disk filesystem: tmpfs (and devtmpfs, where seed 001 polluted /dev) deletes \
+            "--fs {}: pollute needs a disk filesystem: tmpfs (and devtmpfs, where the lookup-pollution report polluted /dev) deletes \
              a negative dentry as soon as it is unused, so it never keeps any; use --fs ext4 or --fs xfs",
             opts.fs
         )));
@@ -211,7 +216,7 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
 }
 
 /// The filesystem holds only the tree: negative dentries take no space on disk.
-const FS_CAPACITY: Capacity = Capacity { entries: 4 * hot::HOT_FILES as u64, inodes: 4 * hot::HOT_FILES as u64 };
+const FS_CAPACITY: Capacity = Capacity { entries: 4 * prober::HOT_FILES as u64, inodes: 4 * prober::HOT_FILES as u64 };
 
 /// Runs every repetition. The sandbox must already be entered.
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<PolluteResult> {
@@ -229,9 +234,9 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
     sys::unpin_current_thread(&allowed)?;
     result?;
     let levels = summarise(&reps);
-    let seed_001_effect =
+    let hot_lookup_slower =
         levels.iter().skip(1).any(|l| l.probes.iter().any(|p| p.probe.is_hot() && p.effect == Some(Effect::Slower)));
-    let summary = summary_lines(&levels, seed_001_effect, opts.reps);
+    let summary = summary_lines(&levels, hot_lookup_slower, opts.reps);
     let mut notes = vec![format!(
         "every call is timed with two CLOCK_MONOTONIC reads (vDSO), included in the figures; the measuring \
          thread is pinned to CPU {}",
@@ -257,7 +262,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
         ),
         reps,
         levels,
-        seed_001_effect,
+        hot_lookup_slower,
         summary,
         notes,
     })
@@ -265,7 +270,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
 
 fn one_rep(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, rep: u32, announce: &dyn Fn(&str)) -> Result<Rep> {
     let mut mount = sandbox.mount(opts.fs, &FS_CAPACITY)?;
-    hot::build_tree(mount.path())?;
+    prober::build_tree(mount.path())?;
     let polluted = File::open(mount.path().join(POLLUTED)).context("cannot open the polluted directory")?;
     let mut prober = Prober::new(mount.path())?;
     let before = Counts::read(proc)?;
@@ -406,8 +411,8 @@ mod tests {
         assert_eq!(levels[1].pollute_rate_per_second, Some(100_000.0));
         assert_eq!(levels[2].pollute_rate_per_second, Some(900_000.0));
         let lines = summary_lines(&levels, true, 3);
-        assert!(lines[0].starts_with("seed 001's effect shows"), "{lines:?}");
-        assert!(lines.iter().any(|l| l.contains("seed 001 saw about 1.5×")), "{lines:?}");
+        assert!(lines[0].starts_with("the lookup-pollution report's effect shows"), "{lines:?}");
+        assert!(lines.iter().any(|l| l.contains("the lookup-pollution report saw about 1.5×")), "{lines:?}");
         assert!(lines.iter().any(|l| l.contains("intervals overlap")), "{lines:?}");
     }
 
@@ -431,7 +436,7 @@ mod tests {
         let shows = levels.iter().skip(1).any(|l| l.probes.iter().any(|p| p.effect == Some(Effect::Slower)));
         assert!(!shows);
         let lines = summary_lines(&levels, shows, 3);
-        assert!(lines[0].starts_with("seed 001's effect does not show"), "{lines:?}");
+        assert!(lines[0].starts_with("the lookup-pollution report's effect does not show"), "{lines:?}");
         assert!(lines.last().unwrap().contains("nr_negative grew by 1M"), "{lines:?}");
     }
 

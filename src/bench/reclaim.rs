@@ -29,6 +29,8 @@ pub mod methods;
 pub mod overlay;
 pub mod placement;
 pub mod profile;
+pub mod render;
+pub mod sysctl_guard;
 pub mod watchdog;
 
 pub use analyse::fit_runs;

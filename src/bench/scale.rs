@@ -10,9 +10,12 @@
 //! sampling functions, one tracing lock contention) to say which kernel
 //! functions and locks the time goes to.
 
-use std::io::{BufRead, BufReader, Write};
+mod procs;
+pub mod render;
+
+pub use procs::{SCALE_WORKER, WorkerArgs};
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Barrier;
 
 use anyhow::{Context, Result, bail};
@@ -27,7 +30,6 @@ use crate::probe::perf::{self, Profile};
 use crate::procfs::ProcRoot;
 use crate::sandbox::{FsType, Privilege, Sandbox};
 use crate::stats::Spread;
-use crate::sys;
 use crate::workload::lookup::{self, Op, Outcome, Worker};
 
 /// Default seconds each worker loops per step.
@@ -332,7 +334,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
 fn run_step(root: &Path, op: Op, n: usize, opts: &Options, hook: &mut dyn StepHook) -> Result<Vec<Outcome>> {
     match opts.mode {
         Mode::Threads => run_threads(root, op, n, opts, hook),
-        Mode::Processes => run_processes(root, op, n, opts, hook),
+        Mode::Processes => procs::run_processes(root, op, n, opts, hook),
     }
 }
 
@@ -365,104 +367,6 @@ fn run_threads(root: &Path, op: Op, n: usize, opts: &Options, hook: &mut dyn Ste
 }
 
 /// Worker processes of one step; killed and reaped if the step fails.
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn worker_failed(c: &mut Child, what: &str) -> anyhow::Error {
-    let _ = c.kill();
-    let err = sys::child_stderr(c);
-    let status = c.wait().map(|s| s.to_string()).unwrap_or_default();
-    anyhow::anyhow!("worker process {} {what} ({status}): {err}", c.id())
-}
-
-fn run_processes(root: &Path, op: Op, n: usize, opts: &Options, hook: &mut dyn StepHook) -> Result<Vec<Outcome>> {
-    let mut children = Children(Vec::with_capacity(n));
-    for i in 0..n {
-        let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg(SCALE_WORKER)
-            .arg("--op")
-            .arg(op.name())
-            .arg("--root")
-            .arg(root)
-            .arg("--index")
-            .arg(i.to_string())
-            .arg("--seconds")
-            .arg(opts.seconds.to_string())
-            .arg("--sample-every")
-            .arg(opts.sample_every.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        children.0.push(sys::spawn_tied(&mut cmd).context("cannot start a worker process")?);
-    }
-    let mut readers = Vec::with_capacity(n);
-    for c in &mut children.0 {
-        let mut r = BufReader::new(c.stdout.take().context("worker stdout")?);
-        let mut line = String::new();
-        r.read_line(&mut line).context("reading a worker's ready line")?;
-        if line.trim() != WORKER_READY {
-            return Err(worker_failed(c, "did not get ready"));
-        }
-        readers.push(r);
-    }
-    let pids: Vec<u32> = children.0.iter().map(Child::id).collect();
-    hook.before_go(&pids)?;
-    for c in &mut children.0 {
-        let mut stdin = c.stdin.take().context("worker stdin")?;
-        stdin.write_all(b"g").context("cannot start a worker process")?;
-    }
-    let mut outcomes = Vec::with_capacity(n);
-    for (c, r) in children.0.iter_mut().zip(&mut readers) {
-        let mut line = String::new();
-        r.read_line(&mut line).context("reading a worker's result")?;
-        match serde_json::from_str::<Outcome>(&line) {
-            Ok(o) => outcomes.push(o),
-            Err(_) => return Err(worker_failed(c, "failed")),
-        }
-    }
-    hook.after()?;
-    for c in &mut children.0 {
-        let st = c.wait().context("waiting for a worker process")?;
-        if !st.success() {
-            bail!("worker process {} exited with {st}", c.id());
-        }
-    }
-    children.0.clear();
-    Ok(outcomes)
-}
-
-/// The hidden subcommand that `scale --procs` re-executes this binary with.
-pub const SCALE_WORKER: &str = "scale-worker";
-
-/// What a worker process prints when it is ready for the start byte.
-pub const WORKER_READY: &str = "ready";
-
-/// The hidden worker subcommand: prepare, say ready, wait for the start
-/// byte on standard input, loop, print the outcome as one JSON line.
-pub fn worker_main(root: &Path, op: Op, index: usize, seconds: f64, sample_every: u64) -> Result<()> {
-    let mut w = Worker::new(root, op, index)?;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{WORKER_READY}")?;
-    out.flush()?;
-    let mut b = [0u8; 1];
-    if std::io::Read::read(&mut std::io::stdin(), &mut b)? == 0 {
-        bail!("the parent closed the start pipe");
-    }
-    let o = w.run(seconds, sample_every)?;
-    serde_json::to_writer(&mut out, &o)?;
-    writeln!(out)?;
-    out.flush()?;
-    Ok(())
-}
-
 /// Sums the workers of one step; `base` is the sweep's first step.
 fn summarise(n: usize, outcomes: &[Outcome], base: Option<&Step>) -> Step {
     let ops_total: u64 = outcomes.iter().map(|o| o.ops).sum();

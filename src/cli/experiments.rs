@@ -131,7 +131,7 @@ pub struct MitigateArgs {
     #[arg(long, default_value_t = crate::bench::mitigate::DEFAULT_CLIENTS as u32, value_parser = clap::value_parser!(u32).range(1..=crate::bench::mitigate::MAX_CLIENTS as i64))]
     pub clients: u32,
     /// mariadb: NAME=VALUE server option for one more row (repeatable), e.g. tmp_table_size=256M.
-    #[arg(long = "mariadb-option", value_name = "NAME=VALUE", value_parser = crate::workload::mariadb::parse_option)]
+    #[arg(long = "mariadb-option", value_name = "NAME=VALUE", value_parser = crate::bench::mitigate::mariadb::parse_option)]
     pub mariadb_options: Vec<(String, String)>,
     /// containers: each container's workload, as 'containers --workload' (default: mixed=temp-tables=60,lookups=30,files=10).
     #[arg(long, value_name = "MIX", value_parser = parse_mix)]

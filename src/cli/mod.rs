@@ -10,7 +10,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::bench::scale::SCALE_WORKER;
 use crate::sandbox::FsType;
 use crate::workload::lookup::Op;
 use crate::workload::{Kind, Layout};
@@ -59,20 +58,20 @@ pub enum Command {
     #[command(long_about = MITIGATE_ABOUT)]
     Mitigate(MitigateArgs),
     /// Internal: the workload process of 'mitigate'.
-    #[command(name = "__mitigate-worker", hide = true)]
-    MitigateWorker { workload: String, root: PathBuf },
+    #[command(name = crate::bench::mitigate::one::WORKER_COMMAND, hide = true)]
+    MitigateWorker(crate::bench::mitigate::WorkerArgs),
     /// Path-lookup scalability: stat, negative stat, open+close, create+unlink from 1..N threads.
     #[command(long_about = SCALE_ABOUT)]
     Scale(ScaleArgs),
     /// Internal: one worker process of 'scale --procs'.
-    #[command(name = SCALE_WORKER, hide = true)]
-    ScaleWorker(ScaleWorkerArgs),
+    #[command(name = crate::bench::scale::SCALE_WORKER, hide = true)]
+    ScaleWorker(crate::bench::scale::WorkerArgs),
     /// The same workload natively and inside gVisor's runsc: lookups against -dcache sizes, a build-like tree.
     #[command(long_about = GVISOR_ABOUT)]
     Gvisor(GvisorArgs),
     /// Internal: the workload process of 'gvisor' (native or inside runsc).
     #[command(name = crate::bench::gvisor::WORKER, hide = true)]
-    GvisorWorker { spec: String },
+    GvisorWorker(crate::bench::gvisor::worker::WorkerArgs),
     /// This node now: dentry counts and bytes, memory, watchdog and cache settings, and how far it is from a soft lockup (any user).
     #[command(long_about = STATUS_ABOUT)]
     Status(StatusArgs),
@@ -98,17 +97,11 @@ pub enum Command {
     #[command(long_about = CONTAINERS_ABOUT)]
     Containers(ContainersArgs),
     /// Internal: the containers worker of 'mitigate --workload containers'.
-    #[command(name = "__mitigate-containers", hide = true)]
-    MitigateContainers {
-        /// The worker's spec, as JSON.
-        spec: String,
-    },
+    #[command(name = crate::bench::mitigate::containers::WORKER_COMMAND, hide = true)]
+    MitigateContainers(crate::bench::mitigate::containers::WorkerArgs),
     /// Internal: one container of 'containers'.
-    #[command(name = "__container-child", hide = true)]
-    ContainerChild {
-        /// The container's spec, as JSON.
-        spec: String,
-    },
+    #[command(name = crate::bench::containers::child::CHILD_COMMAND, hide = true)]
+    ContainerChild(crate::bench::containers::child::ChildArgs),
     /// Run a dentrylab command in a virtual machine per kernel and preemption model; one matrix of the results.
     #[command(long_about = vm::VM_ABOUT)]
     Vm(vm::VmArgs),
@@ -122,27 +115,14 @@ pub enum Command {
         paths: Vec<PathBuf>,
     },
     /// Internal: the generator child of `reclaim --method ns-exit|memcg`.
-    #[command(name = "__reclaim-child", hide = true)]
-    ReclaimChild {
-        /// The child's spec, as JSON.
-        spec: String,
-    },
+    #[command(name = crate::bench::reclaim::child::CHILD_COMMAND, hide = true)]
+    ReclaimChild(crate::bench::reclaim::child::ChildArgs),
     /// Internal: puts a sysctl (watchdog_thresh) back when dentrylab ends, however it ends.
-    #[command(name = "__sysctl-guard", hide = true)]
-    SysctlGuard {
-        /// The sysctl file to restore.
-        path: PathBuf,
-        /// The value to write back.
-        value: String,
-    },
+    #[command(name = crate::sys::guardian::SYSCTL_GUARD_COMMAND, hide = true)]
+    SysctlGuard(crate::bench::reclaim::sysctl_guard::GuardArgs),
     /// Internal: removes dentrylab's memory cgroups when dentrylab ends, however it ends.
-    #[command(name = "__cgroup-guard", hide = true)]
-    CgroupGuard {
-        /// Directory the cgroups are made in.
-        parent: PathBuf,
-        /// The dentrylab process whose cgroups to remove.
-        pid: u32,
-    },
+    #[command(name = crate::sandbox::cgroup::GUARD_COMMAND, hide = true)]
+    CgroupGuard(crate::sandbox::cgroup::GuardArgs),
 }
 
 const SCALE_ABOUT: &str = "Path-lookup scalability across CPUs: the 2002 dcache scalability paper's question, asked of today's RCU path walk (docs/background.md).\n\n\
@@ -398,68 +378,14 @@ pub struct PolluteArgs {
     pub output: OutputArgs,
 }
 
+/// `churn`: the benchmark's own options ([`crate::bench::churn::Args`]) and
+/// the output files.
 #[derive(Debug, Args)]
 pub struct ChurnArgs {
-    /// Files in the tree (suffixes k, M, G).
-    #[arg(long, default_value = crate::bench::churn::DEFAULT_FILES, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
-    pub files: u64,
-    /// Directories the files are spread over (default: one per worker, as the unlink-regression report's one rm -rf per directory).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::workload::MAX_DIRS as i64))]
-    pub dirs: Option<u32>,
-    /// Unlinking threads (default: the CPU count).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::bench::churn::MAX_WORKERS as i64))]
-    pub workers: Option<u32>,
-    /// Sampling interval: 100ms, 0.5s, 1s (10ms to 10s).
-    #[arg(long, default_value = crate::bench::churn::DEFAULT_INTERVAL, value_parser = parse_interval)]
-    pub interval: std::time::Duration,
-    /// Filesystem: ext4 or xfs (tmpfs keeps nothing of an unlinked file).
-    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
-    pub fs: FsType,
-    /// Do not remount before removing: unlink with every dentry and inode still cached.
-    #[arg(long)]
-    pub warm: bool,
-    /// Run even if the tree would take more than half of MemAvailable.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub churn: crate::bench::churn::Args,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// A duration such as `100ms`, `0.5s` or `2s`, within the churn interval bounds.
-fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
-    use crate::bench::churn::{MAX_INTERVAL, MIN_INTERVAL};
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (t, 1.0)
-    };
-    let bad = || format!("{s:?} is not a duration from 10ms to 10s (write for example 100ms or 0.5s)");
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    if !v.is_finite() || v <= 0.0 {
-        return Err(bad());
-    }
-    let d = std::time::Duration::from_secs_f64(v * scale);
-    if !(MIN_INTERVAL..=MAX_INTERVAL).contains(&d) {
-        return Err(bad());
-    }
-    Ok(d)
-}
-
-#[derive(Debug, Args)]
-pub struct ScaleWorkerArgs {
-    #[arg(long, value_parser = parse_op)]
-    pub op: Op,
-    #[arg(long)]
-    pub root: PathBuf,
-    #[arg(long)]
-    pub index: usize,
-    #[arg(long)]
-    pub seconds: f64,
-    #[arg(long)]
-    pub sample_every: u64,
 }
 
 /// The operations of `scale --ops`, in the order given.

@@ -14,6 +14,7 @@ use crate::bench::pollute::PolluteResult;
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::scale::ScaleResult;
 use crate::error::UsageError;
+use crate::render::Render;
 use crate::result::SCHEMA;
 
 /// Benchmarks whose results `report` can render.
@@ -37,12 +38,12 @@ pub enum Loaded {
 impl Loaded {
     fn benchmark(&self) -> &'static str {
         match self {
-            Loaded::Reclaim(_) => "reclaim",
-            Loaded::Pollute(_) => "pollute",
-            Loaded::Churn(_) => "churn",
-            Loaded::Scale(_) => "scale",
-            Loaded::Mitigate(_) => "mitigate",
-            Loaded::Containers(_) => "containers",
+            Loaded::Reclaim(_) => ReclaimResult::BENCHMARK,
+            Loaded::Pollute(_) => PolluteResult::BENCHMARK,
+            Loaded::Churn(_) => ChurnResult::BENCHMARK,
+            Loaded::Scale(_) => ScaleResult::BENCHMARK,
+            Loaded::Mitigate(_) => MitigateResult::BENCHMARK,
+            Loaded::Containers(_) => ContainersResult::BENCHMARK,
             Loaded::VmMatrix(_) => "vm",
         }
     }
@@ -156,62 +157,18 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
     let mut sources = Vec::new();
     for benchmark in order {
         let (part, figures, headers) = match benchmark {
-            "reclaim" => {
-                let rs: Vec<&ReclaimResult> = results
-                    .iter()
-                    .filter_map(|l| if let Loaded::Reclaim(r) = l { Some(r.as_ref()) } else { None })
-                    .collect();
-                let (labels, subtitle) = reclaim_labels(&rs);
-                let mut figures = svg::reclaim(&rs, &labels, &subtitle)?;
-                figures.extend(svg::longest_stretch(&rs, &labels)?);
-                let part = markdown::reclaim_part(&rs, &labels, &subtitle, &figures);
-                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect::<Vec<_>>())
-            }
-            "pollute" => {
-                let rs: Vec<&PolluteResult> = results
-                    .iter()
-                    .filter_map(|l| if let Loaded::Pollute(r) = l { Some(r.as_ref()) } else { None })
-                    .collect();
-                let (labels, subtitle) = labels_of(
-                    &rs.iter().map(|r| (common_facets(&r.environment, r.options.fs), &r.header)).collect::<Vec<_>>(),
-                );
-                let figures = svg::pollute(&rs, &labels, &subtitle)?;
-                let part = markdown::pollute_part(&rs, &labels, &subtitle, &figures);
-                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
-            }
+            "reclaim" => part_of(
+                results.iter().filter_map(|l| if let Loaded::Reclaim(r) = l { Some(r.as_ref()) } else { None }),
+            )?,
+            "pollute" => part_of(
+                results.iter().filter_map(|l| if let Loaded::Pollute(r) = l { Some(r.as_ref()) } else { None }),
+            )?,
             "scale" => {
-                let rs: Vec<&ScaleResult> = results
-                    .iter()
-                    .filter_map(|l| if let Loaded::Scale(r) = l { Some(r.as_ref()) } else { None })
-                    .collect();
-                let (labels, subtitle) = labels_of(
-                    &rs.iter()
-                        .map(|r| {
-                            let fs = r.operations.first().map(|o| o.fs).unwrap_or(r.options.fs);
-                            let mut f = common_facets(&r.environment, fs);
-                            f.insert(
-                                0,
-                                match r.options.mode {
-                                    crate::bench::scale::Mode::Threads => "threads".to_string(),
-                                    crate::bench::scale::Mode::Processes => "processes".to_string(),
-                                },
-                            );
-                            (f, &r.header)
-                        })
-                        .collect::<Vec<_>>(),
-                );
-                let figures = svg::scale(&rs, &labels, &subtitle)?;
-                let part = markdown::scale_part(&rs, &labels, &subtitle, &figures);
-                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+                part_of(results.iter().filter_map(|l| if let Loaded::Scale(r) = l { Some(r.as_ref()) } else { None }))?
             }
-            "mitigate" => {
-                let rs: Vec<&MitigateResult> = results
-                    .iter()
-                    .filter_map(|l| if let Loaded::Mitigate(r) = l { Some(r.as_ref()) } else { None })
-                    .collect();
-                let labels: Vec<String> = rs.iter().map(|r| r.options.workload.name().to_string()).collect();
-                (super::mitigate::part(&rs), Vec::new(), rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
-            }
+            "mitigate" => part_of(
+                results.iter().filter_map(|l| if let Loaded::Mitigate(r) = l { Some(r.as_ref()) } else { None }),
+            )?,
             "vm" => {
                 let ms: Vec<&super::matrix::MatrixFile> = results
                     .iter()
@@ -230,49 +187,11 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
                 }
                 (part, figures, ms.iter().map(|m| (format!("matrix of {}", m.header.started_at), &m.header)).collect())
             }
-            "containers" => {
-                let rs: Vec<&ContainersResult> = results
-                    .iter()
-                    .filter_map(|l| if let Loaded::Containers(r) = l { Some(r.as_ref()) } else { None })
-                    .collect();
-                let (labels, subtitle) = labels_of(
-                    &rs.iter()
-                        .map(|r| {
-                            let mut f = common_facets(&r.environment, r.options.fs);
-                            f.insert(
-                                0,
-                                format!("{} × {} operations", r.options.mix.name(), crate::size::human(r.options.ops)),
-                            );
-                            f.insert(1, format!("{} containers, {} at a time", r.options.count, r.options.parallel));
-                            (f, &r.header)
-                        })
-                        .collect::<Vec<_>>(),
-                );
-                let mut figures = svg::containers(&rs, &labels, &subtitle)?;
-                figures.extend(svg::containers_longest_stretch(&rs, &labels)?);
-                let part = super::containers::part(&rs, &labels, &subtitle, &figures);
-                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
-            }
+            "containers" => part_of(
+                results.iter().filter_map(|l| if let Loaded::Containers(r) = l { Some(r.as_ref()) } else { None }),
+            )?,
             _ => {
-                let rs: Vec<&ChurnResult> = results
-                    .iter()
-                    .filter_map(|l| if let Loaded::Churn(r) = l { Some(r.as_ref()) } else { None })
-                    .collect();
-                let (labels, subtitle) = labels_of(
-                    &rs.iter()
-                        .map(|r| {
-                            let mut f = common_facets(&r.environment, r.options.fs);
-                            f.insert(
-                                0,
-                                format!("{} files, {} workers", crate::size::human(r.options.files), r.workers.len()),
-                            );
-                            (f, &r.header)
-                        })
-                        .collect::<Vec<_>>(),
-                );
-                let figures = svg::churn(&rs, &labels, &subtitle)?;
-                let part = markdown::churn_part(&rs, &labels, &subtitle, &figures);
-                (part, figures, rs.iter().zip(labels).map(|(r, l)| (l, &r.header)).collect())
+                part_of(results.iter().filter_map(|l| if let Loaded::Churn(r) = l { Some(r.as_ref()) } else { None }))?
             }
         };
         let many = headers.len() > 1;
@@ -284,54 +203,18 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
     Ok(files)
 }
 
-/// What tells results of pollute and churn apart.
-fn common_facets(e: &crate::env::Environment, fs: crate::sandbox::FsType) -> Vec<String> {
-    vec![format!("on {fs}"), format!("kernel {}", e.kernel), format!("{} CPUs", e.cpus)]
-}
+/// A benchmark's part of the report, its figures drawn, and each
+/// result's (label, header).
+type Part<'a> = (String, Vec<svg::Figure>, Vec<(String, &'a crate::result::Header)>);
 
-/// Names for results drawn together: what they share becomes the subtitle,
-/// what tells them apart becomes each one's label.
-pub fn reclaim_labels(results: &[&ReclaimResult]) -> (Vec<String>, String) {
-    let facets = |r: &ReclaimResult| -> Vec<String> {
-        let o = &r.options;
-        vec![
-            format!("{} dentries", o.kind.name()),
-            format!("via {}", o.methods.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")),
-            format!("on {}", o.fs),
-            format!("{} layout", o.layout),
-            format!("kernel {}", r.environment.kernel),
-            format!("{} preemption", r.environment.preemption),
-            format!(
-                "watchdog_thresh {}",
-                r.environment.watchdog_thresh_seconds.map(|t| format!("{t} s")).unwrap_or_else(|| "unknown".into())
-            ),
-        ]
-    };
-    labels_of(&results.iter().map(|r| (facets(r), &r.header)).collect::<Vec<_>>())
-}
-
-/// Labels from facets: what all results share becomes the subtitle (the
-/// first five facets at most), what tells them apart each one's label (the
-/// start time when nothing does).
-fn labels_of(results: &[(Vec<String>, &crate::result::Header)]) -> (Vec<String>, String) {
-    let Some((first, _)) = results.first() else { return (Vec::new(), String::new()) };
-    let differs: Vec<bool> = (0..first.len()).map(|i| results.iter().any(|(f, _)| f[i] != first[i])).collect();
-    let subtitle = first
-        .iter()
-        .zip(&differs)
-        .take(5)
-        .filter(|(_, d)| !**d)
-        .map(|(f, _)| f.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let labels = results
-        .iter()
-        .map(|(f, h)| {
-            let parts: Vec<&str> = f.iter().zip(&differs).filter(|(_, d)| **d).map(|(f, _)| f.as_str()).collect();
-            if parts.is_empty() { format!("run of {}", h.started_at) } else { parts.join(", ") }
-        })
-        .collect();
-    (labels, subtitle)
+/// The part of results of one benchmark, through its [`Render`].
+fn part_of<'a, R: Render + 'a>(results: impl Iterator<Item = &'a R>) -> Result<Part<'a>> {
+    let rs: Vec<&R> = results.collect();
+    let (labels, subtitle) = R::labels(&rs);
+    let specs = R::figures(&rs, &labels, &subtitle);
+    let part = markdown::render(&R::part(&rs, &labels, &subtitle, &specs));
+    let figures = svg::draw_all(&specs)?;
+    Ok((part, figures, rs.iter().zip(labels).map(|(&r, l)| (l, r.header())).collect()))
 }
 
 #[cfg(test)]

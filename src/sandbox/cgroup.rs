@@ -243,6 +243,22 @@ fn remove_dir_patiently(dir: &Path, patience: Duration) -> std::io::Result<()> {
     }
 }
 
+/// `__cgroup-guard`: this binary re-executed as the guardian that removes
+/// dentrylab's memory cgroups when dentrylab ends, however it ends.
+#[derive(Debug, clap::Args)]
+pub struct GuardArgs {
+    /// Directory the cgroups are made in.
+    pub parent: PathBuf,
+    /// The dentrylab process whose cgroups to remove.
+    pub pid: u32,
+}
+
+impl GuardArgs {
+    pub fn run(&self) -> Result<()> {
+        guard_main(&self.parent, self.pid)
+    }
+}
+
 /// The guardian: wait for end-of-file on standard input, then remove
 /// every cgroup of process `pid` under `parent`.
 pub fn guard_main(parent: &Path, pid: u32) -> Result<()> {

@@ -1,6 +1,10 @@
 //! Dentry generators: one file per kind. A generator fills one directory
 //! with `count` entries; [`create`] spreads the work over directories and
-//! threads according to the layout.
+//! threads according to the layout. Besides them only the loops that make
+//! or look up dentries for several benchmarks (`lookup`, `contend`,
+//! `unlink`, a container's operation mix in `container`); what serves one
+//! benchmark lives in its folder (pollute's prober, mitigate's MariaDB
+//! server and steady loops).
 //!
 //! In: a directory (or a filesystem of the sandbox), a kind, a count. Out:
 //! dentries in the kernel's cache, and the rate and CPU time it took.
@@ -11,11 +15,8 @@ pub mod container;
 pub mod contend;
 pub mod file;
 pub mod hardlink;
-pub mod hot;
 pub mod lookup;
-pub mod mariadb;
 pub mod negative;
-pub mod steady;
 pub mod unlink;
 pub mod unlinked;
 

@@ -22,6 +22,7 @@
 pub mod child;
 pub mod life;
 pub mod profile;
+pub mod render;
 pub mod summary;
 
 use std::collections::HashMap;

@@ -20,8 +20,11 @@
 pub mod containers;
 pub mod knobs;
 pub mod limits;
+pub mod mariadb;
 pub mod one;
 pub mod oom;
+pub mod render;
+pub mod steady;
 pub mod summary;
 
 use std::sync::Arc;
@@ -31,13 +34,12 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::mitigate::steady::Steady;
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::sandbox::{FsType, Privilege, Sandbox};
 use crate::workload::container::Mix;
-use crate::workload::mariadb;
-use crate::workload::steady::Steady;
 use knobs::{Combination, Knob, Setting, SysctlChange, Sysctls, Value};
 
 /// Default and bounds of `--duration`.
@@ -376,6 +378,20 @@ fn run_rows(
         }
     }
     Ok(())
+}
+
+/// `__mitigate-worker`: this binary re-executed as the workload process
+/// of `mitigate`.
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    pub workload: String,
+    pub root: std::path::PathBuf,
+}
+
+impl WorkerArgs {
+    pub fn run(&self) -> Result<()> {
+        worker_main(&self.workload, &self.root)
+    }
 }
 
 /// The child of a steady workload: runs it in `root`, printing its

@@ -13,13 +13,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{Options, Sample, Workload};
 use crate::bench::containers::ContainerRun;
+use crate::bench::mitigate::mariadb::{self, Server};
 use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
 use crate::probe::oom::LogMark;
 use crate::procfs::ProcRoot;
 use crate::sandbox::cgroup::MemCgroup;
 use crate::sandbox::{Capacity, Sandbox};
 use crate::sys;
-use crate::workload::mariadb::{self, Server};
 
 /// Hidden subcommand of the child that runs a steady workload.
 pub const WORKER_COMMAND: &str = "__mitigate-worker";
@@ -58,7 +58,7 @@ const MARIADB_HEAP_TABLE_BYTES: u64 = 16 << 20;
 /// with `mitigate --workload W --duration 5s --memory-limit 3G` (the
 /// cgroup's usage over the run; docs/mitigate.md has the figures), rounded up.
 pub fn growth_bytes_per_second(w: Workload) -> u64 {
-    use crate::workload::steady::Steady;
+    use crate::bench::mitigate::steady::Steady;
     match w {
         Workload::Steady(Steady::Lookups) => 160 << 20,
         Workload::Steady(Steady::Files) => 170 << 20,

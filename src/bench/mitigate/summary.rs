@@ -343,7 +343,7 @@ mod tests {
     #[test]
     fn a_row_without_runs_has_no_summary() {
         let opts = Options {
-            workload: super::super::Workload::Steady(crate::workload::steady::Steady::TempTables),
+            workload: super::super::Workload::Steady(crate::bench::mitigate::steady::Steady::TempTables),
             settings: Vec::new(),
             memory_limit: None,
             duration_seconds: 1.0,

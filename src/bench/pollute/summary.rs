@@ -3,11 +3,11 @@
 //! interval, and the lines that say what it means.
 
 use crate::analysis::slowdown::{self, Effect, Ratio};
+use crate::bench::pollute::prober::Probe;
 use crate::size::human;
 use crate::stats::Spread;
-use crate::workload::hot::Probe;
 
-use super::{LevelRun, LevelSummary, MIN_EFFECT, ProbeRun, ProbeSummary, Rep, SEED_001_NEGATIVES, SEED_001_SLOWDOWN};
+use super::{LevelRun, LevelSummary, MIN_EFFECT, ProbeRun, ProbeSummary, REPORTED_NEGATIVES, REPORTED_SLOWDOWN, Rep};
 
 /// Pools the repetitions per size and probe, and computes the slowdowns
 /// against size 0.
@@ -100,7 +100,7 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
     });
     match (shows, first_slow, worst) {
         (true, Some((n, p)), Some(w)) => out.push(format!(
-            "seed 001's effect shows on this kernel: hot lookups slow down as negative dentries pile up. First \
+            "the lookup-pollution report's effect shows on this kernel: hot lookups slow down as negative dentries pile up. First \
              measurable at {}: {} {} slower; at {}: {} {}",
             human(n),
             p.probe,
@@ -116,7 +116,7 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
                 .map(|p| format!("{} {}", p.probe, ratio_text(&p.slowdown.unwrap())))
                 .collect();
             out.push(format!(
-                "seed 001's effect does not show on this kernel: no hot lookup is measurably slower (more than \
+                "the lookup-pollution report's effect does not show on this kernel: no hot lookup is measurably slower (more than \
                  {:.0}% with 95% confidence) after up to {} negative dentries; the largest change is {} {}{}",
                 MIN_EFFECT * 100.0,
                 human(last.negatives),
@@ -131,7 +131,7 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
         }
         _ => {}
     }
-    if let Some(l) = levels.iter().find(|l| l.negatives == SEED_001_NEGATIVES) {
+    if let Some(l) = levels.iter().find(|l| l.negatives == REPORTED_NEGATIVES) {
         let parts: Vec<String> = l
             .probes
             .iter()
@@ -139,10 +139,10 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
             .filter_map(|p| p.slowdown.map(|r| format!("{} {}", p.probe, ratio_text(&r))))
             .collect();
         out.push(format!(
-            "seed 001 saw about {:.1}× the kernel time of its hot loop after {} failed lookups; here after {}: {}",
-            SEED_001_SLOWDOWN,
-            human(SEED_001_NEGATIVES),
-            human(SEED_001_NEGATIVES),
+            "the lookup-pollution report saw about {:.1}× the kernel time of its hot loop after {} failed lookups; here after {}: {}",
+            REPORTED_SLOWDOWN,
+            human(REPORTED_NEGATIVES),
+            human(REPORTED_NEGATIVES),
             parts.join(", ")
         ));
     }

@@ -15,22 +15,13 @@ use crate::sandbox;
 /// `dentrylab churn`.
 pub fn run(a: cli::ChurnArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let workers = a.workers.map_or(cpus, |w| w as usize);
-    let opts = bench::churn::Options {
-        files: a.files,
-        dirs: a.dirs.unwrap_or(workers as u32),
-        workers,
-        interval_seconds: a.interval.as_secs_f64(),
-        fs: a.fs,
-        warm: a.warm,
-        force: a.force,
-    };
+    let opts = a.churn.options(cpus);
     bench::churn::validate(&opts)?;
     bench::churn::preflight(&opts, proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut sandbox = sandbox::Sandbox::enter()?;
     let announce = |m: &str| eprintln!("{m}");
     let result = bench::churn::run(&opts, &mut sandbox, proc, &announce)?;
-    print_table_and_json(&report::table::churn(&result), json.as_mut(), &result)?;
+    print_table_and_json(&report::table::of(&result), json.as_mut(), &result)?;
     Ok(ExitCode::SUCCESS)
 }

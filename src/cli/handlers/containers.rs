@@ -38,7 +38,7 @@ pub fn run(a: cli::ContainersArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let mut sandbox = sandbox::Sandbox::enter()?;
     let announce = |m: &str| eprintln!("{m}");
     let result = bench::containers::run(&opts, &edge, &mut sandbox, proc, &announce)?;
-    print_table_and_json(&report::table::containers(&result), json.as_mut(), &result)?;
+    print_table_and_json(&report::table::of(&result), json.as_mut(), &result)?;
     Ok(ExitCode::SUCCESS)
 }
 

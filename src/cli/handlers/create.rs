@@ -51,8 +51,8 @@ pub fn run(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
     }
     if let Some(t) = &r.layers {
         announce(&format!("\nLayers of the {}, unmounted in turn", t.stack));
-        announce(report::plain::render_grid(&report::layers::create_grid(t)).trim_end());
-        announce(report::layers::LEGEND);
+        announce(report::plain::render_grid(&crate::bench::layers::grid::create_grid(t)).trim_end());
+        announce(crate::bench::layers::grid::LEGEND);
         if let Some(l) = t.longest() {
             announce(&format!("Longest stretch on the CPU: the {} layer's umount ({}).", l.layer, l.fs));
         }

@@ -66,6 +66,6 @@ pub fn run(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
     sandbox.adopt(guardian);
     let announce = |m: &str| eprintln!("{m}");
     let result = bench::mitigate::run(&opts, sysctls, &mut sandbox, proc, &announce)?;
-    print_table_and_json(&report::mitigate::table(&result), json.as_mut(), &result)?;
+    print_table_and_json(&report::table::of(&result), json.as_mut(), &result)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -28,6 +28,6 @@ pub fn run(a: cli::PolluteArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let mut sandbox = sandbox::Sandbox::enter()?;
     let announce = |m: &str| eprintln!("{m}");
     let result = bench::pollute::run(&opts, &mut sandbox, proc, &announce)?;
-    print_table_and_json(&report::table::pollute(&result), json.as_mut(), &result)?;
+    print_table_and_json(&report::table::of(&result), json.as_mut(), &result)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -152,9 +152,9 @@ pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     }
     let result = result.context("no sweep ran")?;
 
-    print_table_and_json(&report::table::reclaim(&result), json.as_mut(), &result)?;
+    print_table_and_json(&report::table::of(&result), json.as_mut(), &result)?;
     if let Some(m) = markdown.as_mut() {
-        m.write_str(&report::markdown::reclaim(&result))?;
+        m.write_str(&report::markdown::section(&result))?;
     }
     if let Some(dir) = &report_dir {
         let loaded = [report::document::Loaded::Reclaim(Box::new(result.clone()))];

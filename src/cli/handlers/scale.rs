@@ -35,7 +35,7 @@ pub fn run(a: cli::ScaleArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let to_stderr = json.as_ref().is_some_and(|j| j.is_stdout());
     let announce = |m: &str| eprintln!("{m}");
     let result = bench::scale::run(&opts, &mut sandbox, proc, &announce)?;
-    let table = report::table::scale(&result);
+    let table = report::table::of(&result);
     if to_stderr {
         eprint!("{table}");
     } else {

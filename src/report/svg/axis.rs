@@ -3,9 +3,10 @@
 
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 
-use crate::size::human;
-
 use super::*;
+pub use crate::render::plot::format_value;
+#[cfg(test)]
+use crate::render::plot::short;
 
 /// Into the drawing space: log10 on a log axis (non-positive values drop).
 pub(super) fn tr(scale: Scale, v: f64) -> Option<f64> {
@@ -163,49 +164,6 @@ impl ValueFormatter<f64> for TickedAxis {
 
 pub(super) fn nearest_label(ticks: &[(f64, String)], v: f64) -> String {
     ticks.iter().min_by(|a, b| (a.0 - v).abs().total_cmp(&(b.0 - v).abs())).map(|t| t.1.clone()).unwrap_or_default()
-}
-
-/// A number with at most three significant digits, no trailing zeros.
-pub(super) fn short(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{v:.digits$}");
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
-}
-
-/// A value written in its unit, compactly (axis ticks, bar labels, marks).
-pub fn format_value(unit: Unit, v: f64) -> String {
-    match unit {
-        Unit::Count => {
-            if v >= 1.0 {
-                human(v.round() as u64)
-            } else {
-                short(v)
-            }
-        }
-        Unit::Seconds => {
-            if v == 0.0 {
-                "0".into()
-            } else if v.abs() >= 1.0 {
-                format!("{} s", short(v))
-            } else if v.abs() >= 1e-3 {
-                format!("{} ms", short(v * 1e3))
-            } else {
-                format!("{} µs", short(v * 1e6))
-            }
-        }
-        Unit::Nanoseconds => format!("{} ns", short(v)),
-        Unit::Rate => {
-            if v >= 1000.0 {
-                format!("{}/s", human(v.round() as u64))
-            } else {
-                format!("{}/s", short(v))
-            }
-        }
-        Unit::Plain => short(v),
-    }
 }
 
 pub(super) fn inside(p: (f64, f64), ((x0, x1), (y0, y1)): ((f64, f64), (f64, f64))) -> bool {

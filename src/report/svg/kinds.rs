@@ -8,36 +8,6 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::axis::*;
 use super::*;
 
-/// Points, lines, guides and marks on two axes.
-#[derive(Debug, Clone)]
-pub struct XyPlot {
-    pub title: String,
-    /// A smaller second title line (what the results share).
-    pub subtitle: String,
-    pub x: Axis,
-    pub y: Axis,
-    pub series: Vec<Series>,
-    pub guides: Vec<Guide>,
-    pub marks: Vec<Mark>,
-    /// Force the x range (data units), for panels that share an axis.
-    pub x_range: Option<(f64, f64)>,
-}
-
-impl XyPlot {
-    pub fn new(title: impl Into<String>, x: Axis, y: Axis) -> XyPlot {
-        XyPlot {
-            title: title.into(),
-            subtitle: String::new(),
-            x,
-            y,
-            series: Vec::new(),
-            guides: Vec::new(),
-            marks: Vec::new(),
-            x_range: None,
-        }
-    }
-}
-
 pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
 pub(super) fn draw_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
@@ -71,22 +41,6 @@ pub(super) fn titled<'a>(area: &Area<'a>, title: &str, subtitle: &str) -> Result
         area = area.titled(subtitle, (FONT, 14).into_font().color(&RGBColor(80, 80, 80))).map_err(draw_err)?;
     }
     Ok(area)
-}
-
-/// One panel of a [`timeline`]: a unit of its own over the shared time axis.
-#[derive(Debug, Clone)]
-pub struct Panel {
-    pub y: Axis,
-    pub series: Vec<Series>,
-}
-
-/// Values over time: one panel per unit, stacked, sharing the time axis.
-#[derive(Debug, Clone)]
-pub struct TimelinePlot {
-    pub title: String,
-    pub subtitle: String,
-    pub x: Axis,
-    pub panels: Vec<Panel>,
 }
 
 /// Renders a [`TimelinePlot`]: series are drawn as lines through their
@@ -131,17 +85,6 @@ pub fn timeline(plot: &TimelinePlot) -> Result<String> {
     Ok(svg)
 }
 
-/// Measured throughput against thread count; each series gets a dashed
-/// "perfect scaling" line from its first point (y₁ · x / x₁).
-#[derive(Debug, Clone)]
-pub struct ScalingPlot {
-    pub title: String,
-    pub subtitle: String,
-    pub x: Axis,
-    pub y: Axis,
-    pub series: Vec<Series>,
-}
-
 pub fn scaling(plot: &ScalingPlot) -> Result<String> {
     let mut p = XyPlot::new(plot.title.clone(), plot.x.clone(), plot.y.clone());
     p.subtitle = plot.subtitle.clone();
@@ -159,25 +102,6 @@ pub fn scaling(plot: &ScalingPlot) -> Result<String> {
         p.series.push(s);
     }
     xy(&p)
-}
-
-/// Grouped bars: for each category, one bar per group (for example
-/// "before" and "after", or one per result file).
-#[derive(Debug, Clone)]
-pub struct BarPlot {
-    pub title: String,
-    pub subtitle: String,
-    pub y: Axis,
-    pub categories: Vec<String>,
-    pub groups: Vec<BarGroup>,
-}
-
-#[derive(Debug, Clone)]
-pub struct BarGroup {
-    pub label: String,
-    /// One value per category (`None`: not measured).
-    pub values: Vec<Option<f64>>,
-    pub colour: usize,
 }
 
 pub fn before_after(plot: &BarPlot) -> Result<String> {
@@ -500,6 +424,7 @@ fn extent(plot: &XyPlot) -> (Vec<f64>, Vec<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::plot::{BarGroup, Panel};
 
     #[test]
     fn labels_do_not_collide() {

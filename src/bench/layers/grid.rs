@@ -1,11 +1,12 @@
 //! `--fs overlay`: the per-layer table (overlay, upper, lower: what each
 //! freed, how long its umount took, the longest gap on the CPU) and the
 //! line naming the layer whose teardown holds the CPU longest. Shared by
-//! the human table, the Markdown report and `create`.
+//! the human table, the Markdown report and `create`. Each function takes
+//! the teardowns as (size, teardown) pairs, so the benchmarks that stack
+//! overlays (`reclaim`, `create`) render them alike.
 
-use super::Grid;
-use crate::bench::layers::{LayerUmount, StackTeardown};
-use crate::bench::reclaim::ReclaimResult;
+use super::{LayerUmount, StackTeardown};
+use crate::render::Grid;
 use crate::size::{grouped, human};
 use crate::stats::median;
 
@@ -30,9 +31,7 @@ fn ms(s: f64) -> String {
 }
 
 /// One row per size and layer, medians over the probed repetitions.
-pub fn grid(r: &ReclaimResult) -> Option<Grid> {
-    let stacks: Vec<(u64, &StackTeardown)> =
-        r.runs.iter().filter_map(|run| Some((run.target, run.layers.as_ref()?))).collect();
+pub fn grid(stacks: &[(u64, &StackTeardown)], cpu: usize) -> Option<Grid> {
     if stacks.is_empty() {
         return None;
     }
@@ -48,7 +47,7 @@ pub fn grid(r: &ReclaimResult) -> Option<Grid> {
             }
         }
     }
-    Some(Grid { header: header(r.options.cpu), rows })
+    Some(Grid { header: header(cpu), rows })
 }
 
 fn header(cpu: usize) -> Vec<String> {
@@ -116,16 +115,12 @@ pub fn create_grid(t: &StackTeardown) -> Grid {
 }
 
 /// The median longest gap of each layer at size `size`, top down.
-fn layer_gaps(r: &ReclaimResult, size: u64) -> Vec<(String, String, f64)> {
+fn layer_gaps(stacks: &[(u64, &StackTeardown)], size: u64) -> Vec<(String, String, f64)> {
     LAYERS
         .iter()
         .filter_map(|name| {
-            let ls: Vec<&LayerUmount> = r
-                .runs
-                .iter()
-                .filter(|run| run.target == size)
-                .filter_map(|run| run.layers.as_ref()?.layer(name))
-                .collect();
+            let ls: Vec<&LayerUmount> =
+                stacks.iter().filter(|(t, _)| *t == size).filter_map(|(_, s)| s.layer(name)).collect();
             let gaps: Vec<f64> = ls.iter().filter_map(|l| l.max_gap_seconds).collect();
             let first = ls.first()?;
             (!gaps.is_empty()).then(|| (first.layer.clone(), first.fs.clone(), median(&gaps)))
@@ -134,9 +129,9 @@ fn layer_gaps(r: &ReclaimResult, size: u64) -> Vec<(String, String, f64)> {
 }
 
 /// "Which layer holds the CPU longest", at the largest size with layers.
-pub fn longest_line(r: &ReclaimResult) -> Option<String> {
-    let top = r.runs.iter().filter(|run| run.layers.is_some()).map(|run| run.target).max()?;
-    let gaps = layer_gaps(r, top);
+pub fn longest_line(stacks: &[(u64, &StackTeardown)]) -> Option<String> {
+    let top = stacks.iter().map(|(t, _)| *t).max()?;
+    let gaps = layer_gaps(stacks, top);
     let (name, fs, gap) = gaps.iter().max_by(|a, b| a.2.partial_cmp(&b.2).unwrap_or(std::cmp::Ordering::Equal))?;
     let all: Vec<String> = gaps.iter().map(|(n, _, g)| format!("{n} {}", ms(*g))).collect();
     Some(format!(

@@ -1,13 +1,47 @@
-//! `mitigate` results: the comparison grid (one row per combination), the
-//! verdicts, and what was changed and restored; as a terminal table and as
-//! a section of report.md.
+//! What a mitigate result says, for the engines in `report`: the
+//! [`Render`] implementation of [`MitigateResult`] (the comparison grid,
+//! one row per combination, the verdicts, and what was changed and
+//! restored; as a terminal table and as a section of report.md, without
+//! figures).
 
 use std::fmt::Write;
 
-use super::{Grid, environment_line};
-use crate::bench::mitigate::MitigateResult;
+use super::MitigateResult;
 use crate::duration::secs;
+use crate::render::cell::environment_line;
+use crate::render::{Doc, FigureSpec, Grid, Render};
+use crate::result::Header;
 use crate::size::{bytes, grouped};
+
+impl Render for MitigateResult {
+    const BENCHMARK: &'static str = "mitigate";
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn text(&self) -> Doc {
+        text(self)
+    }
+
+    /// Only the workload tells mitigate results apart.
+    fn facets(&self) -> Vec<String> {
+        vec![self.options.workload.name().to_string()]
+    }
+
+    /// Each result is labelled by its workload, results that share it alike.
+    fn labels(results: &[&Self]) -> (Vec<String>, String) {
+        (results.iter().map(|r| r.options.workload.name().to_string()).collect(), String::new())
+    }
+
+    fn figures(_: &[&Self], _: &[String], _: &str) -> Vec<FigureSpec> {
+        Vec::new()
+    }
+
+    fn part(results: &[&Self], _: &[String], _: &str, _: &[FigureSpec]) -> Doc {
+        part(results)
+    }
+}
 
 fn signed(v: f64) -> String {
     if !v.is_finite() {
@@ -23,7 +57,7 @@ fn per_k(v: f64) -> String {
 
 /// One row per combination: the figures a reader compares.
 pub fn grid(r: &MitigateResult) -> Grid {
-    let ops = if r.options.workload == crate::bench::mitigate::Workload::Mariadb { "queries" } else { "ops" };
+    let ops = if r.options.workload == super::Workload::Mariadb { "queries" } else { "ops" };
     let header = vec![
         "combination".to_string(),
         format!("{ops}/s"),
@@ -39,7 +73,7 @@ pub fn grid(r: &MitigateResult) -> Grid {
         "30 days: share of lockup edge".into(),
         "limit reached".into(),
     ];
-    let containers = r.options.workload == crate::bench::mitigate::Workload::Containers;
+    let containers = r.options.workload == super::Workload::Containers;
     let mut header = header;
     if containers {
         header.extend(
@@ -128,7 +162,7 @@ fn method(r: &MitigateResult) -> String {
     let o = &r.options;
     let limits: Vec<u64> = r.rows.iter().flat_map(|row| row.runs.iter().map(|x| x.memory_limit_bytes)).collect();
     let (lo, hi) = (limits.iter().copied().min().unwrap_or(0), limits.iter().copied().max().unwrap_or(0));
-    let per_row = o.settings.iter().any(|s| s.knob == crate::bench::mitigate::knobs::Knob::MemoryLimit);
+    let per_row = o.settings.iter().any(|s| s.knob == super::knobs::Knob::MemoryLimit);
     let limit = match o.memory_limit {
         None if per_row => "a memory cgroup limited to each combination's memory-limit".to_string(),
         Some(b) => format!("a memory cgroup limited to {}", bytes(b)),
@@ -148,10 +182,10 @@ fn method(r: &MitigateResult) -> String {
         o.duration_seconds,
         o.reps
     );
-    if o.workload == crate::bench::mitigate::Workload::Mariadb {
+    if o.workload == super::Workload::Mariadb {
         let _ = write!(s, ", {} client connection(s)", o.clients);
     }
-    if o.workload == crate::bench::mitigate::Workload::Containers {
+    if o.workload == super::Workload::Containers {
         let _ = write!(
             s,
             ", one container at a time, each running {} × {} operations",
@@ -179,9 +213,10 @@ fn changes(r: &MitigateResult) -> Vec<String> {
 }
 
 /// The terminal table.
-pub fn table(r: &MitigateResult) -> String {
-    let mut s = format!("{}\n{}\n\n", method(r), environment_line(&r.environment));
-    s += &super::plain::render_grid(&grid(r));
+fn text(r: &MitigateResult) -> Doc {
+    let mut s = Doc::new();
+    s.push_str(&format!("{}\n{}\n\n", method(r), environment_line(&r.environment)));
+    s.grid(grid(r));
     if !r.verdicts.is_empty() {
         s += "\nVerdicts:\n";
         for v in &r.verdicts {
@@ -198,11 +233,11 @@ pub fn table(r: &MitigateResult) -> String {
 }
 
 /// A section of report.md for each result.
-pub fn part(results: &[&MitigateResult]) -> String {
-    let mut s = String::new();
+fn part(results: &[&MitigateResult]) -> Doc {
+    let mut s = Doc::new();
     for r in results {
         let _ = writeln!(s, "## Mitigations: {}\n\n{}\n", r.options.workload.name(), method(r));
-        s += &super::markdown::render_grid(&grid(r));
+        s.grid(grid(r));
         if !r.verdicts.is_empty() {
             let _ = writeln!(s, "\n### Verdicts\n");
             for v in &r.verdicts {

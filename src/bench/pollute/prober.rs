@@ -30,7 +30,7 @@ pub const OTHER: &str = "other";
 /// Hot files per directory, and cached negative names for the hit probe.
 pub const HOT_FILES: usize = 16;
 /// Prefixes that keep the probes' names apart from the pollution's
-/// (decimal numbers, see [`super::NameBuf`]).
+/// (decimal numbers, see [`crate::workload::NameBuf`]).
 const HOT_PREFIX: &str = "h";
 const HIT_PREFIX: &str = "n";
 const MISS_PREFIX: &str = "m";

@@ -1,13 +1,13 @@
-//! `containers`: the host's dentries against containers run, and the
-//! teardown time and longest stretch against containers run.
+//! The containers figures: the host's dentries and the teardown against
+//! containers run, and the flame graph of the longest teardown stretch
+//! (`--profile`). Specs only: `report::svg` draws them.
 
-use anyhow::Result;
-
-use super::kinds::*;
-use super::*;
 use crate::bench::containers::ContainersResult;
+use crate::render::FigureSpec;
+use crate::render::plot::*;
+use crate::size::human;
 
-pub fn containers(results: &[&ContainersResult], labels: &[String], subtitle: &str) -> Result<Vec<Figure>> {
+pub fn containers(results: &[&ContainersResult], labels: &[String], subtitle: &str) -> Vec<FigureSpec> {
     let many = results.len() > 1;
     let name = |i: usize, what: &str| if many { format!("{}: {what}", labels[i]) } else { what.to_string() };
     let n = |r: &crate::bench::containers::ContainerRun| (r.index + 1) as f64;
@@ -72,16 +72,53 @@ pub fn containers(results: &[&ContainersResult], labels: &[String], subtitle: &s
             Marker::Filled,
         ));
     }
-    Ok(vec![
-        Figure {
+    vec![
+        FigureSpec {
             file: "containers-host.svg".into(),
             caption: "The host's nr_dentry after each container's teardown, and what the containers left".into(),
-            svg: xy(&host)?,
+            plot: Plot::Xy(host),
         },
-        Figure {
+        FigureSpec {
             file: "containers-teardown.svg".into(),
             caption: "Teardown time and the longest stretch on the teardown CPU, per container".into(),
-            svg: xy(&teardown)?,
+            plot: Plot::Xy(teardown),
         },
-    ])
+    ]
+}
+
+/// `containers --profile`: the flame graph of the longest teardown
+/// stretch, one per result that was profiled.
+pub fn longest_stretch(results: &[&ContainersResult], labels: &[String]) -> Vec<FigureSpec> {
+    let mut out = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        let Some(p) = r.profile.as_ref() else { continue };
+        if p.longest_gap.folded.is_empty() {
+            continue;
+        }
+        let file = if results.len() > 1 {
+            format!("containers-longest-stretch-{}.svg", i + 1)
+        } else {
+            "containers-longest-stretch.svg".to_string()
+        };
+        let label = if results.len() > 1 { format!("{}: ", labels[i]) } else { String::new() };
+        let what = format!(
+            "teardown of container {} of {} ({} × {} operations, overlay on {})",
+            p.longest_id,
+            r.options.count,
+            r.options.mix.name(),
+            human(r.options.ops),
+            r.options.fs
+        );
+        let ms = format!("{:.1}", p.longest_gap_seconds * 1e3);
+        let f = Flame {
+            label: &label,
+            stretch: "longest teardown stretch",
+            ms,
+            what: &what,
+            cpu: r.options.cpu,
+            kernel: &r.environment.kernel,
+        };
+        out.push(f.figure(file, p.frequency_hz, &p.longest_gap));
+    }
+    out
 }

@@ -1,47 +1,12 @@
 //! `reclaim --profile` for people: per run, what held the reclaiming CPU
 //! in the longest gap and over the whole reclaim; for the longest stretch
-//! of each method, its top stacks. Tables only: the flame graph is in
-//! [`super::svg::longest_stretch`].
+//! of each method, its top stacks. Tables only: the flame graph is among
+//! the figures.
 
-use super::Grid;
-use crate::analysis::folded::{Window, short_stack};
-use crate::bench::containers::ContainersResult;
 use crate::bench::reclaim::{ReclaimResult, profile::longest};
+use crate::render::Grid;
+use crate::render::profile::{code, path_cell, pct, stacks_grid, top_cell};
 use crate::size::human;
-
-/// Frames of a stack shown in a table (leaf first).
-const SHOWN_FRAMES: usize = 6;
-
-fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
-
-/// Code spans for Markdown (kernel names start with `__`).
-fn code(s: String, md: bool) -> String {
-    if md { format!("`{s}`") } else { s }
-}
-
-/// The reclaiming task's heaviest path in a window, with its share of
-/// that task's samples (of all samples for results without a task).
-fn path_cell(w: &Window, md: bool) -> String {
-    let (path, samples) = match &w.reclaimer {
-        Some(r) => (&r.path, r.samples),
-        None => (&w.path, w.samples),
-    };
-    match path {
-        Some(p) if p.frames.len() >= 2 => format!("{} ({})", code(p.name(), md), pct(p.share)),
-        _ if samples == 0 => "no sample".into(),
-        _ => "no majority path".into(),
-    }
-}
-
-fn top_cell(w: &Window) -> String {
-    match &w.reclaimer {
-        Some(r) => r.top_stack.as_ref().map(|s| pct(s.share)).unwrap_or_else(|| "–".into()),
-        None if w.samples == 0 => "–".into(),
-        None => pct(w.top_share()),
-    }
-}
 
 /// One row per profiled run, when any run was profiled. `md`: cells for Markdown.
 pub fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
@@ -97,17 +62,6 @@ pub fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
     Some(Grid { header, rows })
 }
 
-/// A window's top stacks, leaf first (`md`: for Markdown).
-pub fn stacks_grid(w: &Window, md: bool) -> Grid {
-    let header = ["Share", "Samples", "Stack (leaf first)"].map(String::from).to_vec();
-    let rows = w
-        .stacks
-        .iter()
-        .map(|s| vec![pct(s.share), s.samples.to_string(), code(short_stack(&s.stack, SHOWN_FRAMES), md)])
-        .collect();
-    Grid { header, rows }
-}
-
 /// Per method: a title and the top stacks of its longest stretch, then of
 /// that run's whole reclaim.
 pub fn longest_stacks(r: &ReclaimResult, md: bool) -> Vec<(String, Grid)> {
@@ -142,35 +96,5 @@ pub fn problems(r: &ReclaimResult) -> Vec<String> {
                 .as_ref()
                 .map(|p| format!("{} {} rep {}: no profile: {p}", x.method.name(), human(x.target), x.rep + 1))
         })
-        .collect()
-}
-
-/// `containers --profile`: the longest teardown stretch's top stacks, then
-/// every teardown's added up.
-pub fn containers_stacks(r: &ContainersResult, md: bool) -> Vec<(String, Grid)> {
-    let Some(p) = r.profile.as_ref() else { return Vec::new() };
-    vec![
-        (
-            format!(
-                "Longest teardown stretch (container {}: {:.1} ms, {} samples at {} Hz): top stacks",
-                p.longest_id,
-                p.longest_gap_seconds * 1e3,
-                p.longest_gap.samples,
-                p.frequency_hz
-            ),
-            stacks_grid(&p.longest_gap, md),
-        ),
-        (
-            format!("All {} recorded teardowns ({} samples): top stacks", p.profiled, p.teardowns.samples),
-            stacks_grid(&p.teardowns, md),
-        ),
-    ]
-}
-
-/// Why some containers' teardowns have no profile.
-pub fn containers_problems(r: &ContainersResult) -> Vec<String> {
-    r.containers
-        .iter()
-        .filter_map(|c| c.profile_problem.as_ref().map(|p| format!("container {}: no profile: {p}", c.id)))
         .collect()
 }

@@ -1,10 +1,12 @@
 //! `containers` results for people: the per-container figures, the
 //! witness, and the projection, as a grid and lines shared by the table
-//! and the Markdown report.
+//! and the Markdown report; and, with `--profile`, the teardowns' top
+//! stacks.
 
-use super::Grid;
 use crate::bench::containers::{ContainersResult, Projection};
 use crate::duration::secs;
+use crate::render::Grid;
+use crate::render::profile::stacks_grid;
 use crate::size::{grouped, human};
 use crate::stats::Spread;
 
@@ -115,94 +117,32 @@ pub fn projection_line(p: &Projection) -> String {
     )
 }
 
-/// The human table.
-pub fn table(r: &ContainersResult) -> String {
-    use std::fmt::Write;
-    let o = &r.options;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\ndentrylab containers: {} containers ({} at a time), workload {} × {} operations, overlay over an image on {}; {} in all",
-        o.count,
-        o.parallel,
-        o.mix.name(),
-        human(o.ops),
-        o.fs,
-        secs(r.wall_seconds)
-    );
-    let _ = writeln!(s, "{}\n", super::environment_line(&r.environment));
-    s += &super::plain::render_grid(&grid(r));
-    s.push('\n');
-    for l in lines(r) {
-        let _ = writeln!(s, "{l}");
-    }
-    for (title, g) in super::profile::containers_stacks(r, false) {
-        let _ = writeln!(s, "\n{title} (perf, --profile; stacks leaf first)");
-        s += &super::plain::render_grid(&g);
-    }
-    for p in super::profile::containers_problems(r) {
-        let _ = writeln!(s, "{p}");
-    }
-    for n in &r.notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    s
+/// `containers --profile`: the longest teardown stretch's top stacks, then
+/// every teardown's added up.
+pub fn stacks(r: &ContainersResult, md: bool) -> Vec<(String, Grid)> {
+    let Some(p) = r.profile.as_ref() else { return Vec::new() };
+    vec![
+        (
+            format!(
+                "Longest teardown stretch (container {}: {:.1} ms, {} samples at {} Hz): top stacks",
+                p.longest_id,
+                p.longest_gap_seconds * 1e3,
+                p.longest_gap.samples,
+                p.frequency_hz
+            ),
+            stacks_grid(&p.longest_gap, md),
+        ),
+        (
+            format!("All {} recorded teardowns ({} samples): top stacks", p.profiled, p.teardowns.samples),
+            stacks_grid(&p.teardowns, md),
+        ),
+    ]
 }
 
-/// The report's section for `containers` results.
-pub fn part(
-    results: &[&ContainersResult],
-    labels: &[String],
-    subtitle: &str,
-    figures: &[super::svg::Figure],
-) -> String {
-    super::markdown::part(
-        format!("Containers on overlayfs: {subtitle}"),
-        figures,
-        "Each container runs in a mount namespace of its own over one shared image; after its teardown the host's \
-         nr_dentry is read (machine-wide). The second line adds up each container's negative dentries created − freed (the least noisy counter).",
-        results,
-        labels,
-        &|r, level| body(r, level),
-    )
-}
-
-fn body(r: &ContainersResult, level: usize) -> String {
-    use std::fmt::Write;
-    let h = "#".repeat(level);
-    let o = &r.options;
-    let mut s = String::new();
-    let _ = writeln!(s, "{h} Method\n");
-    let _ = writeln!(
-        s,
-        "{} containers, {} at a time, each running {} for {} operations in an overlay of one shared image on {} \
-         (upper and work directories on the same filesystem), then exiting (the overlay goes with its mount \
-         namespace) and having its snapshot removed. {} in all.\n",
-        o.count,
-        o.parallel,
-        o.mix.name(),
-        grouped(o.ops),
-        o.fs,
-        secs(r.wall_seconds)
-    );
-    let _ = writeln!(s, "{h} Results\n");
-    s += &super::markdown::render_grid(&grid(r));
-    s.push('\n');
-    for l in lines(r) {
-        let _ = writeln!(s, "- {l}");
-    }
-    let stacks = super::profile::containers_stacks(r, true);
-    if !stacks.is_empty() {
-        let _ = writeln!(s, "\n{h} What held CPU {} in the teardowns (perf)\n", o.cpu);
-        for (title, g) in stacks {
-            let _ = writeln!(s, "{title}:\n");
-            s += &super::markdown::render_grid(&g);
-            s.push('\n');
-        }
-    }
-    for p in super::profile::containers_problems(r) {
-        let _ = writeln!(s, "- {p}");
-    }
-    s += &super::markdown::closing(&h, &r.notes, &r.header.command, &r.environment);
-    s
+/// Why some containers' teardowns have no profile.
+pub fn problems(r: &ContainersResult) -> Vec<String> {
+    r.containers
+        .iter()
+        .filter_map(|c| c.profile_problem.as_ref().map(|p| format!("container {}: no profile: {p}", c.id)))
+        .collect()
 }
