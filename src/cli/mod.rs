@@ -271,7 +271,7 @@ pub struct ReclaimArgs {
     /// Allow actions that affect the whole machine (--method drop-caches drops every unused dentry and inode on the node).
     #[arg(long)]
     pub allow_global: bool,
-    /// Lower kernel.watchdog_thresh for the run and compare, size by size, the predicted lockups with what the kernel's soft-lockup watchdog reports (needs --allow-global; the original value is restored however the run ends).
+    /// Lower kernel.watchdog_thresh for the run and compare, size by size, the predicted lockups with what the kernel's soft-lockup watchdog reports (needs --allow-global; raises rcupdate.rcu_cpu_stall_timeout too when RCU would report a stretch first, since its report restarts the soft-lockup clock; the original values are restored however the run ends).
     #[arg(long)]
     pub watchdog_check: bool,
     /// watchdog_thresh to use with --watchdog-check, seconds (soft lockup after twice this); a list (1,2) runs the sweep once per threshold and reports, for each, the observed edge (largest size the watchdog let pass, smallest it fired at) against the predicted edge's 90% interval.

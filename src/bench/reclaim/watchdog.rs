@@ -249,8 +249,13 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64, rcu: Option<R
         count(Agreement::Unpredicted),
     );
     let validated = fp == 0 && fneg == 0 && tp > 0 && tn > 0;
+    let set = if original == thresh {
+        format!("watchdog_thresh at {thresh} s (unchanged)")
+    } else {
+        format!("watchdog_thresh set from {original} to {thresh} s for the run")
+    };
     let mut summary = vec![format!(
-        "watchdog_thresh lowered from {original} to {thresh} s for the run: soft lockup after {limit:.0} s nominally. \
+        "{set}: soft lockup after {limit:.0} s nominally. \
          The watchdog's clock counts in 2^30 ns units and it checks every {:.1} s, so a stretch under {lo:.2} s \
          cannot be reported, one of {hi:.2} s or more must be, and one in between may or may not.",
         limit / 5.0
