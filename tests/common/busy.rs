@@ -75,15 +75,7 @@ impl RunCgroup {
 
     /// Runs `dentrylab ARGS… --json -` inside the cgroup and parses it.
     pub fn run_json(&self, args: &[&str]) -> serde_json::Value {
-        let out = self.command().args(args).args(["--json", "-"]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "dentrylab {args:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+        super::json_of(self.command(), args)
     }
 
     fn read(&self, file: &str) -> u64 {

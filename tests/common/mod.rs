@@ -103,7 +103,12 @@ pub fn nr_dentry() -> i64 {
 
 /// Runs the binary and parses its `--json -` output.
 pub fn run_json(args: &[&str]) -> serde_json::Value {
-    let out = bin().args(args).args(["--json", "-"]).output().unwrap();
+    json_of(bin(), args)
+}
+
+/// Runs `cmd ARGS… --json -` and parses its output; a failed run fails the test.
+pub fn json_of(mut cmd: Command, args: &[&str]) -> serde_json::Value {
+    let out = cmd.args(args).args(["--json", "-"]).output().unwrap();
     assert!(
         out.status.success(),
         "dentrylab {args:?} failed: {}\n{}",
