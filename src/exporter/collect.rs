@@ -64,13 +64,16 @@ fn work(queue: &Mutex<mpsc::Receiver<Job>>, collector: &Collector) {
             Ok(q) => q.recv(),
             Err(_) => return,
         };
-        let Ok(job) = job else { return };
+        let Ok(Job { reply, _permit: permit }) = job else { return };
         // The client went away before its turn: nothing to read for it.
-        if job.reply.is_closed() {
+        if reply.is_closed() {
             continue;
         }
         let t0 = Instant::now();
         let text = collector.collect().map(|s| metrics::encode(&s, t0.elapsed().as_secs_f64()));
-        let _ = job.reply.send(text);
+        // The scrape's place is free before its answer leaves: a client that
+        // scrapes again as soon as it has the answer is not refused.
+        drop(permit);
+        let _ = reply.send(text);
     }
 }
