@@ -38,10 +38,10 @@ pub fn check(cpu: usize, scratch: &Path) -> Result<(), String> {
         .args(record_args(&cpu_arg))
         .arg("-o")
         .arg(&out)
-        // A workload every system has: this binary (a guest has no `true`).
-        .arg("--")
-        .arg(std::env::current_exe().unwrap_or_else(|_| crate::sys::SELF_EXE.into()))
-        .arg("--version")
+        // A workload every system has: perf itself (`/proc/self/exe` in the
+        // child perf forks), not `true` (a `vm` guest has none) nor this
+        // binary's path (hidden under the sandbox's /tmp when it lives there).
+        .args(["--", "/proc/self/exe", "--version"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
