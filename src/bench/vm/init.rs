@@ -146,8 +146,6 @@ fn hello(module_errors: Vec<String>) -> Hello {
     Hello { release, version, preempt, preempt_source: source, offered, cpus, memory_bytes, module_errors }
 }
 
-/// Runs `dentrylab ARGV --json RESULT_FILE` with the console as its
-/// output; its exit status (128 + signal when killed).
 /// `--profile` in the guest: Debian's kernels default to
 /// perf_event_paranoid 3 (a Debian patch), which refuses perf_event_open
 /// to everyone, and /proc/kallsyms shows addresses to perf users only
@@ -158,6 +156,8 @@ fn allow_profiling() {
     }
 }
 
+/// Runs `dentrylab ARGV --json RESULT_FILE` with the console as its
+/// output; its exit status (128 + signal when killed).
 fn run_command(argv: &[String]) -> i32 {
     let status = std::process::Command::new(INIT_PATH)
         .args(argv)
