@@ -71,7 +71,7 @@ pub enum Command {
     Gvisor(GvisorArgs),
     /// Internal: the workload process of 'gvisor' (native or inside runsc).
     #[command(name = crate::bench::gvisor::WORKER, hide = true)]
-    GvisorWorker(crate::bench::gvisor::worker::WorkerArgs),
+    GvisorWorker(SpecArg),
     /// This node now: dentry counts and bytes, memory, watchdog and cache settings, and how far it is from a soft lockup (any user).
     #[command(long_about = STATUS_ABOUT)]
     Status(StatusArgs),
@@ -98,10 +98,10 @@ pub enum Command {
     Containers(ContainersArgs),
     /// Internal: the containers worker of 'mitigate --workload containers'.
     #[command(name = crate::bench::mitigate::containers::WORKER_COMMAND, hide = true)]
-    MitigateContainers(crate::bench::mitigate::containers::WorkerArgs),
+    MitigateContainers(SpecArg),
     /// Internal: one container of 'containers'.
     #[command(name = crate::bench::containers::child::CHILD_COMMAND, hide = true)]
-    ContainerChild(crate::bench::containers::child::ChildArgs),
+    ContainerChild(SpecArg),
     /// Run a dentrylab command in a virtual machine per kernel and preemption model; one matrix of the results.
     #[command(long_about = vm::VM_ABOUT)]
     Vm(vm::VmArgs),
@@ -116,7 +116,7 @@ pub enum Command {
     },
     /// Internal: the generator child of `reclaim --method ns-exit|memcg`.
     #[command(name = crate::bench::reclaim::child::CHILD_COMMAND, hide = true)]
-    ReclaimChild(crate::bench::reclaim::child::ChildArgs),
+    ReclaimChild(SpecArg),
     /// Internal: puts a sysctl (watchdog_thresh) back when dentrylab ends, however it ends.
     #[command(name = crate::sys::guardian::SYSCTL_GUARD_COMMAND, hide = true)]
     SysctlGuard(crate::bench::reclaim::sysctl_guard::GuardArgs),
@@ -471,4 +471,13 @@ fn parse_methods(s: &str) -> Result<Methods, String> {
 
 fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse()
+}
+
+/// The one argument of the hidden re-exec subcommands that take a spec
+/// (`__container-child`, `__reclaim-child`, `__gvisor-worker`, the
+/// mitigate containers worker): what the parent serialised for the child.
+#[derive(Debug, clap::Args)]
+pub struct SpecArg {
+    /// The spec, as JSON.
+    pub spec: String,
 }

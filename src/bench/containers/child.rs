@@ -119,19 +119,6 @@ pub fn receive_ready(output: &mut Output) -> Result<Report> {
     serde_json::from_str(&line).with_context(|| format!("a container said {:?}", line.trim()))
 }
 
-/// `__container-child`: this binary re-executed as one container of `containers`.
-#[derive(Debug, clap::Args)]
-pub struct ChildArgs {
-    /// The container's spec, as JSON.
-    pub spec: String,
-}
-
-impl ChildArgs {
-    pub fn run(&self) -> Result<()> {
-        child_main(&self.spec)
-    }
-}
-
 /// The container's side.
 pub fn child_main(spec: &str) -> Result<()> {
     let t = Instant::now();

@@ -113,19 +113,6 @@ pub fn make_tree(root: &Path, files: u64, dirs: u64) -> Result<()> {
     Ok(())
 }
 
-/// [`super::WORKER`]: this binary re-executed as the workload process of `gvisor` (native or inside runsc).
-#[derive(Debug, clap::Args)]
-pub struct WorkerArgs {
-    /// The worker's spec, as JSON.
-    pub spec: String,
-}
-
-impl WorkerArgs {
-    pub fn run(&self) -> Result<()> {
-        worker_main(&self.spec)
-    }
-}
-
 pub fn worker_main(spec_json: &str) -> Result<()> {
     let spec: WorkerSpec = serde_json::from_str(spec_json).context("parsing the worker's spec")?;
     std::env::set_current_dir(&spec.root).with_context(|| format!("chdir {}", spec.root.display()))?;

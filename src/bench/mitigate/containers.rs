@@ -96,19 +96,6 @@ pub fn read(out: impl std::io::Read, ops: Arc<AtomicU64>, runs: Arc<Mutex<Vec<Co
     }
 }
 
-/// `__mitigate-containers`: this binary re-executed as the containers worker of `mitigate --workload containers`.
-#[derive(Debug, clap::Args)]
-pub struct WorkerArgs {
-    /// The worker's spec, as JSON.
-    pub spec: String,
-}
-
-impl WorkerArgs {
-    pub fn run(&self) -> Result<()> {
-        worker_main(&self.spec)
-    }
-}
-
 /// The worker: lays out the image in `root`, then runs containers one
 /// after another until it is killed.
 pub fn worker_main(spec: &str) -> Result<()> {

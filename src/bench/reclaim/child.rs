@@ -117,19 +117,6 @@ impl Generator {
     }
 }
 
-/// `__reclaim-child`: this binary re-executed as the generator child of `reclaim --method ns-exit|memcg`.
-#[derive(Debug, clap::Args)]
-pub struct ChildArgs {
-    /// The child's spec, as JSON.
-    pub spec: String,
-}
-
-impl ChildArgs {
-    pub fn run(&self) -> Result<()> {
-        child_main(&self.spec)
-    }
-}
-
 /// The child's side.
 pub fn child_main(spec: &str) -> Result<()> {
     sys::die_with_parent()?;
