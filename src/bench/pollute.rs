@@ -38,9 +38,11 @@ use crate::sys;
 use crate::workload::{Kind, negative};
 use prober::{POLLUTED, Probe, Prober, Timings};
 
+mod args;
 pub mod prober;
 pub mod render;
 mod summary;
+pub use args::Args;
 pub use summary::{ratio_text, summarise, summary_lines};
 
 /// Default pollution sizes: the seed's 100k, then up to a few million

@@ -353,27 +353,12 @@ pub struct ScaleArgs {
     pub output: OutputArgs,
 }
 
+/// `pollute`: the benchmark's own options ([`crate::bench::pollute::Args`])
+/// and the output files.
 #[derive(Debug, Args)]
 pub struct PolluteArgs {
-    /// Negative dentries to add, a sweep: comma-separated totals with suffixes, ascending (each size adds to the last).
-    #[arg(long, default_value = crate::bench::pollute::DEFAULT_NEGATIVES, value_parser = parse_sizes, allow_hyphen_values = true)]
-    pub negatives: Sizes,
-    /// Repetitions, each on a fresh filesystem (the slowdown's interval needs at least 2).
-    #[arg(long, default_value_t = crate::bench::pollute::DEFAULT_REPS, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub reps: u32,
-    /// Timed calls of each probe at each size in each repetition (the miss probe makes a quarter of them).
-    #[arg(long, default_value_t = crate::bench::pollute::DEFAULT_CALLS as u64,
-          value_parser = clap::value_parser!(u64).range(crate::bench::pollute::MIN_CALLS as u64..=crate::bench::pollute::MAX_CALLS as u64))]
-    pub calls: u64,
-    /// Filesystem to pollute: ext4 or xfs (tmpfs keeps no negative dentries).
-    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
-    pub fs: FsType,
-    /// CPU the measuring thread is pinned to (default: the last allowed CPU).
-    #[arg(long)]
-    pub cpu: Option<usize>,
-    /// Run even if the negative dentries would take more than half of MemAvailable.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub pollute: crate::bench::pollute::Args,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -426,14 +411,6 @@ fn parse_layout(s: &str) -> Result<Layout, String> {
 
 fn parse_fs(s: &str) -> Result<FsType, String> {
     s.parse()
-}
-
-/// The sizes of a sweep, in ascending order.
-#[derive(Debug, Clone)]
-pub struct Sizes(pub Vec<u64>);
-
-fn parse_sizes(s: &str) -> Result<Sizes, String> {
-    crate::size::parse_sizes(s).map(Sizes)
 }
 
 /// The sizes of a reclaim sweep: a list, or `auto` (the list then holds

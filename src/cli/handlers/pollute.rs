@@ -14,14 +14,7 @@ use crate::sandbox;
 
 /// `dentrylab pollute`.
 pub fn run(a: cli::PolluteArgs, proc: &ProcRoot) -> Result<ExitCode> {
-    let opts = bench::pollute::Options {
-        negatives: a.negatives.0.clone(),
-        reps: a.reps,
-        calls: a.calls as usize,
-        fs: a.fs,
-        cpu: bench::pollute::choose_cpu(a.cpu)?,
-        force: a.force,
-    };
+    let opts = a.pollute.options(bench::pollute::choose_cpu(a.pollute.cpu)?);
     bench::pollute::validate(&opts)?;
     bench::pollute::preflight(&opts, proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
