@@ -10,9 +10,11 @@
 //! sampling functions, one tracing lock contention) to say which kernel
 //! functions and locks the time goes to.
 
+mod args;
 mod procs;
 pub mod render;
 
+pub use args::Args;
 pub use procs::{SCALE_WORKER, WorkerArgs};
 
 use std::path::Path;

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::sandbox::FsType;
-use crate::workload::lookup::Op;
 use crate::workload::{Kind, Layout};
 
 mod experiments;
@@ -326,29 +325,12 @@ pub struct CreateArgs {
     pub output: OutputArgs,
 }
 
+/// `scale`: the benchmark's own options ([`crate::bench::scale::Args`])
+/// and the output files.
 #[derive(Debug, Args)]
 pub struct ScaleArgs {
-    /// Worker counts: counts, ranges and 'cpus', e.g. 1..8, 1,2,4, 1..cpus [default: every count up to the CPU count; powers of two and the CPU count above 8 CPUs].
-    #[arg(long, value_parser = parse_thread_spec, allow_hyphen_values = true)]
-    pub threads: Option<crate::bench::scale::ThreadSpec>,
-    /// Run each worker as a process of its own (own file table) instead of a thread.
-    #[arg(long)]
-    pub procs: bool,
-    /// Seconds each worker loops per step.
-    #[arg(long, default_value_t = crate::bench::scale::DEFAULT_SECONDS, value_parser = parse_seconds, allow_hyphen_values = true)]
-    pub seconds: f64,
-    /// Operations to run, comma-separated [default: all]: stat, stat-missing, open-close, create-unlink-shared, create-unlink-private.
-    #[arg(long, value_parser = parse_ops)]
-    pub ops: Option<Ops>,
-    /// Filesystem the operations run on.
-    #[arg(long, default_value = "tmpfs", value_parser = parse_fs)]
-    pub fs: FsType,
-    /// Time one call in this many (the others are only counted).
-    #[arg(long, default_value_t = crate::bench::scale::DEFAULT_SAMPLE_EVERY, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub sample_every: u64,
-    /// After the sweep, run each operation twice more at the largest count under perf (perf record, perf lock) and name the kernel functions and locks its time goes to.
-    #[arg(long)]
-    pub profile: bool,
+    #[command(flatten)]
+    pub scale: crate::bench::scale::Args,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -371,38 +353,6 @@ pub struct ChurnArgs {
     pub churn: crate::bench::churn::Args,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// The operations of `scale --ops`, in the order given.
-#[derive(Debug, Clone)]
-pub struct Ops(pub Vec<Op>);
-
-fn parse_ops(s: &str) -> Result<Ops, String> {
-    let mut v: Vec<Op> = Vec::new();
-    for part in s.split(',') {
-        let op = parse_op(part.trim())?;
-        if v.contains(&op) {
-            return Err(format!("{op} is listed twice"));
-        }
-        v.push(op);
-    }
-    Ok(Ops(v))
-}
-
-fn parse_op(s: &str) -> Result<Op, String> {
-    s.parse()
-}
-
-fn parse_thread_spec(s: &str) -> Result<crate::bench::scale::ThreadSpec, String> {
-    s.parse()
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    use crate::bench::scale::{MAX_SECONDS, MIN_SECONDS};
-    match s.parse::<f64>() {
-        Ok(v) if (MIN_SECONDS..=MAX_SECONDS).contains(&v) => Ok(v),
-        _ => Err(format!("use a number of seconds from {MIN_SECONDS} to {MAX_SECONDS}")),
-    }
 }
 
 fn parse_layout(s: &str) -> Result<Layout, String> {
