@@ -6,6 +6,10 @@
 //! the lower filesystem are then unmounted in turn, each counted and
 //! probed ([`crate::bench::layers`]).
 
+mod args;
+
+pub use args::Args;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -1,5 +1,6 @@
 //! `--fs overlay` (for `reclaim` and `create`): what each filesystem of an
-//! overlay stack keeps, counted by unmounting the layers in turn.
+//! overlay stack keeps, counted by unmounting the layers in turn. Also the
+//! options the two share ([`WorkloadArgs`]: what to create and where).
 //!
 //! Once the overlay is gone (its umount, or the death of the namespace it
 //! was mounted in), the upper filesystem and then the lower one are
@@ -11,7 +12,10 @@
 //! out, and a count whose correction is uncertain by more than
 //! [`DRIFT_SHARE`] of it is flagged as disturbed.
 
+mod args;
 pub mod grid;
+
+pub use args::WorkloadArgs;
 
 use std::time::{Duration, Instant};
 

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::sandbox::FsType;
-use crate::workload::{Kind, Layout};
 
 mod experiments;
 mod gvisor;
@@ -169,60 +168,6 @@ pub struct OutputArgs {
     pub json: Option<PathBuf>,
 }
 
-/// What to create and where.
-#[derive(Debug, Args)]
-pub struct WorkloadArgs {
-    /// Kind of dentry to create: hardlink, file, negative (failed lookups of names that do not exist) or
-    /// unlinked (create then unlink, as temporary tables do). negative and unlinked need --fs ext4 or xfs:
-    /// tmpfs keeps no negative dentries.
-    #[arg(long, default_value = "hardlink", value_parser = parse_kind)]
-    pub kind: Kind,
-    /// 'flat' (all in one directory, as the node-lockup report) or 'dirs=K' (spread over K directories).
-    #[arg(long, default_value = "flat", value_parser = parse_layout)]
-    pub layout: Layout,
-    /// Generator threads (default: one per CPU; with fewer directories than threads, threads share directories).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub threads: Option<u32>,
-    /// Filesystem that holds the dentries: tmpfs, or ext4 / xfs made on a loop device over a sparse file in
-    /// the sandbox (mkfs.ext4 / mkfs.xfs must be installed), or overlay: the dentries are made through an
-    /// overlayfs mount whose lower layer is a directory on --lower-fs and whose upper and work directories
-    /// are on --upper-fs, as a container's root; the result then says, per filesystem of the stack, what
-    /// the reclaim freed and what stayed. The loop devices detach themselves when the run ends, however it
-    /// ends.
-    #[arg(long, default_value = "tmpfs", value_parser = parse_fs_choice)]
-    pub fs: FsChoice,
-    /// With --fs overlay: the filesystem of the lower layer (the image), ext4 or xfs.
-    #[arg(long, value_name = "FS", value_parser = parse_lower_fs)]
-    pub lower_fs: Option<FsType>,
-    /// With --fs overlay: the filesystem of the upper and work directories, ext4, xfs or tmpfs [default: the
-    /// lower's type, as the overlayfs snapshotter keeps them; a filesystem of its own, so each layer is counted].
-    #[arg(long, value_name = "FS", value_parser = parse_fs)]
-    pub upper_fs: Option<FsType>,
-}
-
-/// `--fs` of reclaim and create: one filesystem, or an overlay stack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FsChoice {
-    Plain(FsType),
-    Overlay,
-}
-
-fn parse_fs_choice(s: &str) -> Result<FsChoice, String> {
-    if s == "overlay" {
-        return Ok(FsChoice::Overlay);
-    }
-    s.parse()
-        .map(FsChoice::Plain)
-        .map_err(|_| format!("unknown filesystem {s:?}: use one of {}, overlay", FsType::NAMES.join(", ")))
-}
-
-fn parse_lower_fs(s: &str) -> Result<FsType, String> {
-    match s.parse::<FsType>()? {
-        FsType::Tmpfs => Err("the lower layer (the image) lives on a disk filesystem: use ext4 or xfs".into()),
-        fs => Ok(fs),
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct ReclaimArgs {
     /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (500k,1M,2M,4M), 'wide' (100k,500k,1M,2M,5M,10M: the six sizes of the 5.10 node-lockup report, docs/background.md; 'seed' is the same), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable or of what the memory cgroup's limit leaves (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
@@ -241,7 +186,7 @@ pub struct ReclaimArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub unpinned_reps: Option<u32>,
     #[command(flatten)]
-    pub workload: WorkloadArgs,
+    pub workload: crate::bench::layers::WorkloadArgs,
     /// How to reclaim: umount (umount(2), as the node-lockup report), ns-exit (the mount namespace's last process exits, as a
     /// container dies), drop-caches (echo 2 > /proc/sys/vm/drop_caches: machine-wide, needs --allow-global),
     /// memcg (reclaim the generator's own memory cgroup: memory.reclaim on cgroup v2, memory.force_empty on
@@ -308,19 +253,12 @@ pub struct ReportArgs {
     pub output: PathBuf,
 }
 
+/// `create`: the benchmark's own options ([`crate::bench::create::Args`])
+/// and the output files.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
-    /// How many dentries to create (suffixes k, M, G).
-    #[arg(long, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
-    pub count: u64,
     #[command(flatten)]
-    pub workload: WorkloadArgs,
-    /// Seconds to hold the dentries before reclaiming them with umount (0: at once; default: until Ctrl-C).
-    #[arg(long, value_name = "SECONDS")]
-    pub hold: Option<u64>,
-    /// Create even if the memory estimate is over half of MemAvailable (or of what the memory cgroup's limit leaves).
-    #[arg(long)]
-    pub force: bool,
+    pub create: crate::bench::create::Args,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -353,10 +291,6 @@ pub struct ChurnArgs {
     pub churn: crate::bench::churn::Args,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-fn parse_layout(s: &str) -> Result<Layout, String> {
-    s.parse()
 }
 
 fn parse_fs(s: &str) -> Result<FsType, String> {
@@ -394,10 +328,6 @@ pub struct Methods(pub Vec<crate::bench::reclaim::Method>);
 
 fn parse_methods(s: &str) -> Result<Methods, String> {
     crate::bench::reclaim::methods::parse_list(s).map(Methods)
-}
-
-fn parse_kind(s: &str) -> Result<Kind, String> {
-    s.parse()
 }
 
 /// The one argument of the hidden re-exec subcommands that take a spec

@@ -6,7 +6,6 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use super::reclaim::{fs_of, generator_threads};
 use crate::bench;
 use crate::cli;
 use crate::duration;
@@ -18,18 +17,10 @@ use crate::size;
 
 /// `dentrylab create`.
 pub fn run(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
-    let (fs, overlay) = fs_of(&a.workload)?;
-    let opts = bench::create::Options {
-        count: a.count,
-        kind: a.workload.kind,
-        layout: a.workload.layout,
-        threads: generator_threads(a.workload.threads),
-        fs,
-        hold_seconds: a.hold,
-        overlay,
-    };
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let opts = a.create.options(cpus)?;
     bench::reclaim::check_kind(opts.kind, opts.fs)?;
-    bench::reclaim::preflight(&[opts.count], opts.kind, a.force, proc)?;
+    bench::reclaim::preflight(&[opts.count], opts.kind, a.create.force, proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut sandbox = sandbox::Sandbox::enter()?;
     let interrupted = Arc::new(AtomicBool::new(false));

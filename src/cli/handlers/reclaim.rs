@@ -1,5 +1,5 @@
 //! `reclaim`: the sweep, with `--watchdog-check` and the calibration it
-//! saves; and the `--fs` choice `create` shares.
+//! saves.
 
 use std::process::ExitCode;
 
@@ -18,54 +18,19 @@ use crate::sandbox;
 use crate::size;
 use crate::state;
 
-/// `--fs`, `--lower-fs` and `--upper-fs` of reclaim and create: the
-/// filesystem the kinds are checked against (an overlay's lower) and the
-/// overlay stack, if any.
-pub fn fs_of(w: &cli::WorkloadArgs) -> Result<(sandbox::FsType, Option<sandbox::overlay::Stack>)> {
-    match w.fs {
-        cli::FsChoice::Overlay => {
-            let stack = bench::layers::stack(w.lower_fs, w.upper_fs);
-            Ok((stack.lower, Some(stack)))
-        }
-        cli::FsChoice::Plain(fs) => {
-            if let Some(flag) = [("--lower-fs", w.lower_fs), ("--upper-fs", w.upper_fs)].iter().find(|f| f.1.is_some())
-            {
-                return Err(UsageError(format!(
-                    "{}: the layers of an overlay are chosen only with --fs overlay (this run uses --fs {fs}); \
-                     add --fs overlay or drop {}",
-                    flag.0, flag.0
-                ))
-                .into());
-            }
-            Ok((fs, None))
-        }
-    }
-}
-
-/// Generator threads: as asked, else one per CPU. Where the layout has
-/// fewer directories than threads, threads share a directory: they then
-/// serialise on its lock while linking, but the rest of each call (name
-/// formatting, lookup, allocation) still runs in parallel (2M hard links,
-/// one directory, 2 CPUs: 257k/s with one thread, 374k/s with two).
-pub fn generator_threads(asked: Option<u32>) -> usize {
-    if let Some(t) = asked {
-        return t as usize;
-    }
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-}
-
 /// `dentrylab reclaim`: check, open the outputs, start the guardians, enter the
 /// sandbox, sweep (once per `--watchdog-thresh`), print, save the calibration.
 pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let (cpu, control_cpu) = bench::reclaim::choose_cpus(a.cpu)?;
-    let (fs, overlay) = fs_of(&a.workload)?;
+    let (fs, overlay) = a.workload.fs()?;
     let (policy, policy_why) = probe::gap::Policy::choose(a.probe_policy)?;
     let opts = bench::reclaim::Options {
         sizes: a.sizes.list.clone(),
         reps: a.reps,
         kind: a.workload.kind,
         layout: a.workload.layout,
-        threads: generator_threads(a.workload.threads),
+        threads: a.workload.threads(cpus),
         fs,
         methods: a.method.0.clone(),
         contend: a.contend.unwrap_or(0) as usize,
