@@ -29,48 +29,14 @@ carries the folded stacks; 'report' draws the flame graph. Where perf or kernel 
 line says so and the run goes on without it. Starting and stopping perf around each teardown makes the run \
 slower (the harness time is not comparable with a run without --profile).";
 
+/// `containers`: the benchmark's own options
+/// ([`crate::bench::containers::Args`]) and the output files.
 #[derive(Debug, Args)]
 pub struct ContainersArgs {
-    /// Containers to run, one after another or --parallel at a time (suffixes k allowed).
-    #[arg(long, default_value = crate::bench::containers::DEFAULT_COUNT, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
-    pub count: u64,
-    /// Containers running at once.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
-    pub parallel: u32,
-    /// temp-tables, lookups, files, or mixed=temp-tables=60,lookups=30,files=10.
-    #[arg(long, default_value = "temp-tables", value_parser = parse_mix)]
-    pub workload: crate::workload::container::Mix,
-    /// Operations per container (suffixes k, M); 0 measures the harness alone.
-    #[arg(long, default_value = crate::bench::containers::DEFAULT_OPS, value_parser = parse_op_count, allow_hyphen_values = true)]
-    pub ops: u64,
-    /// Containers started per hour on the node, for the projection to the lockup edge.
-    #[arg(long, default_value_t = crate::bench::containers::DEFAULT_RATE_PER_HOUR, allow_hyphen_values = true)]
-    pub rate: f64,
-    /// The host's disk filesystem holding the image and the snapshots: ext4 or xfs.
-    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
-    pub fs: FsType,
-    /// CPU the containers exit on and the teardown is probed on (default: the first allowed CPU).
-    #[arg(long)]
-    pub cpu: Option<usize>,
-    /// Probe wake-up interval in microseconds.
-    #[arg(long, default_value_t = crate::probe::gap::DEFAULT_INTERVAL.as_micros() as u64, value_parser = clap::value_parser!(u64).range(10..=100_000))]
-    pub probe_interval_us: u64,
-    /// Directory holding the calibration for the projection (as 'status --state-dir').
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// Run even if the memory estimate exceeds half of MemAvailable.
-    #[arg(long)]
-    pub force: bool,
-    /// Sample the teardown CPU with perf call graphs during each teardown and name the code behind the longest stretch.
-    #[arg(long)]
-    pub profile: bool,
+    #[command(flatten)]
+    pub containers: crate::bench::containers::Args,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// A count of operations, where 0 (the harness alone) is allowed.
-fn parse_op_count(s: &str) -> Result<u64, String> {
-    if s.trim() == "0" { Ok(0) } else { crate::size::parse_count(s) }
 }
 
 fn parse_mix(s: &str) -> Result<crate::workload::container::Mix, String> {
@@ -137,7 +103,7 @@ pub struct MitigateArgs {
     #[arg(long, value_name = "MIX", value_parser = parse_mix)]
     pub container_workload: Option<crate::workload::container::Mix>,
     /// containers: operations per container, as 'containers --ops' (default: 1k; suffixes k, M; 0: the harness alone).
-    #[arg(long, value_parser = parse_op_count, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::bench::containers::parse_op_count, allow_hyphen_values = true)]
     pub container_ops: Option<u64>,
     /// Filesystem of the workload: ext4 or xfs (tmpfs with --setting memory-limit=… alone).
     #[arg(long, default_value = "ext4", value_parser = parse_fs)]

@@ -19,6 +19,7 @@
 //! `bench::mitigate` (which runs the same container life in a loop);
 //! `child` is the hidden `container-child` subcommand's side.
 
+mod args;
 pub mod child;
 pub mod life;
 pub mod profile;
@@ -40,6 +41,7 @@ use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
 use crate::stats::GapStats;
 use crate::sys;
 use crate::workload::container::{self as work, Mix, Outcome};
+pub use args::{Args, parse_op_count};
 use child::{Output, Report};
 use life::{Running, Watch};
 pub use summary::{Projection, Summary};

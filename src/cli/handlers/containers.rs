@@ -18,22 +18,11 @@ use crate::status;
 
 /// `dentrylab containers`.
 pub fn run(a: cli::ContainersArgs, proc: &ProcRoot) -> Result<ExitCode> {
-    let (cpu, _) = bench::reclaim::choose_cpus(a.cpu)?;
-    let opts = bench::containers::Options {
-        count: a.count,
-        parallel: a.parallel,
-        mix: a.workload,
-        ops: a.ops,
-        rate_per_hour: a.rate,
-        fs: a.fs,
-        cpu,
-        probe_interval_us: a.probe_interval_us,
-        force: a.force,
-        profile: a.profile,
-    };
+    let (cpu, _) = bench::reclaim::choose_cpus(a.containers.cpu)?;
+    let opts = a.containers.options(cpu);
     bench::containers::validate(&opts)?;
     bench::containers::preflight(&opts, proc)?;
-    let edge = containers_edge(a.state_dir.unwrap_or_else(state::default_dir), proc)?;
+    let edge = containers_edge(a.containers.state_dir.unwrap_or_else(state::default_dir), proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut sandbox = sandbox::Sandbox::enter()?;
     let announce = |m: &str| eprintln!("{m}");
