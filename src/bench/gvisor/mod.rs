@@ -10,8 +10,11 @@
 //! itself sees, the host FDs the sentry holds (one per cached gofer
 //! dentry with directfs), and runsc's own metrics at exit.
 
+mod args;
 pub mod runsc;
 pub mod worker;
+
+pub use args::Args;
 
 use std::path::PathBuf;
 

@@ -4,8 +4,15 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use crate::error::UsageError;
 use crate::{bench, cli, report};
 
 pub fn run(a: cli::GvisorArgs) -> Result<ExitCode> {
-    report::gvisor::emit(&bench::gvisor::run(&a.options()?, &|m| eprintln!("{m}"))?, a.output.json.as_deref())
+    let opts = a.gvisor.options()?;
+    if !nix::unistd::geteuid().is_root() {
+        return Err(
+            UsageError("gvisor needs root (runsc run creates namespaces and mounts): run it as root".into()).into()
+        );
+    }
+    report::gvisor::emit(&bench::gvisor::run(&opts, &|m| eprintln!("{m}"))?, a.output.json.as_deref())
 }
