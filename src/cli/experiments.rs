@@ -1,12 +1,10 @@
-//! The options of the experiments that run a workload: `containers` and
-//! `mitigate`.
-
-use std::path::PathBuf;
+//! The experiments that run a workload, `containers` and `mitigate`: their
+//! long help and their commands, each the benchmark's own options beside
+//! the output files.
 
 use clap::Args;
 
-use super::{OutputArgs, parse_fs};
-use crate::sandbox::FsType;
+use super::OutputArgs;
 
 pub(super) const CONTAINERS_ABOUT: &str = "A node's life in fast-forward. --count containers, --parallel at a time, each in a mount \
 namespace of its own with an overlay of one shared image (the lower layer, on an ext4 or xfs loop filesystem of \
@@ -37,10 +35,6 @@ pub struct ContainersArgs {
     pub containers: crate::bench::containers::Args,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-fn parse_mix(s: &str) -> Result<crate::workload::container::Mix, String> {
-    s.parse()
 }
 
 pub(super) const MITIGATE_ABOUT: &str = "Runs a workload that grows the dentry cache under every combination of the --setting \
@@ -76,54 +70,12 @@ Default --memory-limit: the cgroup's usage once the workload is set up (for mari
 tables loaded) plus 32 MiB (64 MiB for containers: the container processes), so the dentries and the page cache the workload makes compete for memory within \
 seconds. Keep runs that change sysctls short on shared machines.";
 
+/// `mitigate`: the benchmark's own options ([`crate::bench::mitigate::Args`])
+/// and the output files.
 #[derive(Debug, Args)]
 pub struct MitigateArgs {
-    /// What grows the dentry cache: temp-tables, lookups, files, mariadb, containers.
-    #[arg(long, value_parser = clap::value_parser!(crate::bench::mitigate::Workload))]
-    pub workload: crate::bench::mitigate::Workload,
-    /// KNOB=V1,V2,... (repeatable; first values = baseline): vm.vfs_cache_pressure, vm.vfs_cache_pressure_denom, fs.dentry-negative, drop-caches-every (these four are global: --allow-global), memory-limit (the run's own cgroup; tmpfs allowed with it alone). fs.dentry-negative acts in d_delete() only (unlinked files), not on failed lookups' negatives.
-    #[arg(long = "setting", value_name = "KNOB=V1,V2", value_parser = crate::bench::mitigate::knobs::parse_setting)]
-    pub settings: Vec<crate::bench::mitigate::knobs::Setting>,
-    /// Memory limit of the workload's cgroup: 256M, 1G. Default: its usage once set up + a headroom for its own memory and freed kernel memory not yet returned (128 MiB; mariadb 160 MiB + 16 MiB per client; containers 64 MiB) + 2 × the kernel-memory growth per second measured for the workload (lookups 160 MiB, files 170 MiB, temp-tables 20 MiB, containers 6 MiB, mariadb 32 MiB: its page cache and buffers) × --duration, at most half of MemAvailable: a default run does not reach its limit. A reached limit may OOM-kill the workload (its cgroup full of dentries and inodes): the run then reports the kernel's OOM report and goes on. Compare limits with --setting memory-limit=16M,64M.
-    #[arg(long, value_parser = crate::bench::mitigate::knobs::parse_memory)]
-    pub memory_limit: Option<u64>,
-    /// How long each combination runs: 10s, 60s, 2m (1s to 1h).
-    #[arg(long, default_value = crate::bench::mitigate::DEFAULT_DURATION, value_parser = parse_mitigate_duration)]
-    pub duration: f64,
-    /// Repetitions of every combination (interleaved).
-    #[arg(long, default_value_t = crate::bench::mitigate::DEFAULT_REPS, value_parser = clap::value_parser!(u32).range(1..=crate::bench::mitigate::MAX_REPS as i64))]
-    pub reps: u32,
-    /// mariadb: client connections.
-    #[arg(long, default_value_t = crate::bench::mitigate::DEFAULT_CLIENTS as u32, value_parser = clap::value_parser!(u32).range(1..=crate::bench::mitigate::MAX_CLIENTS as i64))]
-    pub clients: u32,
-    /// mariadb: NAME=VALUE server option for one more row (repeatable), e.g. tmp_table_size=256M.
-    #[arg(long = "mariadb-option", value_name = "NAME=VALUE", value_parser = crate::bench::mitigate::mariadb::parse_option)]
-    pub mariadb_options: Vec<(String, String)>,
-    /// containers: each container's workload, as 'containers --workload' (default: mixed=temp-tables=60,lookups=30,files=10).
-    #[arg(long, value_name = "MIX", value_parser = parse_mix)]
-    pub container_workload: Option<crate::workload::container::Mix>,
-    /// containers: operations per container, as 'containers --ops' (default: 1k; suffixes k, M; 0: the harness alone).
-    #[arg(long, value_parser = crate::bench::containers::parse_op_count, allow_hyphen_values = true)]
-    pub container_ops: Option<u64>,
-    /// Filesystem of the workload: ext4 or xfs (tmpfs with --setting memory-limit=… alone).
-    #[arg(long, default_value = "ext4", value_parser = parse_fs)]
-    pub fs: FsType,
-    /// CPU the workload is pinned to and probed on (default: the last this process may use).
-    #[arg(long)]
-    pub cpu: Option<usize>,
-    /// Allow changing sysctls and dropping caches for the whole machine during the run.
-    #[arg(long)]
-    pub allow_global: bool,
-    /// Where the node's calibration is read from (for the distance to the lockup edge).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub mitigate: crate::bench::mitigate::Args,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// `--duration`: any non-negative duration; the bounds are checked with the other options.
-fn parse_mitigate_duration(s: &str) -> Result<f64, String> {
-    crate::bench::mitigate::knobs::parse_duration(s)
-        .map(|d| d.as_secs_f64())
-        .ok_or_else(|| format!("{s:?} is not a duration (write for example 10s, 60s or 2m)"))
 }

@@ -10,8 +10,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::sandbox::FsType;
-
 mod experiments;
 mod gvisor;
 pub mod handlers;
@@ -291,10 +289,6 @@ pub struct ChurnArgs {
     pub churn: crate::bench::churn::Args,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-fn parse_fs(s: &str) -> Result<FsType, String> {
-    s.parse()
 }
 
 /// The sizes of a reclaim sweep: a list, or `auto` (the list then holds

@@ -17,6 +17,7 @@
 //! `mitigate-containers` subcommands run [`worker_main`] and
 //! [`containers::worker_main`].
 
+mod args;
 pub mod containers;
 pub mod knobs;
 pub mod limits;
@@ -26,6 +27,8 @@ pub mod oom;
 pub mod render;
 pub mod steady;
 pub mod summary;
+
+pub use args::Args;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -21,7 +21,7 @@ use crate::sys;
 /// `dentrylab mitigate`.
 pub fn run(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let cpus = sys::allowed_cpus()?;
-    let cpu = match a.cpu {
+    let cpu = match a.mitigate.cpu {
         Some(c) if !cpus.contains(&c) => {
             return Err(UsageError(format!(
                 "--cpu {c}: this process may only run on CPUs {cpus:?}; choose one of them"
@@ -32,30 +32,14 @@ pub fn run(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
         None => *cpus.last().context("no CPU is available to this process")?,
     };
     // This node's lockup edge, from its calibration (as `status` finds it).
-    let state_dir = a.state_dir.clone().unwrap_or_else(state::default_dir);
+    let state_dir = a.mitigate.state_dir.clone().unwrap_or_else(state::default_dir);
     let edge = status::calibration::Store::new(&state_dir).current().ok().and_then(|cal| {
         let thresh = proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
         analysis::edge::predict(&cal.model(), 0, thresh)
             .lockup_dentries
             .map(|d| bench::mitigate::Edge { dentries: d, calibration: cal.name.clone() })
     });
-    let (container_mix, container_ops) =
-        bench::mitigate::containers::options(a.workload, a.container_workload, a.container_ops)?;
-    let opts = bench::mitigate::Options {
-        workload: a.workload,
-        settings: a.settings,
-        memory_limit: a.memory_limit,
-        duration_seconds: a.duration,
-        reps: a.reps,
-        clients: a.clients as usize,
-        mariadb_options: a.mariadb_options,
-        container_mix,
-        container_ops,
-        fs: a.fs,
-        cpu,
-        allow_global: a.allow_global,
-        edge,
-    };
+    let opts = a.mitigate.options(cpu, edge)?;
     bench::mitigate::validate(&opts)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     // Guardians first, outside the sandbox: the sysctls' originals and the
