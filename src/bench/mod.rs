@@ -5,13 +5,15 @@
 //! part, its figure specs), which `report`'s engines consume. So a
 //! benchmark's tables and figures change in its own folder.
 //!
-//! In: an options struct (built by `cli::handlers`), the sandbox and the
-//! proc root. Out: a serde result struct, printed through `report` and
-//! saved as JSON. Imports `render`, `sandbox`, `workload`, `probe`,
-//! `analysis`, `state`, `env`, `procfs` and the utilities; imported by
-//! `report` (to render the results) and `cli`. A benchmark may use
-//! another's pieces (`containers`' harness in `mitigate`, `layers`' grid in
-//! `reclaim` and `create`), never the other way round.
+//! In: an options struct (from the benchmark's clap `Args`, which `cli`
+//! flattens into its command and whose `options` `cli::handlers` call),
+//! the sandbox and the proc root. Out: a serde result struct, printed
+//! through `report` and saved as JSON. Imports `render`, `sandbox`,
+//! `workload`, `probe`, `analysis`, `state`, `env`, `procfs` and the
+//! utilities; imported by `report` (to render the results) and `cli`. A
+//! benchmark may use another's pieces (`containers`' harness in
+//! `mitigate`, `layers`' grid and shared options in `reclaim` and
+//! `create`), never the other way round.
 
 pub mod churn;
 pub mod containers;

@@ -20,6 +20,7 @@
 //! [`child`] and [`watchdog`].
 
 mod analyse;
+mod args;
 pub mod auto;
 mod checks;
 pub mod child;
@@ -34,6 +35,7 @@ pub mod sysctl_guard;
 pub mod watchdog;
 
 pub use analyse::fit_runs;
+pub use args::Args;
 pub use checks::{MAX_CONTEND, check_kind, choose_cpus, preflight, validate};
 pub use methods::Method;
 

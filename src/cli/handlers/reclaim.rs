@@ -9,9 +9,7 @@ use super::print_table_and_json;
 use super::report::write_report;
 use crate::bench;
 use crate::cli;
-use crate::error::UsageError;
 use crate::output;
-use crate::probe;
 use crate::procfs::ProcRoot;
 use crate::report;
 use crate::sandbox;
@@ -22,46 +20,15 @@ use crate::state;
 /// sandbox, sweep (once per `--watchdog-thresh`), print, save the calibration.
 pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let (cpu, control_cpu) = bench::reclaim::choose_cpus(a.cpu)?;
-    let (fs, overlay) = a.workload.fs()?;
-    let (policy, policy_why) = probe::gap::Policy::choose(a.probe_policy)?;
-    let opts = bench::reclaim::Options {
-        sizes: a.sizes.list.clone(),
-        reps: a.reps,
-        kind: a.workload.kind,
-        layout: a.workload.layout,
-        threads: a.workload.threads(cpus),
-        fs,
-        methods: a.method.0.clone(),
-        contend: a.contend.unwrap_or(0) as usize,
-        allow_global: a.allow_global,
-        extrapolate: a.extrapolate,
-        cpu,
-        control_cpu,
-        probe_interval_us: a.probe_interval_us,
-        force: a.force,
-        unobserved_reps: a.unobserved_reps.unwrap_or(a.reps),
-        unpinned_reps: a.unpinned_reps.unwrap_or(a.unobserved_reps.unwrap_or(a.reps)),
-        profile: a.profile,
-        overlay,
-        auto: a.sizes.auto,
-        probe_policy: policy,
-        probe_policy_why: policy_why,
-    };
+    let (cpu, control_cpu) = bench::reclaim::choose_cpus(a.reclaim.cpu)?;
     // Every usage error (exit 2) before any output file or directory is made.
-    if a.watchdog_check && !a.allow_global {
-        return Err(UsageError(
-            "--watchdog-check changes kernel.watchdog_thresh for the whole machine during the run: add --allow-global"
-                .into(),
-        )
-        .into());
-    }
+    let opts = a.reclaim.options(cpus, cpu, control_cpu)?;
     bench::reclaim::validate(&opts)?;
     bench::reclaim::preflight(&opts.sizes, opts.kind, opts.force, proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut markdown = output::open_opt(a.markdown.as_deref())?;
     let report_dir = a.report.as_deref().map(output::OutDir::create).transpose()?;
-    let state = match (a.no_save, &a.state_dir) {
+    let state = match (a.reclaim.no_save, &a.reclaim.state_dir) {
         (true, _) => None,
         // A directory the user named must work.
         (false, Some(dir)) => Some(state::StateDir::open(dir)?),
@@ -84,9 +51,9 @@ pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     // With --watchdog-check, one sweep per threshold: lowered (and guarded:
     // the guardian puts the original back however the run ends) before
     // the sandbox, set to each threshold in turn, restored at the end.
-    let mut lowered = match a.watchdog_thresh.first() {
-        Some(&t) if a.watchdog_check => {
-            let max = a.watchdog_thresh.iter().copied().max().unwrap_or(t);
+    let mut lowered = match a.reclaim.watchdog_thresh.first() {
+        Some(&t) if a.reclaim.watchdog_check => {
+            let max = a.reclaim.watchdog_thresh.iter().copied().max().unwrap_or(t);
             Some(bench::reclaim::watchdog::lower(t, bench::reclaim::watchdog::rcu_timeout_needed(max))?)
         }
         _ => None,
@@ -96,8 +63,11 @@ pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
         sandbox.adopt(g);
     }
     let mut result: Option<bench::reclaim::ReclaimResult> = None;
-    let threshs: Vec<Option<u64>> =
-        if a.watchdog_check { a.watchdog_thresh.iter().map(|&t| Some(t)).collect() } else { vec![None] };
+    let threshs: Vec<Option<u64>> = if a.reclaim.watchdog_check {
+        a.reclaim.watchdog_thresh.iter().map(|&t| Some(t)).collect()
+    } else {
+        vec![None]
+    };
     for thresh in threshs {
         if let (Some(l), Some(t)) = (lowered.as_mut(), thresh) {
             l.set(t)?;
