@@ -67,8 +67,11 @@ the longest stretch of the teardowns (a probe of their own on the same CPU, duri
 A rep that the cgroup's OOM killer ends is named in the notes and the run goes on with the other \
 combinations, whose results are kept; the run fails only when every combination was OOM-killed.\n\n\
 Default --memory-limit: the cgroup's usage once the workload is set up (for mariadb: the server started and its \
-tables loaded) plus 32 MiB (64 MiB for containers: the container processes), so the dentries and the page cache the workload makes compete for memory within \
-seconds. Keep runs that change sysctls short on shared machines.";
+tables loaded), plus a headroom for its own memory, plus twice the largest growth measured for the workload over \
+--duration, at most half of MemAvailable (see --memory-limit; docs/mitigate.md): a default run does not reach its \
+limit and runs to its duration. A limit that is reached may OOM-kill the workload rather than make the cgroup \
+reclaim its dentries (docs/memory-limit.md): ask for one with --memory-limit, or compare several with --setting \
+memory-limit=16M,64M. Keep runs that change sysctls short on shared machines.";
 
 /// `mitigate`: the benchmark's own options ([`crate::bench::mitigate::Args`])
 /// and the output files.
