@@ -8,6 +8,13 @@ use crate::procfs::ProcRoot;
 /// The kernel's default (and boot-time) watchdog_thresh, seconds.
 pub const DEFAULT_WATCHDOG_THRESH_SECONDS: u64 = 10;
 
+/// The CPUs this process may use (`available_parallelism`: the affinity
+/// mask and cgroup quota), at least 1: the default thread and worker
+/// counts, and the `cpus` a result records.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {
     pub kernel: String,
@@ -40,7 +47,7 @@ impl Environment {
             kernel: release,
             kernel_version: version,
             hostname: s(|u| u.nodename()),
-            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cpus: cpus(),
             mem_total_bytes: mem.map(|m| m.mem_total_bytes).unwrap_or(0),
             mem_available_bytes: mem.map(|m| m.mem_available_bytes).unwrap_or(0),
             preemption,

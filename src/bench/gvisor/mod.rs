@@ -236,7 +236,7 @@ pub fn run(o: &Options, announce: &dyn Fn(&str)) -> Result<GvisorResult> {
         kernel: nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
         loadavg_start,
         loadavg_end: loadavg(),
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpus: crate::env::cpus(),
         runs,
         rows,
     })

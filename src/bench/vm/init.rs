@@ -142,7 +142,7 @@ fn hello(module_errors: Vec<String>) -> Hello {
         }
     };
     let memory_bytes = crate::procfs::ProcRoot::default().meminfo().map(|m| m.mem_total_bytes).unwrap_or(0);
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpus = crate::env::cpus();
     Hello { release, version, preempt, preempt_source: source, offered, cpus, memory_bytes, module_errors }
 }
 

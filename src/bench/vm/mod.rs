@@ -134,7 +134,7 @@ pub fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<Matr
     let started_at = crate::result::now_utc();
     let host = HostInfo {
         kernel: nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
-        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        cpus: crate::env::cpus(),
         memory_bytes: proc.meminfo().map(|m| m.mem_total_bytes).unwrap_or(0),
     };
     let guests = o.kernels.iter().any(|k| *k != Spec::Host);

@@ -14,7 +14,7 @@ use crate::sandbox;
 
 /// `dentrylab churn`.
 pub fn run(a: cli::ChurnArgs, proc: &ProcRoot) -> Result<ExitCode> {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpus = crate::env::cpus();
     let opts = a.churn.options(cpus);
     bench::churn::validate(&opts)?;
     bench::churn::preflight(&opts, proc)?;

@@ -17,7 +17,7 @@ use crate::size;
 
 /// `dentrylab create`.
 pub fn run(a: cli::CreateArgs, proc: &ProcRoot) -> Result<ExitCode> {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpus = crate::env::cpus();
     let opts = a.create.options(cpus)?;
     bench::reclaim::check_kind(opts.kind, opts.fs)?;
     bench::reclaim::preflight(&[opts.count], opts.kind, a.create.force, proc)?;

@@ -19,7 +19,7 @@ use crate::state;
 /// `dentrylab reclaim`: check, open the outputs, start the guardians, enter the
 /// sandbox, sweep (once per `--watchdog-thresh`), print, save the calibration.
 pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpus = crate::env::cpus();
     let (cpu, control_cpu) = bench::reclaim::choose_cpus(a.reclaim.cpu)?;
     // Every usage error (exit 2) before any output file or directory is made.
     let opts = a.reclaim.options(cpus, cpu, control_cpu)?;

@@ -13,7 +13,7 @@ use crate::sandbox;
 
 /// `dentrylab scale`.
 pub fn run(a: cli::ScaleArgs, proc: &ProcRoot) -> Result<ExitCode> {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpus = crate::env::cpus();
     let opts = a.scale.options(cpus)?;
     bench::scale::validate(&opts)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
