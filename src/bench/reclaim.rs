@@ -31,6 +31,7 @@ pub mod overlay;
 pub mod placement;
 pub mod profile;
 pub mod render;
+pub mod schedule;
 pub mod sysctl_guard;
 pub mod watchdog;
 
@@ -466,38 +467,27 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
             break 'sizes;
         }
         ran.push(target);
+        let schedule = schedule::Schedule::of(&schedule::Counts {
+            probed: opts.reps,
+            unobserved: opts.unobserved_reps,
+            unpinned: opts.unpinned_reps,
+            victims: 0,
+            contention: contention.clone(),
+        });
         for &method in &opts.methods {
-            for rep in 0..opts.reps.max(opts.unobserved_reps).max(opts.unpinned_reps) {
-                // Unobserved (pinned, unpinned) and probed alternate, the
-                // order swapped every repetition, so that drift hits all alike.
-                let mut order: Vec<(bool, usize, bool)> = Vec::new();
-                if rep < opts.unobserved_reps {
-                    order.push((false, 0, true));
+            for &(rep, slot) in schedule.slots() {
+                let profile = profiling && slot == schedule::Slot::Probed { contenders: 0 };
+                let at = measure::At { target, rep, method, slot, profile };
+                let r = measure::one_run(opts, sandbox, proc, &kmsg, &at)?;
+                if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
+                    bpd_measured = Some(r.bytes_per_dentry);
                 }
-                if rep < opts.unpinned_reps {
-                    order.push((false, 0, false));
-                }
-                if rep < opts.reps {
-                    order.extend(contention.iter().map(|&c| (true, c, true)));
-                }
-                if rep % 2 == 1 {
-                    order.reverse();
-                }
-                for (observed, contenders, pinned) in order {
-                    let profile = profiling && observed && contenders == 0;
-                    let at = measure::At { target, rep, method, contenders, observed, pinned, profile };
-                    let r = measure::one_run(opts, sandbox, proc, &kmsg, &at)?;
-                    if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
-                        bpd_measured = Some(r.bytes_per_dentry);
-                    }
-                    measure::report_progress(&r, observed);
-                    if observed {
-                        runs.push(r);
-                    } else if pinned {
-                        unobserved.push(Unobserved::of(&r));
-                    } else {
-                        unpinned.push(Unobserved::of(&r));
-                    }
+                measure::report_progress(&r, slot.observed());
+                match slot {
+                    schedule::Slot::Probed { .. } => runs.push(r),
+                    schedule::Slot::Unobserved { pinned: true } => unobserved.push(Unobserved::of(&r)),
+                    schedule::Slot::Unobserved { pinned: false } => unpinned.push(Unobserved::of(&r)),
+                    schedule::Slot::Victims => {}
                 }
             }
         }
