@@ -33,6 +33,7 @@ pub mod profile;
 pub mod render;
 pub mod schedule;
 pub mod sysctl_guard;
+pub mod victims;
 pub mod watchdog;
 
 pub use analyse::fit_runs;
@@ -115,6 +116,10 @@ pub struct Options {
     /// filesystems (`fs` is then the lower's type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<crate::sandbox::overlay::Stack>,
+    /// `--victims`: the operations timed on the other CPUs during repetitions
+    /// of their own (as many as `reps`); empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub victims: Vec<crate::probe::victims::Victim>,
 }
 
 impl Options {
@@ -188,6 +193,10 @@ pub struct Run {
     /// unmounting each in turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<crate::bench::layers::StackTeardown>,
+    /// A victim repetition's raw calls (summarised into a
+    /// [`victims::VictimRun`], never saved).
+    #[serde(skip)]
+    pub victims: Option<victims::Observed>,
 }
 
 /// An unobserved repetition: the reclaim timed with no probe, no control
@@ -400,6 +409,12 @@ pub struct ReclaimResult {
     /// from its own sweep).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub watchdog_more: Vec<watchdog::WatchdogReport>,
+    /// `--victims`: every victim repetition, summarised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub victim_runs: Vec<victims::VictimRun>,
+    /// `--victims`: per victim and size, the fits and the first incident.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victims: Option<victims::Analysis>,
 }
 
 /// Runs the sweep. The sandbox must already be entered.
@@ -432,6 +447,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
     let mut runs: Vec<Run> = Vec::new();
     let mut unobserved: Vec<Unobserved> = Vec::new();
     let mut unpinned: Vec<Unobserved> = Vec::new();
+    let mut victim_runs: Vec<victims::VictimRun> = Vec::new();
     let mut refused = Vec::new();
     let mut bpd_measured: Option<f64> = None;
     let contention: Vec<usize> = if opts.contend > 0 { vec![0, opts.contend] } else { vec![0] };
@@ -471,7 +487,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
             probed: opts.reps,
             unobserved: opts.unobserved_reps,
             unpinned: opts.unpinned_reps,
-            victims: 0,
+            victims: if opts.victims.is_empty() { 0 } else { opts.reps },
             contention: contention.clone(),
         });
         for &method in &opts.methods {
@@ -487,7 +503,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
                     schedule::Slot::Probed { .. } => runs.push(r),
                     schedule::Slot::Unobserved { pinned: true } => unobserved.push(Unobserved::of(&r)),
                     schedule::Slot::Unobserved { pinned: false } => unpinned.push(Unobserved::of(&r)),
-                    schedule::Slot::Victims => {}
+                    schedule::Slot::Victims => victim_runs.extend(victims::VictimRun::of(&r)),
                 }
             }
         }
@@ -540,6 +556,8 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
     let pinning_cost = placement::cost(&unobserved, &unpinned);
+    let deadlines = victims::deadlines(&environment, proc);
+    let victims = victims::analyse(&victim_runs, &sizes, fits.gap_power, &deadlines);
     Ok(ReclaimResult {
         header,
         environment,
@@ -561,5 +579,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         watchdog: None,
         auto,
         watchdog_more: Vec::new(),
+        victim_runs,
+        victims,
     })
 }

@@ -199,6 +199,7 @@ pub fn validate(opts: &Options) -> Result<()> {
     if opts.methods.contains(&Method::DropCaches) && !sys::is_root() {
         bail!("--method drop-caches writes /proc/sys/vm/drop_caches, which needs root (run dentrylab with sudo)");
     }
+    victims_check(opts)?;
     if opts.contend > 0 {
         let cpus = sys::allowed_cpus()?;
         if !cpus.iter().any(|&c| c != opts.cpu) {
@@ -208,6 +209,31 @@ pub fn validate(opts: &Options) -> Result<()> {
                 opts.contend, opts.cpu
             )));
         }
+    }
+    Ok(())
+}
+
+/// `--victims`: a CPU besides the reclaiming one, and root for the victims
+/// that make namespaces, mounts or cgroups. Checked before anything is made.
+fn victims_check(opts: &Options) -> Result<()> {
+    if opts.victims.is_empty() {
+        return Ok(());
+    }
+    let cpus = sys::allowed_cpus()?;
+    if !cpus.iter().any(|&c| c != opts.cpu) {
+        bail!(UsageError(format!(
+            "--victims: the victims run on the CPUs other than the reclaiming one (CPU {}), and this process may \
+             only use CPUs {cpus:?}",
+            opts.cpu
+        )));
+    }
+    if let Some(v) = opts.victims.iter().find(|v| v.needs_root()).filter(|_| !sys::is_root()) {
+        bail!(UsageError(format!(
+            "--victims {}: {} needs root (a namespace, a mount or a cgroup of its own): run dentrylab with sudo, or \
+             leave it out (stat, fork-exec and inotify run as any user)",
+            v.name(),
+            v.operation()
+        )));
     }
     Ok(())
 }

@@ -76,6 +76,11 @@ pub(super) fn one_run(
     let label = format!("create {} {} rep {}", human(target), at.method.name(), rep + 1);
     let (observed, contenders) = (at.slot.observed(), at.slot.contenders());
     let pin = at.slot.pinned().then_some(opts.cpu);
+    // The victims start before the run's filesystem exists (see probe::victims).
+    let victims = match at.slot {
+        Slot::Victims => Some(super::victims::start(opts, sandbox)?),
+        _ => None,
+    };
     let stage =
         StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: pin, label: &label, overlay: opts.overlay };
     let (mut staged, create) = methods::stage(&stage, sandbox)?;
@@ -102,6 +107,10 @@ pub(super) fn one_run(
     let probe = observed.then(|| GapProbe::start_with(opts.cpu, interval, policy)).transpose()?;
     let control =
         opts.control_cpu.filter(|_| observed).map(|c| GapProbe::start_with(c, interval, policy)).transpose()?;
+    if let Some(v) = &victims {
+        v.go();
+        std::thread::sleep(super::victims::CONTROL_WINDOW);
+    }
     // Both kinds wait the same margin on the pinned CPU before the reclaim,
     // so that they start alike (the probes get going meanwhile).
     std::thread::sleep(PROBE_MARGIN);
@@ -121,9 +130,12 @@ pub(super) fn one_run(
         migrations: migrations0.zip(migrations1).map(|(a, b)| b.saturating_sub(a)).filter(|_| own),
         allowed: if pin.is_some() { pin.into_iter().collect() } else { all.clone() },
     };
-    if observed {
+    if observed || victims.is_some() {
         std::thread::sleep(PROBE_MARGIN);
     }
+    let victims = victims
+        .map(|v| v.finish().map(|records| super::victims::Observed { records, start_ns, end_ns }))
+        .transpose()?;
     let probe = probe.map(GapProbe::finish_with_longest).transpose();
     let control = control.map(GapProbe::finish).transpose();
     let contention = lookups.map(Contenders::finish);
@@ -206,5 +218,6 @@ pub(super) fn one_run(
         profile,
         profile_problem,
         layers,
+        victims,
     })
 }
