@@ -36,14 +36,7 @@ pub struct Args {
     pub unpinned_reps: Option<u32>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// How to reclaim: umount (umount(2), as the node-lockup report), ns-exit (the mount namespace's last process exits, as a
-    /// container dies), drop-caches (echo 2 > /proc/sys/vm/drop_caches: machine-wide, needs --allow-global),
-    /// memcg (reclaim the generator's own memory cgroup: memory.reclaim on cgroup v2, memory.force_empty on
-    /// v1), inotify (not a reclaim: the first inotify_add_watch on each directory makes fsnotify walk its
-    /// children under the directory's d_lock, negatives included; it frees nothing; needs --kind negative or
-    /// unlinked on ext4 or xfs, and each repetition watches a fresh filesystem). A comma-separated list, or
-    /// 'all' (the four reclaims, not inotify), runs each at every size and compares them.
-    #[arg(long, default_value = "umount", value_parser = parse_methods)]
+    #[arg(long, default_value = "umount", value_parser = parse_methods, help = super::methods::help())]
     pub method: Methods,
     /// Run every repetition twice: alone, and with T threads doing path lookups in the same filesystem on the
     /// other CPUs during the reclaim.

@@ -525,7 +525,7 @@ mod tests {
         let mut r = fixture();
         for run in &mut r.runs {
             run.kernel_messages.clear();
-            run.method = super::super::Method::NsExit;
+            run.method = "ns-exit".parse().unwrap();
         }
         let last = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
         last.kernel_messages = alerts.clone();
