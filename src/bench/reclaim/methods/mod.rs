@@ -478,18 +478,38 @@ mod tests {
             let name = p.about().name;
             assert_eq!(m(name).name(), name);
         }
-        assert_eq!(Method::names().len(), Method::all().len() + 1);
     }
 
+    /// Everything said of the paths comes from [`PATHS`], whatever it holds.
     #[test]
-    fn names_are_unique_and_the_words_follow_the_list() {
+    fn names_help_and_all_follow_the_registry() {
         let names = Method::names();
         let set: std::collections::BTreeSet<_> = names.iter().collect();
         assert_eq!(set.len(), names.len(), "two paths share a name: {names:?}");
-        assert_eq!(names, ["umount", "ns-exit", "drop-caches", "memcg", "inotify"]);
-        assert!(parse_list("bogus").unwrap_err().ends_with("or all (the first four)"));
-        assert!(help().contains("'all' (the four reclaims, not inotify)"));
-        assert_eq!(overlay_words(), ("umount or ns-exit".to_string(), "drop-caches and memcg".to_string()));
+        let all: Vec<&str> = PATHS.iter().map(|p| p.about()).filter(|a| a.in_all).map(|a| a.name).collect();
+        assert_eq!(Method::all().iter().map(|m| m.name()).collect::<Vec<_>>(), all);
+        let error = parse_list("bogus").unwrap_err();
+        let help = help();
+        for p in PATHS {
+            let a = p.about();
+            assert!(error.contains(a.name), "{error}");
+            assert!(help.contains(&format!("{} ({})", a.name, a.help)), "{help}");
+            assert!(!a.lru_only || a.frees, "{}: LRU-only but frees nothing", a.name);
+        }
+        assert!(error.ends_with(&format!("or all ({})", all_in_words())), "{error}");
+        assert!(help.contains(&format!("'all' (the {} reclaims", number_word(all.len()))), "{help}");
+        let (takes, plain) = overlay_words();
+        for a in PATHS.iter().map(|p| p.about()) {
+            assert_eq!(takes.contains(a.name), a.takes_overlay, "{}: {takes}", a.name);
+            assert_eq!(plain.contains(a.name), a.frees && !a.takes_overlay, "{}: {plain}", a.name);
+        }
+    }
+
+    #[test]
+    fn counts_are_spelled_out_to_ten() {
+        assert_eq!(number_word(4), "four");
+        assert_eq!(number_word(10), "ten");
+        assert_eq!(number_word(12), "12");
     }
 
     #[test]
