@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use super::{MAX_MEMORY_SHARE, MAX_PREDICTED_GAP_SECONDS, Method, Options, Run};
+use super::{MAX_MEMORY_SHARE, MAX_PREDICTED_GAP_SECONDS, Options, Run};
 use crate::analysis::fit;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
@@ -43,21 +43,7 @@ pub(super) fn method_notes(opts: &Options) -> Vec<String> {
             ));
         }
     }
-    if opts.methods.contains(&Method::Inotify) {
-        out.push(
-            "inotify is a walk, not a reclaim: the first inotify_add_watch on a directory flags its children \
-             (fsnotify_set_children_dentry_flags, under the directory's d_lock) and frees nothing, so 'Freed' is \
-             0 by design; its ns/dentry and fits count the negatives made in the watched directories"
-                .into(),
-        );
-    }
-    if opts.methods.contains(&Method::DropCaches) {
-        out.push(
-            "drop-caches is machine-wide: its time and 'Reclaimed' include every other unused dentry on the \
-             node; 'Freed' counts only this run's"
-                .into(),
-        );
-    }
+    out.extend(opts.methods.iter().filter_map(|m| m.path().note(opts)));
     if opts.contend > 0 && opts.methods.iter().any(|m| !m.leaves_mounted()) {
         out.push(
             "umount and ns-exit detach the filesystem before freeing its dentries: from then on the contending \
@@ -181,23 +167,12 @@ pub fn validate(opts: &Options) -> Result<()> {
         bail!(UsageError("--method: give at least one reclaim method".into()));
     }
     check_kind(opts.kind, opts.fs)?;
-    if opts.methods.contains(&Method::Inotify) && !opts.kind.is_negative() {
-        bail!(UsageError(format!(
-            "--method inotify times fsnotify's walk over a directory of negative dentries, and --kind {} makes \
-             none: add --kind negative (with --fs ext4 or --fs xfs)",
-            opts.kind.name()
-        )));
+    for m in &opts.methods {
+        m.path().refuse_options(opts)?;
     }
     super::overlay::validate(opts)?;
-    if opts.methods.contains(&Method::DropCaches) && !opts.allow_global {
-        bail!(UsageError(
-            "--method drop-caches writes /proc/sys/vm/drop_caches, which drops every unused dentry and inode on \
-             the whole machine: pass --allow-global to allow it"
-                .into()
-        ));
-    }
-    if opts.methods.contains(&Method::DropCaches) && !sys::is_root() {
-        bail!("--method drop-caches writes /proc/sys/vm/drop_caches, which needs root (run dentrylab with sudo)");
+    for m in &opts.methods {
+        m.path().refuse_unpermitted(opts)?;
     }
     victims_check(opts)?;
     if opts.contend > 0 {

@@ -43,7 +43,7 @@ pub fn run(a: cli::ReclaimArgs, proc: &ProcRoot) -> Result<ExitCode> {
     };
     // Both guardians are copies of dentrylab started outside the sandbox
     // (sys::guardian): they clean up when it ends, however it ends.
-    let guardian = if opts.methods.contains(&bench::reclaim::Method::Memcg)
+    let guardian = if opts.methods.iter().any(|m| m.about().uses_memcg)
         || opts.victims.contains(&crate::probe::victims::Victim::Cgroup)
     {
         Some(sandbox::cgroup::Guardian::start(proc)?)
