@@ -2,7 +2,8 @@
 //! reclaim. A 1M tmpfs umount makes the `umount` victim (a mount + umount
 //! on the other CPU) wait for the reclaiming CPU's stretch, in the kernel's
 //! expedited grace period; a SIGKILL while the victims run leaves none of
-//! their namespaces, mounts or cgroups; bad input is one line.
+//! their namespaces, mounts, cgroups or runsc sandboxes; bad input is one
+//! line, and so is a container victim without runsc.
 
 mod common;
 
@@ -37,6 +38,21 @@ fn a_victim_that_needs_root_is_refused_as_nobody_before_anything_is_made() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--victims netns") && err.contains("needs root"), "{err}");
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn the_container_victim_without_runsc_is_one_line_naming_how_to_build_it() {
+    require_root!();
+    let out = bin()
+        .args(["reclaim", "--sizes", "10k", "--no-save", "--victims", "container"])
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("DENTRYLAB_RUNSC")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("runsc") && err.contains("bench/gvisor/install.sh"), "{err}");
 }
 
 /// The regression the victims exist for: during a tmpfs umount of 1M hard
@@ -133,6 +149,14 @@ fn namespaces_of_all(pid: u32) -> Vec<String> {
     out
 }
 
+/// Whether a live process has `needle` in its command line.
+fn processes_naming(needle: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .any(|p| std::fs::read(p.path().join("cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle)))
+}
+
 /// Whether `pid` has a victim thread running.
 fn victims_running(pid: u32) -> bool {
     std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -168,6 +192,7 @@ fn cgroups_of(pid: u32) -> Vec<PathBuf> {
 #[test]
 fn a_sigkill_while_the_victims_run_leaves_none_of_theirs() {
     require_root!();
+    require!(common::has("runsc"), "needs runsc for the container victim (bench/gvisor/install.sh)");
     let _k = kernel_lock();
     for after_ms in [0u64, 1500] {
         let mut child = bin()
@@ -201,5 +226,40 @@ fn a_sigkill_while_the_victims_run_leaves_none_of_theirs() {
         );
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(!mounts.contains("dentrylab-victim"), "a victim's tmpfs is mounted in the test's namespace");
+        // The container victim's runsc sandboxes are named for the run.
+        let id = format!("dentrylab-victim-{pid}-");
+        common::wait_until(
+            &format!("killed {after_ms} ms after the victims started: a runsc process of {id} outlived it"),
+            Duration::from_secs(30),
+            || !processes_naming(&id),
+        );
     }
+}
+
+/// The container victim starts and stops a real runsc sandbox, before and
+/// during the reclaim, and says where its longest call waited.
+#[test]
+fn the_container_victim_runs_runsc_around_the_reclaim() {
+    require_root!();
+    require!(common::has("runsc"), "needs runsc for the container victim (bench/gvisor/install.sh)");
+    let _k = kernel_lock();
+    let v = common::run_json(&[
+        "reclaim",
+        "--sizes",
+        "500k",
+        "--reps",
+        "1",
+        "--unobserved-reps",
+        "0",
+        "--unpinned-reps",
+        "0",
+        "--victims",
+        "container",
+        "--no-save",
+    ]);
+    let o = &v["victim_runs"][0]["victims"][0];
+    assert_eq!(o["victim"], "container");
+    assert!(o["error"].is_null(), "{o}");
+    assert!(o["outside"]["calls"].as_u64().unwrap() >= 1, "a container ran before the reclaim: {o}");
+    assert!(o["during"]["calls"].as_u64().unwrap() >= 1, "a container overlapped the reclaim: {o}");
 }

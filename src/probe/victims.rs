@@ -56,12 +56,23 @@ pub enum Victim {
     /// inotify_add_watch and inotify_rm_watch on a small directory: the
     /// kubelet's and container runtimes' file watches.
     Inotify,
+    /// A whole container started and stopped by a real runtime (runsc
+    /// running /bin/true: its namespaces, mounts and gofer made and torn
+    /// down), from a mount namespace of its own.
+    Container,
 }
 
 impl Victim {
     /// Every victim, in the order tables list them.
-    pub const ALL: &'static [Victim] =
-        &[Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat, Victim::Cgroup, Victim::Inotify];
+    pub const ALL: &'static [Victim] = &[
+        Victim::Umount,
+        Victim::Netns,
+        Victim::ForkExec,
+        Victim::Stat,
+        Victim::Cgroup,
+        Victim::Inotify,
+        Victim::Container,
+    ];
     /// `--victims` with no list: the ones the node calibration runs.
     pub const STANDARD: &'static [Victim] = &[Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat];
 
@@ -73,6 +84,7 @@ impl Victim {
             Victim::Stat => "stat",
             Victim::Cgroup => "cgroup",
             Victim::Inotify => "inotify",
+            Victim::Container => "container",
         }
     }
 
@@ -85,12 +97,13 @@ impl Victim {
             Victim::Stat => "stat of a cached file",
             Victim::Cgroup => "mkdir + rmdir of a memory cgroup",
             Victim::Inotify => "inotify_add_watch + inotify_rm_watch",
+            Victim::Container => "runsc run of /bin/true, start to exit",
         }
     }
 
     /// Whether it needs root (namespaces, mounts, cgroups).
     pub fn needs_root(self) -> bool {
-        matches!(self, Victim::Umount | Victim::Netns | Victim::Cgroup)
+        matches!(self, Victim::Umount | Victim::Netns | Victim::Cgroup | Victim::Container)
     }
 }
 
@@ -152,13 +165,19 @@ pub struct Record {
     pub error: Option<String>,
 }
 
+/// One container start and stop, as the runtime that the caller found
+/// does it (the `container` victim's call).
+pub type ContainerRun = Arc<dyn Fn() -> Result<()> + Send + Sync>;
+
 /// Where the victims do their work.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Places {
     /// A directory private to this run (the sandbox's scratch tmpfs).
     pub scratch: PathBuf,
     /// The `cgroup` victim's cgroup, named for the cgroup guardian.
     pub cgroup: Option<PathBuf>,
+    /// The `container` victim's call.
+    pub container: Option<ContainerRun>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,6 +316,7 @@ enum Op {
     Stat(PathBuf),
     Cgroup(PathBuf),
     Inotify(nix::sys::inotify::Inotify, PathBuf),
+    Container(ContainerRun),
 }
 
 impl Op {
@@ -328,6 +348,13 @@ impl Op {
                     .context("victim: inotify_init1")?;
                 Op::Inotify(fd, own("inotify")?)
             }
+            Victim::Container => {
+                let run = places.container.clone().context("internal error: the container victim needs a runtime")?;
+                // Its runtime's namespaces copy this one: made before the
+                // run's filesystem, they hold no copy of it.
+                victim::own_mount_namespace()?;
+                Op::Container(run)
+            }
         })
     }
 
@@ -347,6 +374,7 @@ impl Op {
                     .context("victim: inotify_add_watch")?;
                 fd.rm_watch(wd).context("victim: inotify_rm_watch")
             }
+            Op::Container(run) => run(),
         }
     }
 }
@@ -431,10 +459,44 @@ fn sampler(watches: &[Arc<Watch>], cpu: usize, shared: &Shared) -> Vec<Vec<Sampl
     out
 }
 
+/// The kernel stack of victim thread `tid`; when it only waits for its
+/// children (the `container` victim waits for its runtime), the first stack
+/// among its descendants' threads that is not idle (see
+/// [`crate::procfs::stack::idle`]), or its own when all are.
 fn read_stack(tid: u32) -> Option<Vec<String>> {
-    let path = Path::new("/proc/self/task").join(tid.to_string()).join("stack");
-    let f = std::fs::File::open(path).ok()?;
+    let own = stack_of(&Path::new("/proc/self/task").join(tid.to_string()))?;
+    if !crate::procfs::stack::idle(&own) {
+        return Some(own);
+    }
+    let mut queue: Vec<u32> = children(&Path::new("/proc/self/task").join(tid.to_string()));
+    let mut seen = 0;
+    while let Some(pid) = queue.pop() {
+        seen += 1;
+        if seen > MAX_DESCENDANTS {
+            break;
+        }
+        for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+            if let Some(st) = stack_of(&t.path()).filter(|s| !crate::procfs::stack::idle(s)) {
+                return Some(st);
+            }
+            queue.extend(children(&t.path()));
+        }
+    }
+    Some(own)
+}
+
+/// At most this many descendant processes are searched per sample.
+const MAX_DESCENDANTS: usize = 64;
+
+fn stack_of(task: &Path) -> Option<Vec<String>> {
+    let f = std::fs::File::open(task.join("stack")).ok()?;
     crate::procfs::stack::parse(std::io::BufReader::new(f)).ok().filter(|f| !f.is_empty())
+}
+
+fn children(task: &Path) -> Vec<u32> {
+    std::fs::read_to_string(task.join("children"))
+        .map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -463,7 +525,7 @@ mod tests {
     #[test]
     fn victims_record_calls_between_go_and_finish() {
         let dir = tempfile::tempdir().unwrap();
-        let places = Places { scratch: dir.path().to_path_buf(), cgroup: None };
+        let places = Places { scratch: dir.path().to_path_buf(), cgroup: None, container: None };
         let v = Victims::start(&[Victim::Stat, Victim::Inotify], &[0], &places).unwrap();
         std::thread::sleep(Duration::from_millis(30));
         let t0 = sys::monotonic_ns();

@@ -70,6 +70,39 @@ pub fn waits_in(frames: &[String]) -> Option<String> {
     }
 }
 
+/// Where a task sleeps when it is only waiting for work: a child to exit,
+/// a futex, a poll, a pipe, a timer. A container runtime's processes sit
+/// in these most of the time; a stack below none of them is doing
+/// something that waits on the kernel.
+const IDLE: &[&str] = &[
+    "do_wait",
+    "kernel_wait4",
+    "futex_wait_queue",
+    "futex_wait",
+    "__futex_wait",
+    "futex_do_wait",
+    "ep_poll",
+    "do_epoll_wait",
+    "do_sys_poll",
+    "do_select",
+    "pipe_read",
+    "pipe_write",
+    "wait_woken",
+    "do_nanosleep",
+    "hrtimer_nanosleep",
+    "unix_stream_read_generic",
+    "__skb_wait_for_more_packets",
+    "do_sigtimedwait",
+    "sigsuspend",
+    "ptrace_stop",
+    "get_signal",
+];
+
+/// Whether a stack is a task idly waiting for work (see [`IDLE`]).
+pub fn idle(frames: &[String]) -> bool {
+    frames.iter().any(|f| IDLE.contains(&f.as_str()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +134,15 @@ mod tests {
             parse("[<0>] __schedule+0x1/0x2\n[<0>] schedule+0x1/0x2\n[<0>] do_nanosleep+0x1/0x2\n".as_bytes()).unwrap();
         assert_eq!(waits_in(&f).as_deref(), Some("do_nanosleep"));
         assert_eq!(waits_in(&[]), None);
+    }
+
+    #[test]
+    fn a_task_waiting_for_its_child_or_a_futex_is_idle_and_an_umount_is_not() {
+        let f = parse(UMOUNT_VICTIM.as_bytes()).unwrap();
+        assert!(!idle(&f));
+        let w = parse("[<0>] do_wait+0x1/0x2\n[<0>] kernel_wait4+0x1/0x2\n".as_bytes()).unwrap();
+        assert!(idle(&w));
+        assert!(!idle(&[]));
     }
 
     #[test]

@@ -210,5 +210,9 @@ fn victims_check(opts: &Options) -> Result<()> {
             v.operation()
         )));
     }
+    if opts.victims.contains(&crate::probe::victims::Victim::Container) {
+        // Missing: a usage error naming how to build it.
+        crate::bench::gvisor::runsc::find(None)?;
+    }
     Ok(())
 }
