@@ -43,7 +43,7 @@ bin=$dir/bin
 have_all() {
     [ "$(cat "$bin/version" 2>/dev/null)" = "$VERSION" ] || return 1
     for c in "${CMDS[@]}" pause; do [ -x "$bin/$c" ] || return 1; done
-    "$bin/kubectl" version --client 2>/dev/null | grep -q "$VERSION"
+    "$bin/kubectl" version --client 2>/dev/null | grep "$VERSION" >/dev/null
 }
 if have_all; then
     echo "kubernetes $VERSION already built in $bin" >&2
