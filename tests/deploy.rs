@@ -383,3 +383,48 @@ fn openapi_validation_rejects_a_wrong_field() {
     unknown["kind"] = "DaemonSets".into();
     assert!(api.violations(&unknown).is_err());
 }
+
+/// The images have an empty /tmp: the calibration Job's `reclaim` mounts its
+/// scratch tmpfs there, and on an image without one it failed on a real node
+/// with "cannot mount the sandbox's scratch tmpfs on /tmp: ENOENT".
+#[test]
+fn images_have_a_tmp_for_the_calibration() {
+    let docker = deploy("Dockerfile");
+    let last_stage = docker.rsplit("FROM scratch").next().unwrap();
+    assert!(
+        last_stage.lines().any(|l| l.starts_with("COPY") && l.trim_end().ends_with(" /tmp")),
+        "the Dockerfile's final stage copies in a /tmp"
+    );
+    // deploy/local/image.sh, run for real on a small binary.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("image.tar");
+    let script = metrics::repo().join("deploy/local/image.sh");
+    let bin = env!("CARGO_BIN_EXE_dentrylab");
+    let st = std::process::Command::new("bash")
+        .arg(&script)
+        .args([out.to_str().unwrap(), "example.org/t:1", bin, "/dentrylab", "65534:65534", "/dentrylab", "status"])
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "image.sh: {}", String::from_utf8_lossy(&st.stderr));
+    let unpack = dir.path().join("oci");
+    std::fs::create_dir(&unpack).unwrap();
+    let st = std::process::Command::new("tar").arg("-xf").arg(&out).arg("-C").arg(&unpack).status().unwrap();
+    assert!(st.success());
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(unpack.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["manifests"][0]["annotations"]["io.containerd.image.name"], "example.org/t:1");
+    let blob =
+        |d: &serde_json::Value| unpack.join("blobs/sha256").join(d.as_str().unwrap().trim_start_matches("sha256:"));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(blob(&index["manifests"][0]["digest"])).unwrap()).unwrap();
+    let layer = blob(&manifest["layers"][0]["digest"]);
+    let list = std::process::Command::new("tar").arg("-tvzf").arg(&layer).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(list.lines().any(|l| l.starts_with("drwxrwxrwt") && l.ends_with("./tmp/")), "{list}");
+    assert!(list.lines().any(|l| l.starts_with("-rwxr-xr-x") && l.ends_with("./dentrylab")), "{list}");
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(blob(&manifest["config"]["digest"])).unwrap()).unwrap();
+    assert_eq!(config["config"]["User"], "65534:65534");
+    assert_eq!(config["config"]["Entrypoint"], serde_json::json!(["/dentrylab"]));
+    assert_eq!(config["config"]["Cmd"], serde_json::json!(["status"]));
+}
