@@ -139,8 +139,18 @@ if [ -f "$RUN/sysctl.saved" ]; then
     done <"$RUN/sysctl.saved"
 fi
 
+# Host directories up.sh found missing and the cluster made.
+if [ -f "$RUN/created-dirs" ]; then
+    while read -r d; do
+        case "$d" in /run/* | /var/lib/* | /var/log/*) mountpoint -q "$d" || rm -rf "$d" ;; esac
+    done <"$RUN/created-dirs"
+fi
+
 # 4. Check, then remove the run directory.
 left=()
+if [ -f "$RUN/created-dirs" ]; then
+    while read -r d; do [ -e "$d" ] && left+=("directory $d"); done <"$RUN/created-dirs"
+fi
 for p in /proc/[0-9]*; do
     exe=$(readlink "$p/exe" 2>/dev/null) || continue
     case "$exe" in

@@ -28,7 +28,7 @@
 # or the v2 root); the sysctls the kubelet sets at start (vm.overcommit_memory,
 # vm.panic_on_oom, kernel.panic, kernel.panic_on_oops, kernel.keys.root_max*)
 # and net.ipv4.ip_forward (the bridge plugin's gateway), saved here and
-# restored. Everything listens on 127.0.0.1 except the kubelet (10.215.0.1,
+# restored; the host directories listed in run/created-dirs. Everything listens on 127.0.0.1 except the kubelet (10.215.0.1,
 # on the bridge) and the pods (on the bridge): no address leaves
 # the machine. Ports: etcd 23790/23800, API server 6443, kubelet 10250.
 #
@@ -111,6 +111,14 @@ fi
 rm -rf "$RUN"
 mkdir -p "$RUN"/{pids,log,pki,etcd,containerd,kubelet,cni/net.d,cni/ipam,manifests}
 for s in "${SYSCTLS[@]}"; do echo "$s=$(sysctl -n "$s")"; done >"$RUN/sysctl.saved"
+# Host directories some parts use whatever they are told (containerd 1.6's
+# shim sockets in /run/containerd/s, libcni's cache in /var/lib/cni, the
+# kubelet's device-plugin socket in /var/lib/kubelet, the pods' netns files,
+# the kubelet's log links): those that do not exist yet are down.sh's to
+# remove.
+for d in /run/containerd /var/lib/cni /var/lib/kubelet /run/netns /var/log/containers /var/log/pods; do
+    [ -e "$d" ] || echo "$d"
+done >"$RUN/created-dirs"
 # The node's address is the pods' gateway on their bridge, made before the
 # bridge plugin finds it (the plugin wants its gateway, the subnet's first
 # address, and no other; a dummy interface would need a module not every
@@ -278,6 +286,7 @@ plugin_dir = ""
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "$(command -v runc)"
+        Root = "$CTRD/runc"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
