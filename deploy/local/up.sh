@@ -24,13 +24,16 @@
 # namespace holds every mount containerd and the kubelet make (they run in
 # it, so nothing they mount is seen by, or outlives them in, the host's); a
 # bridge dlk8s-br0 for the pods (10.215.0.0/24) whose gateway 10.215.0.1 is
-# the node's address (the kubelet refuses a loopback node IP), their veths; the kubelet's cgroups (kubepods/ under each v1 controller
-# or the v2 root); the sysctls the kubelet sets at start (vm.overcommit_memory,
-# vm.panic_on_oom, kernel.panic, kernel.panic_on_oops, kernel.keys.root_max*)
-# and net.ipv4.ip_forward (the bridge plugin's gateway), saved here and
-# restored; the host directories listed in run/created-dirs. Everything listens on 127.0.0.1 except the kubelet (10.215.0.1,
-# on the bridge) and the pods (on the bridge): no address leaves
-# the machine. Ports: etcd 23790/23800, API server 6443, kubelet 10250.
+# also the node's address (one the host and the pods both reach), their
+# veths; the kubelet's cgroups (kubepods/ under each v1 controller or the v2
+# root); the sysctls the kubelet sets at start (vm.overcommit_memory,
+# vm.panic_on_oom, kernel.panic, kernel.panic_on_oops,
+# kernel.keys.root_max*) and net.ipv4.ip_forward (the bridge plugin's
+# gateway), saved here and restored; the host directories listed in
+# run/created-dirs. Everything listens on 127.0.0.1 except the kubelet and
+# the pods (on the bridge): no address leaves the machine. Ports: etcd
+# 23790/23800/23810, API server 6443, kubelet 10250/10248,
+# controller-manager 10257, scheduler 10259.
 #
 # If any step fails, up.sh runs down.sh before it exits.
 set -euo pipefail
@@ -61,7 +64,7 @@ for c in containerd containerd-shim-runc-v2 runc etcd openssl unshare nsenter ip
     die "$c not found: apt-get install containerd runc etcd-server containernetworking-plugins openssl util-linux iproute2 curl binutils file"
 done
 [ -x /usr/lib/cni/bridge ] || die "/usr/lib/cni/bridge not found: apt-get install containernetworking-plugins"
-for port in 23790 23800 6443 10250 10248 10257 10259; do
+for port in 23790 23800 23810 6443 10250 10248 10257 10259; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         die "port $port on 127.0.0.1 is in use: stop what listens there"
     fi
@@ -95,7 +98,7 @@ if file "$dl_bin" 2>/dev/null | grep -q 'dynamically linked'; then
 fi
 dl_sum=$(sha256sum "$dl_bin" | cut -c1-16)
 if [ "$(cat "$K8S/images/dentrylab.sum" 2>/dev/null)" != "$dl_sum $DENTRYLAB_IMAGE" ]; then
-    # Stripped, as deploy/Dockerfile does (12 MB -> about 4 MB).
+    # Stripped, as deploy/Dockerfile does (12.7 MB -> 10.1 MB; a 4 MB image).
     strip -o "$K8S/images/dentrylab" "$dl_bin"
     "$here/image.sh" "$K8S/images/dentrylab.tar" "$DENTRYLAB_IMAGE" "$K8S/images/dentrylab" /dentrylab \
         65534:65534 /dentrylab exporter --listen 0.0.0.0:10366 >/dev/null
