@@ -1,7 +1,8 @@
 //! `deploy/`: the alert rules pass promtool's check and unit
 //! tests, the manifests parse as Kubernetes objects that agree with the
-//! exporter's flags, and the dashboard and alerts use only metrics the
-//! exporter exports.
+//! exporter's flags and validate against the pinned API server's OpenAPI
+//! (offline, from a fixture), and the dashboard and alerts use only metrics
+//! the exporter exports.
 
 mod common;
 mod metrics;
@@ -203,4 +204,227 @@ fn calibration_job_writes_where_the_daemonset_reads() {
         .output()
         .unwrap();
     assert!(out.status.success(), "--sizes {sizes} parses: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The pinned API server's OpenAPI v3, captured by `deploy/local/openapi.sh`
+/// (README in the fixture directory): every schema of the group-versions
+/// deploy/ uses, keyed by name, and the schema name of each apiVersion/kind.
+struct OpenApi {
+    schemas: serde_json::Map<String, serde_json::Value>,
+    kinds: std::collections::BTreeMap<(String, String), String>,
+}
+
+const OPENAPI_VERSION: &str = "v1.34.2";
+
+fn openapi() -> OpenApi {
+    let dir = metrics::repo().join("tests/fixtures/k8s-openapi").join(OPENAPI_VERSION);
+    let mut schemas = serde_json::Map::new();
+    let mut kinds = std::collections::BTreeMap::new();
+    for f in ["api_v1.json", "apis_apps_v1.json", "apis_batch_v1.json"] {
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
+        for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+            for gvk in schema["x-kubernetes-group-version-kind"].as_array().into_iter().flatten() {
+                let (g, v, k) = (gvk["group"].as_str().unwrap(), gvk["version"].as_str().unwrap(), &gvk["kind"]);
+                let api = if g.is_empty() { v.to_string() } else { format!("{g}/{v}") };
+                kinds.insert((api, k.as_str().unwrap().to_string()), name.clone());
+            }
+            schemas.insert(name.clone(), schema.clone());
+        }
+    }
+    assert!(kinds.len() > 20, "the fixture holds the group-versions' kinds");
+    OpenApi { schemas, kinds }
+}
+
+/// Strict, as the API server's `fieldValidation=Strict` (kubectl's default):
+/// an object with declared properties accepts no other field. The OpenAPI
+/// leaves `additionalProperties` out; an object whose fields are free (maps,
+/// `x-kubernetes-preserve-unknown-fields`) is left as it is.
+fn strict(schema: &mut serde_json::Value) {
+    let Some(m) = schema.as_object_mut() else { return };
+    if m.contains_key("properties")
+        && !m.contains_key("additionalProperties")
+        && !m.contains_key("x-kubernetes-preserve-unknown-fields")
+    {
+        m.insert("additionalProperties".into(), false.into());
+    }
+    if let Some(props) = m.get_mut("properties").and_then(|p| p.as_object_mut()) {
+        props.values_mut().for_each(strict);
+    }
+    for k in ["items", "additionalProperties", "not"] {
+        if let Some(s) = m.get_mut(k) {
+            strict(s);
+        }
+    }
+    for k in ["allOf", "anyOf", "oneOf"] {
+        if let Some(list) = m.get_mut(k).and_then(|l| l.as_array_mut()) {
+            list.iter_mut().for_each(strict);
+        }
+    }
+}
+
+impl OpenApi {
+    /// The schema violations of one object, each as "path: message"; Err if
+    /// the server has no schema for its apiVersion/kind.
+    fn violations(&self, obj: &serde_json::Value) -> Result<Vec<String>, String> {
+        let api = obj["apiVersion"].as_str().unwrap_or_default().to_string();
+        let kind = obj["kind"].as_str().unwrap_or_default().to_string();
+        let name = self.kinds.get(&(api.clone(), kind.clone())).ok_or(format!("no schema for {api} {kind}"))?;
+        let mut schemas = serde_json::Value::Object(self.schemas.clone());
+        schemas.as_object_mut().unwrap().values_mut().for_each(strict);
+        let root = serde_json::json!({
+            "$ref": format!("#/components/schemas/{name}"),
+            "components": { "schemas": schemas },
+        });
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft4)
+            .should_validate_formats(false)
+            .build(&root)
+            .unwrap_or_else(|e| panic!("the OpenAPI schema of {kind} compiles: {e}"));
+        Ok(validator.iter_errors(obj).map(|e| format!("{}: {e}", e.instance_path())).collect())
+    }
+}
+
+/// A YAML document as JSON, the way the API server reads it.
+fn yaml_to_json(y: &Yaml) -> serde_json::Value {
+    use serde_json::Value;
+    match y {
+        Yaml::Real(r) => Value::from(r.parse::<f64>().unwrap()),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::String(s) => Value::from(s.as_str()),
+        Yaml::Boolean(b) => Value::from(*b),
+        Yaml::Array(a) => Value::Array(a.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(h) => Value::Object(h.iter().map(|(k, v)| (s(k, "key").to_string(), yaml_to_json(v))).collect()),
+        Yaml::Null => Value::Null,
+        other => panic!("unexpected YAML node {other:?}"),
+    }
+}
+
+/// Every Kubernetes object in deploy/'s YAML files (those with an apiVersion
+/// and a kind), with the file it came from.
+fn manifests() -> Vec<(String, serde_json::Value)> {
+    let mut files: Vec<_> = std::fs::read_dir(metrics::repo().join("deploy"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.ends_with(".yaml") || f.ends_with(".yml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        for d in YamlLoader::load_from_str(&deploy(&f)).unwrap() {
+            if d["apiVersion"].as_str().is_some() || d["kind"].as_str().is_some() {
+                out.push((f.clone(), yaml_to_json(&d)));
+            }
+        }
+    }
+    out
+}
+
+/// Every manifest in deploy/ is valid against the pinned API server's
+/// OpenAPI, strictly (no unknown field): what `kubectl apply` would have the
+/// server check, offline.
+#[test]
+fn manifests_validate_against_the_api_servers_openapi() {
+    let api = openapi();
+    let objs = manifests();
+    let mut seen = Vec::new();
+    let mut bad = Vec::new();
+    for (file, obj) in &objs {
+        let what = format!("{file}: {} {}", obj["kind"].as_str().unwrap_or("?"), obj["metadata"]["name"]);
+        match api.violations(obj) {
+            Ok(v) => bad.extend(v.into_iter().map(|e| format!("{what}: {e}"))),
+            Err(e) => bad.push(format!("{what}: {e}")),
+        }
+        seen.push(format!("{file}:{}", obj["kind"].as_str().unwrap_or("?")));
+    }
+    assert!(bad.is_empty(), "rejected by {OPENAPI_VERSION}'s OpenAPI:\n{}", bad.join("\n"));
+    for want in
+        ["daemonset.yaml:Namespace", "daemonset.yaml:DaemonSet", "daemonset.yaml:Service", "calibration-job.yaml:Job"]
+    {
+        assert!(seen.iter().any(|s| s == want), "{want} validated (saw {seen:?})");
+    }
+}
+
+/// The validation fails on a wrong field, a wrong type and a missing
+/// required field: synthetic mistakes in the real manifests.
+#[test]
+fn openapi_validation_rejects_a_wrong_field() {
+    let api = openapi();
+    let objs = manifests();
+    let ds = objs.iter().map(|(_, o)| o).find(|o| o["kind"] == "DaemonSet").unwrap().clone();
+    let job = objs.iter().map(|(_, o)| o).find(|o| o["kind"] == "Job").unwrap().clone();
+    assert_eq!(api.violations(&ds).unwrap(), Vec::<String>::new());
+
+    // A misspelt field (the server's strict validation: "unknown field").
+    let mut typo = ds.clone();
+    typo["spec"]["template"]["spec"]["containers"][0]["securityContext"]["readOnlyRootFileSystem"] = true.into();
+    let v = api.violations(&typo).unwrap();
+    assert!(
+        v.iter().any(|e| e.starts_with("/spec/template/spec/containers/0/securityContext:")
+            && e.contains("readOnlyRootFileSystem")),
+        "{v:?}"
+    );
+    // A field at the wrong level.
+    let mut misplaced = ds.clone();
+    misplaced["spec"]["tolerations"] = serde_json::json!([{ "operator": "Exists" }]);
+    let v = api.violations(&misplaced).unwrap();
+    assert!(v.iter().any(|e| e.starts_with("/spec:") && e.contains("tolerations")), "{v:?}");
+    // A wrong type.
+    let mut wrong_type = job.clone();
+    wrong_type["spec"]["backoffLimit"] = "none".into();
+    let v = api.violations(&wrong_type).unwrap();
+    assert!(v.iter().any(|e| e.starts_with("/spec/backoffLimit:")), "{v:?}");
+    // A required field missing (a container's name).
+    let mut unnamed = job.clone();
+    unnamed["spec"]["template"]["spec"]["containers"][0].as_object_mut().unwrap().remove("name");
+    let v = api.violations(&unnamed).unwrap();
+    assert!(v.iter().any(|e| e.starts_with("/spec/template/spec/containers/0:") && e.contains("name")), "{v:?}");
+    // A kind the server does not serve.
+    let mut unknown = ds;
+    unknown["kind"] = "DaemonSets".into();
+    assert!(api.violations(&unknown).is_err());
+}
+
+/// The images have an empty /tmp: the calibration Job's `reclaim` mounts its
+/// scratch tmpfs there, and on an image without one it failed on a real node
+/// with "cannot mount the sandbox's scratch tmpfs on /tmp: ENOENT".
+#[test]
+fn images_have_a_tmp_for_the_calibration() {
+    let docker = deploy("Dockerfile");
+    let last_stage = docker.rsplit("FROM scratch").next().unwrap();
+    assert!(
+        last_stage.lines().any(|l| l.starts_with("COPY") && l.trim_end().ends_with(" /tmp")),
+        "the Dockerfile's final stage copies in a /tmp"
+    );
+    // deploy/local/image.sh, run for real on a small binary.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("image.tar");
+    let script = metrics::repo().join("deploy/local/image.sh");
+    let bin = env!("CARGO_BIN_EXE_dentrylab");
+    let st = std::process::Command::new("bash")
+        .arg(&script)
+        .args([out.to_str().unwrap(), "example.org/t:1", bin, "/dentrylab", "65534:65534", "/dentrylab", "status"])
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "image.sh: {}", String::from_utf8_lossy(&st.stderr));
+    let unpack = dir.path().join("oci");
+    std::fs::create_dir(&unpack).unwrap();
+    let st = std::process::Command::new("tar").arg("-xf").arg(&out).arg("-C").arg(&unpack).status().unwrap();
+    assert!(st.success());
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(unpack.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["manifests"][0]["annotations"]["io.containerd.image.name"], "example.org/t:1");
+    let blob =
+        |d: &serde_json::Value| unpack.join("blobs/sha256").join(d.as_str().unwrap().trim_start_matches("sha256:"));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(blob(&index["manifests"][0]["digest"])).unwrap()).unwrap();
+    let layer = blob(&manifest["layers"][0]["digest"]);
+    let list = std::process::Command::new("tar").arg("-tvzf").arg(&layer).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(list.lines().any(|l| l.starts_with("drwxrwxrwt") && l.ends_with("./tmp/")), "{list}");
+    assert!(list.lines().any(|l| l.starts_with("-rwxr-xr-x") && l.ends_with("./dentrylab")), "{list}");
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(blob(&manifest["config"]["digest"])).unwrap()).unwrap();
+    assert_eq!(config["config"]["User"], "65534:65534");
+    assert_eq!(config["config"]["Entrypoint"], serde_json::json!(["/dentrylab"]));
+    assert_eq!(config["config"]["Cmd"], serde_json::json!(["status"]));
 }

@@ -1,0 +1,3 @@
+module dentrylab.local/pause
+
+go 1.21
