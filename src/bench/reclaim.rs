@@ -24,6 +24,7 @@ mod args;
 pub mod auto;
 mod checks;
 pub mod child;
+pub mod command;
 pub mod lowered;
 mod measure;
 pub mod methods;
@@ -36,7 +37,8 @@ pub mod watchdog;
 
 pub use analyse::fit_runs;
 pub use args::Args;
-pub use checks::{MAX_CONTEND, check_kind, choose_cpus, preflight, validate};
+pub use checks::{MAX_CONTEND, validate};
+pub use command::Reclaim;
 pub use methods::Method;
 
 use std::time::Duration;
@@ -61,8 +63,6 @@ use methods::MemcgOutcome;
 
 /// Refuse a size whose predicted monopolisation exceeds this, unless --force.
 pub const MAX_PREDICTED_GAP_SECONDS: f64 = 10.0;
-/// Refuse a size whose memory estimate exceeds this share of MemAvailable.
-pub const MAX_MEMORY_SHARE: f64 = 0.5;
 /// How long the probes run before and after the reclaim call.
 const PROBE_MARGIN: Duration = Duration::from_millis(20);
 

@@ -164,6 +164,25 @@ pub trait Render: Sized {
     }
 }
 
+/// A result of any benchmark, as `report` holds the saved ones it was
+/// given: its benchmark's name, and the result itself to downcast to the
+/// benchmark's type (every [`Render`] result is one).
+pub trait AnyResult: fmt::Debug {
+    /// The benchmark's name ([`Render::BENCHMARK`]).
+    fn benchmark(&self) -> &'static str;
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<R: Render + fmt::Debug + 'static> AnyResult for R {
+    fn benchmark(&self) -> &'static str {
+        R::BENCHMARK
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// Labels from facets: what all results share becomes the subtitle (the
 /// first five facets at most), what tells them apart each one's label (the
 /// start time when nothing does).
