@@ -9,7 +9,7 @@
 //! guides, marks; no SVG). The engines in `report` consume any `Render`:
 //! `report::table` writes a `Doc` with aligned text grids, `report::markdown`
 //! with pipe tables, `report::svg` draws the specs with plotters (the
-//! drawing primitives, axes and plot kinds stay there), `report::json`
+//! drawing primitives, axes and plot kinds stay there), `report::emit`
 //! writes the result as it is, and `report::document` puts the parts of
 //! several results together. So a benchmark's tables, sections and figures
 //! change in one folder, and a new benchmark renders by implementing one
