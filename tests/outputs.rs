@@ -30,7 +30,9 @@ fn fails_first(args: &[&str]) {
     assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
     assert_eq!(
         err,
-        format!("dentrylab: error: cannot create output file {MISSING}\n  caused by: No such file or directory (os error 2)\n"),
+        format!(
+            "dentrylab: error: cannot create output file {MISSING}\n  caused by: No such file or directory (os error 2)\n"
+        ),
         "{args:?}"
     );
     assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
