@@ -16,13 +16,16 @@ use crate::result::SCHEMA;
 /// benchmark): [`part_of`] for its result type.
 type PartFn = for<'a> fn(&[&'a dyn AnyResult]) -> Result<Part<'a>>;
 
+/// Parses a saved result of one benchmark.
+type ParseFn = fn(&str) -> serde_json::Result<Box<dyn AnyResult>>;
+
 /// How `report` reads one benchmark's saved results: one per benchmark
 /// of the registry (`cli::registry`), which hands the list to [`load`].
 #[derive(Clone, Copy)]
 pub struct Reader {
     pub benchmark: &'static str,
     /// `None`: dentrylab knows the benchmark but cannot render its results yet.
-    kind: Option<(fn(&str) -> serde_json::Result<Box<dyn AnyResult>>, PartFn)>,
+    kind: Option<(ParseFn, PartFn)>,
 }
 
 impl Reader {
