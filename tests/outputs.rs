@@ -23,9 +23,9 @@ fn minimal(name: &str) -> &'static [&'static str] {
     }
 }
 
-/// `dentrylab ARGS --json MISSING` fails before any work.
-fn fails_first(args: &[&str]) {
-    let out = bin().args(args).args(["--json", MISSING]).output().unwrap();
+/// `dentrylab ARGS --json MISSING REST` fails before any work.
+fn fails_first(args: &[&str], rest: &[&str]) {
+    let out = bin().args(args).args(["--json", MISSING]).args(rest).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
     assert_eq!(
@@ -52,10 +52,11 @@ fn json_into_a_missing_directory_fails_before_any_benchmark_runs() {
     for name in registry().iter().filter(|n| *n != "gvisor") {
         let mut args = vec![name.as_str()];
         args.extend(minimal(name));
-        fails_first(&args);
+        fails_first(&args, &[]);
     }
-    fails_first(&["status"]);
-    fails_first(&["vm", "--kernel", "/nonexistent/vmlinuz", "--", "status"]);
+    fails_first(&["status"], &[]);
+    // vm's own --json goes before the command it runs in its guests.
+    fails_first(&["vm", "--kernel", "/nonexistent/vmlinuz"], &["--", "status"]);
 }
 
 /// gvisor used to open --json only after its run.
@@ -65,5 +66,5 @@ fn gvisor_opens_its_json_before_the_run() {
     assert!(registry().iter().any(|n| n == "gvisor"));
     let mut args = vec!["gvisor"];
     args.extend(minimal("gvisor"));
-    fails_first(&args);
+    fails_first(&args, &[]);
 }
