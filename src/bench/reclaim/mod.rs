@@ -12,12 +12,12 @@
 //! dangerous. With `--contend T`, every repetition also runs with T threads
 //! doing path lookups in the same filesystem on the other CPUs.
 //!
-//! In: [`Options`] (from `cli::handlers::reclaim`), the sandbox, the proc
-//! root. Out: [`ReclaimResult`], which `report` renders and whose fit `state`
-//! saves as the calibration. Imported by `cli`, `report` and the other
-//! benchmarks (`create`, `containers`, `mitigate` share its checks and
-//! methods); the hidden `reclaim-child` and `sysctl-guard` subcommands run
-//! [`child`] and [`watchdog`].
+//! In: [`Options`] (from its [`command`], which the generic handler
+//! runs), the sandbox, the proc root. Out: [`ReclaimResult`], which
+//! `report` renders and whose fit `state` saves as the calibration.
+//! Imported by `cli` and `report` (what other benchmarks shared with it
+//! is in `bench::common`); the internal `__reclaim-child` and `__sysctl-guard`
+//! commands run [`child`] and [`watchdog`].
 
 mod analyse;
 mod args;
