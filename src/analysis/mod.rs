@@ -19,6 +19,7 @@ pub mod run_scatter;
 pub mod scaling;
 pub mod slowdown;
 pub mod verdict;
+pub mod victims;
 pub mod weighted;
 
 /// Reads a number that may have been written as `null`: serde_json writes

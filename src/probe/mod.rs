@@ -13,6 +13,7 @@ pub mod kmsg;
 pub mod oom;
 pub mod perf;
 pub mod profile;
+pub mod victims;
 
 /// What a step does around its timed loop: profiling attaches here.
 pub trait StepHook {

@@ -16,6 +16,7 @@ pub mod meminfo;
 pub mod oom;
 pub mod shrinker;
 pub mod slabinfo;
+pub mod stack;
 
 #[cfg(test)]
 mod proptests;

@@ -111,6 +111,12 @@ impl Guardian {
         Ok(Guardian { parent, version: mc.version, _guard: guard })
     }
 
+    /// The path `dentrylab-<pid>-<name>` beside this process's cgroups, which
+    /// the guardian removes when dentrylab ends.
+    pub fn path_of(&self, name: &str) -> PathBuf {
+        self.parent.join(format!("{PREFIX}{}-{name}", std::process::id()))
+    }
+
     /// Makes the memory cgroup `dentrylab-<pid>-<n>`.
     pub fn cgroup(&self, n: u32) -> Result<MemCgroup> {
         let dir = self.parent.join(format!("{PREFIX}{}-{n}", std::process::id()));

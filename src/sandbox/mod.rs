@@ -33,6 +33,7 @@ use crate::sys;
 pub mod cgroup;
 mod disk;
 pub mod overlay;
+pub mod victim;
 
 /// Where the scratch tmpfs is mounted inside the namespace.
 const SCRATCH: &str = "/tmp";
@@ -184,6 +185,17 @@ impl Sandbox {
             .context("internal error: the cgroup guardian must be started before the sandbox is entered")?;
         self.next += 1;
         g.cgroup(self.next)
+    }
+
+    /// The path of the `reclaim --victims cgroup` victim's cgroup (made and
+    /// removed by the victim; the guardian, which must be adopted, removes
+    /// it if dentrylab dies meanwhile).
+    pub fn victim_cgroup(&self) -> Result<PathBuf> {
+        let g = self
+            .guardian
+            .as_ref()
+            .context("internal error: the cgroup guardian must be started before the sandbox is entered")?;
+        Ok(g.path_of("victim"))
     }
 
     /// Creates a fresh, empty mount point in the scratch tmpfs.

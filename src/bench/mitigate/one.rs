@@ -229,7 +229,8 @@ pub fn run(
     let cg = sandbox.memcg()?;
     // The kernel log from here on: an OOM report of this cgroup is read from it.
     let mut mark = LogMark::now();
-    let mut r = measure(opts, server_options, drop_every, rep, sandbox, proc, &mount, &cg);
+    let cx = Ctx { opts, server_options, proc, mount: &mount, cg: &cg };
+    let mut r = measure(&cx, drop_every, rep, sandbox);
     let killed = oom_kills(&cg);
     // Killed: the kernel's report and the counters, before the cgroup goes.
     let mut oom = (killed > 0).then(|| super::oom::diagnose(rep, killed, &cg, &mut mark, proc));
@@ -275,45 +276,84 @@ pub fn run(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn measure(
-    opts: &Options,
-    server_options: &[(String, String)],
-    drop_every: Option<f64>,
-    rep: u32,
-    sandbox: &mut Sandbox,
-    proc: &ProcRoot,
-    mount: &crate::sandbox::Mount,
-    cg: &MemCgroup,
-) -> Result<RunResult> {
-    let procs = cg.procs_path();
+/// What one run works in: its options, the machine, and the filesystem
+/// and memory cgroup made for it.
+struct Ctx<'a> {
+    opts: &'a Options,
+    server_options: &'a [(String, String)],
+    proc: &'a ProcRoot,
+    mount: &'a crate::sandbox::Mount,
+    cg: &'a MemCgroup,
+}
+
+fn measure(cx: &Ctx<'_>, drop_every: Option<f64>, rep: u32, sandbox: &mut Sandbox) -> Result<RunResult> {
     let ops = Arc::new(AtomicU64::new(0));
     let mut notes = Vec::new();
-    let (mut server_install, mut server_start) = (None, None);
 
     // Set up (the server, its tables) before the limit: the limit is for
     // the steady state, not for the install.
-    let server = match opts.workload {
+    let server = start_server(cx, sandbox)?;
+    let server_install = server.as_ref().map(|s| s.install_seconds);
+    let server_start = server.as_ref().map(|s| s.start_seconds);
+    let setup_usage = usage(cx.cg);
+    let limit = choose_limit(cx, setup_usage, &mut notes)?;
+    cx.cg.set_limit(limit)?;
+
+    let mut running = start_workload(cx, server, &ops)?;
+    let t0 = Instant::now();
+    let dropper = drop_every.map(|every| Dropper::start(every, cx.opts.cpu, t0));
+    let (samples, worker_died) = sample_seconds(cx, t0, &ops, dropper.as_ref(), &mut running, &mut notes)?;
+    let drops = match dropper {
+        Some(d) => d.stop()?,
+        None => Vec::new(),
+    };
+    let (query_errors, containers) = stop_workload(running, worker_died, cx.opts, &mut notes)?;
+    Ok(RunResult {
+        rep,
+        memory_limit_bytes: limit,
+        setup_usage_bytes: setup_usage,
+        limit_reached: failcnt(cx.cg) > 0,
+        server_install_seconds: server_install,
+        server_start_seconds: server_start,
+        query_errors,
+        fs_dentries_at_end: 0,
+        fs_negative_at_end: 0,
+        fs_count_noise: 0,
+        samples,
+        drops,
+        containers,
+        notes,
+    })
+}
+
+/// `mariadb`: the server, started in the cgroup and loaded with its tables.
+fn start_server(cx: &Ctx<'_>, sandbox: &mut Sandbox) -> Result<Option<Server>> {
+    match cx.opts.workload {
         Workload::Mariadb => {
             let bin = mariadb::locate()?;
             // The server runs as `mysql`: let it through the scratch tmpfs.
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(sandbox.scratch(), std::fs::Permissions::from_mode(0o711))
                 .context("cannot open the sandbox's scratch directory to the mysql user")?;
-            let s = Server::start(&bin, &mount.path().join("mariadb"), &procs, Some(opts.cpu), server_options)?;
+            let procs = cx.cg.procs_path();
+            let dir = cx.mount.path().join("mariadb");
+            let s = Server::start(&bin, &dir, &procs, Some(cx.opts.cpu), cx.server_options)?;
             mariadb::load(&s)?;
-            server_install = Some(s.install_seconds);
-            server_start = Some(s.start_seconds);
-            Some(s)
+            Ok(Some(s))
         }
-        Workload::Steady(_) | Workload::Containers => None,
-    };
-    let setup_usage = usage(cg);
-    let limit = match opts.memory_limit {
+        Workload::Steady(_) | Workload::Containers => Ok(None),
+    }
+}
+
+/// The memory limit: `--memory-limit`, or the default over the usage once
+/// set up (cut to half of MemAvailable, said in `notes`). Below the set-up
+/// usage: [`BelowSetup`].
+fn choose_limit(cx: &Ctx<'_>, setup_usage: u64, notes: &mut Vec<String>) -> Result<u64> {
+    let limit = match cx.opts.memory_limit {
         Some(l) => l,
         None => {
-            let want = setup_usage + default_headroom(opts, server_options);
-            let cap = proc.meminfo().map(|m| (m.mem_available_bytes as f64 * MAX_DEFAULT_SHARE_OF_AVAILABLE) as u64);
+            let want = setup_usage + default_headroom(cx.opts, cx.server_options);
+            let cap = cx.proc.meminfo().map(|m| (m.mem_available_bytes as f64 * MAX_DEFAULT_SHARE_OF_AVAILABLE) as u64);
             match cap {
                 Ok(c) if c < want => {
                     notes.push(format!(
@@ -336,11 +376,16 @@ fn measure(
         ))
         .into());
     }
-    cg.set_limit(limit)?;
+    Ok(limit)
+}
 
-    let mut running = match (opts.workload, server) {
+/// Starts the workload in the cgroup, pinned to the probed CPU, counting
+/// its operations into `ops`.
+fn start_workload(cx: &Ctx<'_>, server: Option<Server>, ops: &Arc<AtomicU64>) -> Result<Running> {
+    let (opts, procs) = (cx.opts, cx.cg.procs_path());
+    Ok(match (opts.workload, server) {
         (Workload::Steady(w), _) => {
-            let root = mount.path().join("work");
+            let root = cx.mount.path().join("work");
             std::fs::create_dir(&root).with_context(|| format!("cannot create {}", root.display()))?;
             let mut c = Command::new(sys::SELF_EXE);
             c.arg(crate::sys::INTERNAL_COMMAND)
@@ -353,7 +398,7 @@ fn measure(
             sys::command_in_cgroup(&mut c, &procs, Some(opts.cpu))?;
             let mut child = sys::spawn_tied(&mut c).context("cannot start the workload process")?;
             let out = child.stdout.take().context("workload stdout")?;
-            let ops2 = Arc::clone(&ops);
+            let ops2 = Arc::clone(ops);
             let reader = std::thread::spawn(move || {
                 for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
                     if let Ok(n) = line.trim().parse::<u64>() {
@@ -364,7 +409,7 @@ fn measure(
             Running::Worker { child, reader }
         }
         (Workload::Containers, _) => {
-            let root = mount.path().join("containers");
+            let root = cx.mount.path().join("containers");
             let spec =
                 super::containers::Spec { root, mix: opts.container_mix, ops: opts.container_ops, cpu: opts.cpu };
             let mut c = super::containers::command(&spec)?;
@@ -373,7 +418,7 @@ fn measure(
             let mut child = sys::spawn_tied(&mut c).context("cannot start the containers worker")?;
             let out = child.stdout.take().context("containers worker stdout")?;
             let runs = Arc::new(Mutex::new(Vec::new()));
-            let (ops2, runs2) = (Arc::clone(&ops), Arc::clone(&runs));
+            let (ops2, runs2) = (Arc::clone(ops), Arc::clone(&runs));
             let reader = std::thread::spawn(move || super::containers::read(out, ops2, runs2));
             Running::Containers { child, reader, runs }
         }
@@ -382,25 +427,33 @@ fn measure(
             let server = Arc::new(server);
             let clients = (0..opts.clients)
                 .map(|_| {
-                    let (s, stop, ops) = (Arc::clone(&server), Arc::clone(&stop), Arc::clone(&ops));
+                    let (s, stop, ops) = (Arc::clone(&server), Arc::clone(&stop), Arc::clone(ops));
                     std::thread::spawn(move || mariadb::drive(&s, &stop, &ops))
                 })
                 .collect();
             Running::Server { server, clients, stop }
         }
         (Workload::Mariadb, None) => unreachable!("the server was started above"),
-    };
+    })
+}
 
-    // The dropper: pinned to the probed CPU, so its own stretch shows.
-    let drops = Arc::new(std::sync::Mutex::new(Vec::<(f64, f64)>::new()));
-    let t0 = Instant::now();
-    let dropper_stop = Arc::new(AtomicBool::new(false));
-    let dropper = drop_every.map(|every| {
-        let (drops, stop, cpu) = (Arc::clone(&drops), Arc::clone(&dropper_stop), opts.cpu);
-        std::thread::spawn(move || -> Result<()> {
+/// Writes 2 to drop_caches every `every` seconds from `t0`, pinned to the
+/// probed CPU, so its own stretch shows; records when and how long.
+struct Dropper {
+    drops: Arc<Mutex<Vec<(f64, f64)>>>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Result<()>>,
+}
+
+impl Dropper {
+    fn start(every: f64, cpu: usize, t0: Instant) -> Dropper {
+        let drops = Arc::new(Mutex::new(Vec::<(f64, f64)>::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (drops2, stop2) = (Arc::clone(&drops), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || -> Result<()> {
             sys::pin_current_thread(cpu)?;
             let mut next = every;
-            while !stop.load(Ordering::Relaxed) {
+            while !stop2.load(Ordering::Relaxed) {
                 if t0.elapsed().as_secs_f64() < next {
                     std::thread::sleep(Duration::from_millis(10));
                     continue;
@@ -408,18 +461,43 @@ fn measure(
                 let at = t0.elapsed().as_secs_f64();
                 let t = Instant::now();
                 std::fs::write(DROP_CACHES, "2").context("cannot write 2 to /proc/sys/vm/drop_caches")?;
-                drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((at, t.elapsed().as_secs_f64()));
+                drops2.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((at, t.elapsed().as_secs_f64()));
                 next += every;
             }
             Ok(())
-        })
-    });
+        });
+        Dropper { drops, stop, thread }
+    }
 
+    /// Drops so far.
+    fn count(&self) -> usize {
+        self.drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
+    }
+
+    /// Stops the thread; its error, or the drops it made.
+    fn stop(self) -> Result<Vec<(f64, f64)>> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().map_err(|_| anyhow::anyhow!("the drop_caches thread panicked"))??;
+        Ok(std::mem::take(&mut *self.drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner)))
+    }
+}
+
+/// One sample at the start and one a second for the duration, each with
+/// the probe's longest gap over its second; stops early (and says true) if
+/// the workload stopped by itself (ENOSPC, a failing server).
+fn sample_seconds(
+    cx: &Ctx<'_>,
+    t0: Instant,
+    ops: &AtomicU64,
+    dropper: Option<&Dropper>,
+    running: &mut Running,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Sample>, bool)> {
+    let opts = cx.opts;
     let mut samples = Vec::new();
     let start_ops = ops.load(Ordering::Relaxed);
-    samples.push(read_sample(proc, cg, 0.0, 0, 0.0, 0)?);
+    samples.push(read_sample(cx.proc, cx.cg, 0.0, 0, 0.0, 0)?);
     let seconds = opts.duration_seconds.ceil() as u64;
-    let mut worker_died = false;
     for s in 1..=seconds {
         let t_window = Instant::now();
         let probe = GapProbe::start(opts.cpu, DEFAULT_INTERVAL)?;
@@ -444,21 +522,24 @@ fn measure(
             }
             Err(e) => return Err(e),
         };
-        let n_drops = drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
+        let n_drops = dropper.map_or(0, Dropper::count);
         let n = ops.load(Ordering::Relaxed) - start_ops;
-        samples.push(read_sample(proc, cg, t0.elapsed().as_secs_f64(), n, gap, n_drops)?);
-        // A workload that stopped (ENOSPC, a failing server) ends the run.
-        worker_died = stopped_early(&mut running);
-        if worker_died {
-            break;
+        samples.push(read_sample(cx.proc, cx.cg, t0.elapsed().as_secs_f64(), n, gap, n_drops)?);
+        if stopped_early(running) {
+            return Ok((samples, true));
         }
     }
-    dropper_stop.store(true, Ordering::Relaxed);
-    if let Some(d) = dropper {
-        d.join().map_err(|_| anyhow::anyhow!("the drop_caches thread panicked"))??;
-    }
+    Ok((samples, false))
+}
 
-    // Stop the workload, then the server; the cgroup goes last.
+/// Stops the workload, then the server (the cgroup goes last, in the
+/// caller): the query errors and the containers' runs.
+fn stop_workload(
+    running: Running,
+    worker_died: bool,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> Result<(u64, Vec<ContainerRun>)> {
     let mut query_errors = 0;
     let mut containers = Vec::new();
     match running {
@@ -495,22 +576,5 @@ fn measure(
             server.stop()?;
         }
     }
-    let limit_reached = failcnt(cg) > 0;
-    let drops = std::mem::take(&mut *drops.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-    Ok(RunResult {
-        rep,
-        memory_limit_bytes: limit,
-        setup_usage_bytes: setup_usage,
-        limit_reached,
-        server_install_seconds: server_install,
-        server_start_seconds: server_start,
-        query_errors,
-        fs_dentries_at_end: 0,
-        fs_negative_at_end: 0,
-        fs_count_noise: 0,
-        samples,
-        drops,
-        containers,
-        notes,
-    })
+    Ok((query_errors, containers))
 }

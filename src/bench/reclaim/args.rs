@@ -36,15 +36,11 @@ pub struct Args {
     pub unpinned_reps: Option<u32>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// How to reclaim: umount (umount(2), as the node-lockup report), ns-exit (the mount namespace's last process exits, as a
-    /// container dies), drop-caches (echo 2 > /proc/sys/vm/drop_caches: machine-wide, needs --allow-global),
-    /// memcg (reclaim the generator's own memory cgroup: memory.reclaim on cgroup v2, memory.force_empty on
-    /// v1), inotify (not a reclaim: the first inotify_add_watch on each directory makes fsnotify walk its
-    /// children under the directory's d_lock, negatives included; it frees nothing; needs --kind negative or
-    /// unlinked on ext4 or xfs, and each repetition watches a fresh filesystem). A comma-separated list, or
-    /// 'all' (the four reclaims, not inotify), runs each at every size and compares them.
-    #[arg(long, default_value = "umount", value_parser = parse_methods)]
+    #[arg(long, default_value = "umount", value_parser = parse_methods, help = super::methods::help())]
     pub method: Methods,
+    /// Victims: during repetitions of their own (as many as --reps, beside the probed ones, so the probe's figures stay as they are), one thread per victim on each CPU other than the reclaiming one repeats a user-visible operation every 5 ms and records each call's latency, from 1 s before the reclaim (the control) to its end; the table gives each victim's longest call during the reclaim beside the longest stretch and the same victim outside it, where in the kernel it waited (its stack, read while it waited; needs root), and, for each deadline of a node (probe timeout, pod-startup SLO, soft lockup, RCU stall, hung task, node lease, runtime request), the smallest count at which some victim misses it. Victims: umount (mount + umount of a 1 MiB tmpfs in a mount namespace of its own), netns (a new network namespace), fork-exec (fork, exec /bin/true, wait), stat (a cached file), cgroup (mkdir + rmdir of a memory cgroup), inotify (add and remove a watch). A comma-separated list, 'standard' (umount,netns,fork-exec,stat) or 'all'. umount, netns and cgroup need root.
+    #[arg(long, value_name = "LIST", value_parser = parse_victims)]
+    pub victims: Option<VictimList>,
     /// Run every repetition twice: alone, and with T threads doing path lookups in the same filesystem on the
     /// other CPUs during the reclaim.
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..=super::MAX_CONTEND as i64))]
@@ -123,6 +119,7 @@ impl Args {
             auto: self.sizes.auto,
             probe_policy,
             probe_policy_why,
+            victims: self.victims.clone().map(|v| v.0).unwrap_or_default(),
         })
     }
 }
@@ -154,4 +151,12 @@ pub struct Methods(pub Vec<Method>);
 
 fn parse_methods(s: &str) -> Result<Methods, String> {
     super::methods::parse_list(s).map(Methods)
+}
+
+/// `--victims`' list (one value to clap, not a list of values).
+#[derive(Debug, Clone)]
+pub struct VictimList(pub Vec<crate::probe::victims::Victim>);
+
+fn parse_victims(s: &str) -> Result<VictimList, String> {
+    crate::probe::victims::parse_list(s).map(VictimList)
 }

@@ -4,7 +4,7 @@
 
 use anyhow::{Result, bail};
 
-use super::{MAX_PREDICTED_GAP_SECONDS, Method, Options, Run};
+use super::{MAX_PREDICTED_GAP_SECONDS, Options, Run};
 use crate::analysis::fit;
 use crate::bench::common::{MAX_MEMORY_SHARE, check_kind};
 use crate::error::UsageError;
@@ -26,21 +26,7 @@ pub(super) fn method_notes(opts: &Options) -> Vec<String> {
             ));
         }
     }
-    if opts.methods.contains(&Method::Inotify) {
-        out.push(
-            "inotify is a walk, not a reclaim: the first inotify_add_watch on a directory flags its children \
-             (fsnotify_set_children_dentry_flags, under the directory's d_lock) and frees nothing, so 'Freed' is \
-             0 by design; its ns/dentry and fits count the negatives made in the watched directories"
-                .into(),
-        );
-    }
-    if opts.methods.contains(&Method::DropCaches) {
-        out.push(
-            "drop-caches is machine-wide: its time and 'Reclaimed' include every other unused dentry on the \
-             node; 'Freed' counts only this run's"
-                .into(),
-        );
-    }
+    out.extend(opts.methods.iter().filter_map(|m| m.path().note(opts)));
     if opts.contend > 0 && opts.methods.iter().any(|m| !m.leaves_mounted()) {
         out.push(
             "umount and ns-exit detach the filesystem before freeing its dentries: from then on the contending \
@@ -136,24 +122,14 @@ pub fn validate(opts: &Options) -> Result<()> {
         bail!(UsageError("--method: give at least one reclaim method".into()));
     }
     check_kind(opts.kind, opts.fs)?;
-    if opts.methods.contains(&Method::Inotify) && !opts.kind.is_negative() {
-        bail!(UsageError(format!(
-            "--method inotify times fsnotify's walk over a directory of negative dentries, and --kind {} makes \
-             none: add --kind negative (with --fs ext4 or --fs xfs)",
-            opts.kind.name()
-        )));
+    for m in &opts.methods {
+        m.path().refuse_options(opts)?;
     }
     super::overlay::validate(opts)?;
-    if opts.methods.contains(&Method::DropCaches) && !opts.allow_global {
-        bail!(UsageError(
-            "--method drop-caches writes /proc/sys/vm/drop_caches, which drops every unused dentry and inode on \
-             the whole machine: pass --allow-global to allow it"
-                .into()
-        ));
+    for m in &opts.methods {
+        m.path().refuse_unpermitted(opts)?;
     }
-    if opts.methods.contains(&Method::DropCaches) && !sys::is_root() {
-        bail!("--method drop-caches writes /proc/sys/vm/drop_caches, which needs root (run dentrylab with sudo)");
-    }
+    victims_check(opts)?;
     if opts.contend > 0 {
         let cpus = sys::allowed_cpus()?;
         if !cpus.iter().any(|&c| c != opts.cpu) {
@@ -163,6 +139,31 @@ pub fn validate(opts: &Options) -> Result<()> {
                 opts.contend, opts.cpu
             )));
         }
+    }
+    Ok(())
+}
+
+/// `--victims`: a CPU besides the reclaiming one, and root for the victims
+/// that make namespaces, mounts or cgroups. Checked before anything is made.
+fn victims_check(opts: &Options) -> Result<()> {
+    if opts.victims.is_empty() {
+        return Ok(());
+    }
+    let cpus = sys::allowed_cpus()?;
+    if !cpus.iter().any(|&c| c != opts.cpu) {
+        bail!(UsageError(format!(
+            "--victims: the victims run on the CPUs other than the reclaiming one (CPU {}), and this process may \
+             only use CPUs {cpus:?}",
+            opts.cpu
+        )));
+    }
+    if let Some(v) = opts.victims.iter().find(|v| v.needs_root()).filter(|_| !sys::is_root()) {
+        bail!(UsageError(format!(
+            "--victims {}: {} needs root (a namespace, a mount or a cgroup of its own): run dentrylab with sudo, or \
+             leave it out (stat, fork-exec and inotify run as any user)",
+            v.name(),
+            v.operation()
+        )));
     }
     Ok(())
 }

@@ -94,7 +94,9 @@ impl Benchmark for Reclaim {
 fn sweep(opts: &Options, a: &super::Args, cx: &Context) -> Result<ReclaimResult> {
     // Both guardians are copies of dentrylab started outside the sandbox
     // (sys::guardian): they clean up when it ends, however it ends.
-    let guardian = if opts.methods.contains(&super::Method::Memcg) {
+    let guardian = if opts.methods.iter().any(|m| m.about().uses_memcg)
+        || opts.victims.contains(&crate::probe::victims::Victim::Cgroup)
+    {
         Some(sandbox::cgroup::Guardian::start(cx.proc)?)
     } else {
         None

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use super::methods::{self, StageSpec};
 use super::placement;
 use super::profile;
+use super::schedule::Slot;
 use super::{Method, Options, PROBE_MARGIN, Run, fit_count};
 use crate::probe::counters::Counts;
 use crate::probe::gap::GapProbe;
@@ -54,12 +55,8 @@ pub(super) struct At {
     pub target: u64,
     pub rep: u32,
     pub method: Method,
-    pub contenders: usize,
-    /// False: an unobserved repetition (no probe, no control, no contenders).
-    pub observed: bool,
-    /// False (unobserved repetitions only): the reclaiming task is not
-    /// pinned, free to run on any allowed CPU.
-    pub pinned: bool,
+    /// What the repetition measures besides the reclaim.
+    pub slot: Slot,
     /// Record this reclaim with perf (`--profile`).
     pub profile: bool,
 }
@@ -77,7 +74,13 @@ pub(super) fn one_run(
     let before = Counts::read(proc)?;
     let spec = CreateSpec { kind: opts.kind, layout: opts.layout, count: target, threads: opts.threads };
     let label = format!("create {} {} rep {}", human(target), at.method.name(), rep + 1);
-    let pin = (at.observed || at.pinned).then_some(opts.cpu);
+    let (observed, contenders) = (at.slot.observed(), at.slot.contenders());
+    let pin = at.slot.pinned().then_some(opts.cpu);
+    // The victims start before the run's filesystem exists (see probe::victims).
+    let victims = match at.slot {
+        Slot::Victims => Some(super::victims::start(opts, sandbox)?),
+        _ => None,
+    };
     let stage =
         StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: pin, label: &label, overlay: opts.overlay };
     let (mut staged, create) = methods::stage(&stage, sandbox)?;
@@ -93,17 +96,21 @@ pub(super) fn one_run(
         sys::pin_current_thread(cpu)?;
     }
     let interval = Duration::from_micros(opts.probe_interval_us);
-    let contenders = if at.observed && at.contenders > 0 {
+    let lookups = if observed && contenders > 0 {
         let others: Vec<usize> = all.iter().copied().filter(|&c| c != opts.cpu).collect();
         let paths = contend::hot_paths(&staged.lookup_root(), opts.layout, target);
-        Some(Contenders::start(paths, at.contenders, &others)?)
+        Some(Contenders::start(paths, contenders, &others)?)
     } else {
         None
     };
     let policy = opts.probe_policy;
-    let probe = at.observed.then(|| GapProbe::start_with(opts.cpu, interval, policy)).transpose()?;
+    let probe = observed.then(|| GapProbe::start_with(opts.cpu, interval, policy)).transpose()?;
     let control =
-        opts.control_cpu.filter(|_| at.observed).map(|c| GapProbe::start_with(c, interval, policy)).transpose()?;
+        opts.control_cpu.filter(|_| observed).map(|c| GapProbe::start_with(c, interval, policy)).transpose()?;
+    if let Some(v) = &victims {
+        v.go();
+        std::thread::sleep(super::victims::CONTROL_WINDOW);
+    }
     // Both kinds wait the same margin on the pinned CPU before the reclaim,
     // so that they start alike (the probes get going meanwhile).
     std::thread::sleep(PROBE_MARGIN);
@@ -123,12 +130,15 @@ pub(super) fn one_run(
         migrations: migrations0.zip(migrations1).map(|(a, b)| b.saturating_sub(a)).filter(|_| own),
         allowed: if pin.is_some() { pin.into_iter().collect() } else { all.clone() },
     };
-    if at.observed {
+    if observed || victims.is_some() {
         std::thread::sleep(PROBE_MARGIN);
     }
+    let victims = victims
+        .map(|v| v.finish().map(|records| super::victims::Observed { records, start_ns, end_ns }))
+        .transpose()?;
     let probe = probe.map(GapProbe::finish_with_longest).transpose();
     let control = control.map(GapProbe::finish).transpose();
-    let contention = contenders.map(Contenders::finish);
+    let contention = lookups.map(Contenders::finish);
     sys::unpin_current_thread(&all)?;
     let done = done.with_context(|| format!("reclaiming by {}", at.method.name()))?;
     // A probe that died is an error, never a 0 s gap; an unobserved run has
@@ -145,7 +155,7 @@ pub(super) fn one_run(
     // this time by sleeping before it handed its messages over).
     std::thread::sleep(COUNT_SETTLE);
     let after_reclaim = Counts::read(proc)?;
-    let layers = super::overlay::teardown(&mut staged, opts, at.observed, proc, &done, &probe)?;
+    let layers = super::overlay::teardown(&mut staged, opts, observed, proc, &done, &probe)?;
     let after_cleanup = if staged.finish()? { Some(Counts::read(proc)?) } else { None };
 
     let witness = |c: &Counts| {
@@ -173,7 +183,7 @@ pub(super) fn one_run(
         target,
         rep,
         method: at.method,
-        contenders: at.contenders,
+        contenders,
         created_slab: slab(&after_create, &before),
         reclaimed_slab: slab(&after_create, &after_reclaim),
         created_negative: neg(&after_create, &before),
@@ -208,5 +218,6 @@ pub(super) fn one_run(
         profile,
         profile_problem,
         layers,
+        victims,
     })
 }

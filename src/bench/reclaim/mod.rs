@@ -32,7 +32,9 @@ pub mod overlay;
 pub mod placement;
 pub mod profile;
 pub mod render;
+pub mod schedule;
 pub mod sysctl_guard;
+pub mod victims;
 pub mod watchdog;
 
 pub use analyse::fit_runs;
@@ -114,6 +116,10 @@ pub struct Options {
     /// filesystems (`fs` is then the lower's type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<crate::sandbox::overlay::Stack>,
+    /// `--victims`: the operations timed on the other CPUs during repetitions
+    /// of their own (as many as `reps`); empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub victims: Vec<crate::probe::victims::Victim>,
 }
 
 impl Options {
@@ -187,6 +193,10 @@ pub struct Run {
     /// unmounting each in turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<crate::bench::layers::StackTeardown>,
+    /// A victim repetition's raw calls (summarised into a
+    /// [`victims::VictimRun`], never saved).
+    #[serde(skip)]
+    pub victims: Option<victims::Observed>,
 }
 
 /// An unobserved repetition: the reclaim timed with no probe, no control
@@ -399,6 +409,12 @@ pub struct ReclaimResult {
     /// from its own sweep).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub watchdog_more: Vec<watchdog::WatchdogReport>,
+    /// `--victims`: every victim repetition, summarised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub victim_runs: Vec<victims::VictimRun>,
+    /// `--victims`: per victim and size, the fits and the first incident.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victims: Option<victims::Analysis>,
 }
 
 /// Runs the sweep. The sandbox must already be entered.
@@ -431,6 +447,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
     let mut runs: Vec<Run> = Vec::new();
     let mut unobserved: Vec<Unobserved> = Vec::new();
     let mut unpinned: Vec<Unobserved> = Vec::new();
+    let mut victim_runs: Vec<victims::VictimRun> = Vec::new();
     let mut refused = Vec::new();
     let mut bpd_measured: Option<f64> = None;
     let contention: Vec<usize> = if opts.contend > 0 { vec![0, opts.contend] } else { vec![0] };
@@ -466,38 +483,27 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
             break 'sizes;
         }
         ran.push(target);
+        let schedule = schedule::Schedule::of(&schedule::Counts {
+            probed: opts.reps,
+            unobserved: opts.unobserved_reps,
+            unpinned: opts.unpinned_reps,
+            victims: if opts.victims.is_empty() { 0 } else { opts.reps },
+            contention: contention.clone(),
+        });
         for &method in &opts.methods {
-            for rep in 0..opts.reps.max(opts.unobserved_reps).max(opts.unpinned_reps) {
-                // Unobserved (pinned, unpinned) and probed alternate, the
-                // order swapped every repetition, so that drift hits all alike.
-                let mut order: Vec<(bool, usize, bool)> = Vec::new();
-                if rep < opts.unobserved_reps {
-                    order.push((false, 0, true));
+            for &(rep, slot) in schedule.slots() {
+                let profile = profiling && slot == schedule::Slot::Probed { contenders: 0 };
+                let at = measure::At { target, rep, method, slot, profile };
+                let r = measure::one_run(opts, sandbox, proc, &kmsg, &at)?;
+                if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
+                    bpd_measured = Some(r.bytes_per_dentry);
                 }
-                if rep < opts.unpinned_reps {
-                    order.push((false, 0, false));
-                }
-                if rep < opts.reps {
-                    order.extend(contention.iter().map(|&c| (true, c, true)));
-                }
-                if rep % 2 == 1 {
-                    order.reverse();
-                }
-                for (observed, contenders, pinned) in order {
-                    let profile = profiling && observed && contenders == 0;
-                    let at = measure::At { target, rep, method, contenders, observed, pinned, profile };
-                    let r = measure::one_run(opts, sandbox, proc, &kmsg, &at)?;
-                    if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
-                        bpd_measured = Some(r.bytes_per_dentry);
-                    }
-                    measure::report_progress(&r, observed);
-                    if observed {
-                        runs.push(r);
-                    } else if pinned {
-                        unobserved.push(Unobserved::of(&r));
-                    } else {
-                        unpinned.push(Unobserved::of(&r));
-                    }
+                measure::report_progress(&r, slot.observed());
+                match slot {
+                    schedule::Slot::Probed { .. } => runs.push(r),
+                    schedule::Slot::Unobserved { pinned: true } => unobserved.push(Unobserved::of(&r)),
+                    schedule::Slot::Unobserved { pinned: false } => unpinned.push(Unobserved::of(&r)),
+                    schedule::Slot::Victims => victim_runs.extend(victims::VictimRun::of(&r)),
                 }
             }
         }
@@ -550,6 +556,8 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
     let pinning_cost = placement::cost(&unobserved, &unpinned);
+    let deadlines = victims::deadlines(&environment, proc);
+    let victims = victims::analyse(&victim_runs, &sizes, fits.gap_power, &deadlines);
     Ok(ReclaimResult {
         header,
         environment,
@@ -571,5 +579,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         watchdog: None,
         auto,
         watchdog_more: Vec::new(),
+        victim_runs,
+        victims,
     })
 }

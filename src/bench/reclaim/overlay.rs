@@ -9,25 +9,23 @@
 
 use anyhow::{Result, bail};
 
+use super::Options;
 use super::methods::{Reclaimed, Staged};
-use super::{Method, Options};
 use crate::bench::layers::{self, StackTeardown};
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::stats::GapStats;
-
-/// The reclaim paths that take an overlay down.
-pub const METHODS: [Method; 2] = [Method::Umount, Method::NsExit];
 
 /// Rejects methods that do not apply to an overlay (exit 2).
 pub fn validate(opts: &Options) -> Result<()> {
     if opts.overlay.is_none() {
         return Ok(());
     }
-    if let Some(m) = opts.methods.iter().find(|m| !METHODS.contains(m)) {
+    if let Some(m) = opts.methods.iter().find(|m| !m.about().takes_overlay) {
+        let (takes, plain) = super::methods::overlay_words();
         bail!(UsageError(format!(
             "--method {} with --fs overlay: an overlay's dentries are reclaimed by taking the overlay down; \
-             use --method umount or ns-exit (drop-caches and memcg are measured on plain ext4 or xfs)",
+             use --method {takes} ({plain} are measured on plain ext4 or xfs)",
             m.name()
         )));
     }

@@ -16,6 +16,8 @@ use crate::procfs::kmsg::Kind as AlertKind;
 
 pub use super::lowered::{RCU_STALL_TIMEOUT_MAX, RcuTimeout, guard_main, lower};
 
+mod summary;
+
 /// Default `--watchdog-thresh` for a check: a 2 s soft-lockup threshold.
 pub const CHECK_THRESH_SECONDS: u64 = 1;
 
@@ -195,168 +197,132 @@ fn predict_gap(runs: &[Run], n: u64) -> Option<f64> {
     }
 }
 
-pub fn compare(result: &ReclaimResult, original: u64, thresh: u64, rcu: Option<RcuTimeout>) -> WatchdogReport {
-    let limit = 2.0 * thresh as f64;
-    let (lo, hi) = detection_band(thresh);
-    let rows: Vec<CheckRow> = result
-        .runs
+/// What the watchdog said about one repetition, against what the sizes
+/// below it predicted and what the probe measured.
+fn check_row(runs: &[Run], r: &Run, thresh: u64) -> CheckRow {
+    let predicted_gap = predict_gap(runs, r.target);
+    let predicted = predicted_gap.map(|g| expect(g, thresh));
+    let lockups: Vec<_> = r
+        .kernel_messages
         .iter()
-        .map(|r| {
-            let predicted_gap = predict_gap(&result.runs, r.target);
-            let predicted = predicted_gap.map(|g| expect(g, thresh));
-            let lockups: Vec<_> = r
-                .kernel_messages
-                .iter()
-                .filter(|a| a.kind == AlertKind::SoftLockup && a.pid == Some(r.reclaim_task_pid))
-                .collect();
-            let fired = !lockups.is_empty();
-            let rcu_stall_reported = r.kernel_messages.iter().any(|a| a.kind == AlertKind::RcuStall);
-            let measured = expect(r.probe.max_gap_seconds, thresh);
-            let agreement = match (predicted, fired) {
-                (None, _) => Agreement::Unpredicted,
-                (Some(Expect::Either), _) => Agreement::Uncertain,
-                (Some(Expect::Fires), true) => Agreement::TruePositive,
-                (Some(Expect::Silent), false) => Agreement::TrueNegative,
-                (Some(Expect::Fires), false) => Agreement::FalsePositive,
-                (Some(Expect::Silent), true) => Agreement::FalseNegative,
-            };
-            CheckRow {
-                target: r.target,
-                rep: r.rep,
-                predicted_gap_seconds: predicted_gap,
-                predicted,
-                measured_gap_seconds: r.probe.max_gap_seconds,
-                measured,
-                watchdog_fired: fired,
-                watchdog_stuck_seconds: lockups.iter().filter_map(|a| a.stuck_seconds).max(),
-                agreement,
-                probe_agrees_with_watchdog: match measured {
-                    Expect::Either => true,
-                    Expect::Fires => fired,
-                    Expect::Silent => !fired,
-                },
-                rcu_stall_reported,
-            }
-        })
+        .filter(|a| a.kind == AlertKind::SoftLockup && a.pid == Some(r.reclaim_task_pid))
         .collect();
-    let count = |a: Agreement| rows.iter().filter(|r| r.agreement == a).count();
-    let (tp, tn, fp, fneg, unc, un) = (
-        count(Agreement::TruePositive),
-        count(Agreement::TrueNegative),
-        count(Agreement::FalsePositive),
-        count(Agreement::FalseNegative),
-        count(Agreement::Uncertain),
-        count(Agreement::Unpredicted),
-    );
-    let validated = fp == 0 && fneg == 0 && tp > 0 && tn > 0;
-    let set = if original == thresh {
-        format!("watchdog_thresh at {thresh} s (unchanged)")
-    } else {
-        format!("watchdog_thresh set from {original} to {thresh} s for the run")
+    let fired = !lockups.is_empty();
+    let rcu_stall_reported = r.kernel_messages.iter().any(|a| a.kind == AlertKind::RcuStall);
+    let measured = expect(r.probe.max_gap_seconds, thresh);
+    let agreement = match (predicted, fired) {
+        (None, _) => Agreement::Unpredicted,
+        (Some(Expect::Either), _) => Agreement::Uncertain,
+        (Some(Expect::Fires), true) => Agreement::TruePositive,
+        (Some(Expect::Silent), false) => Agreement::TrueNegative,
+        (Some(Expect::Fires), false) => Agreement::FalsePositive,
+        (Some(Expect::Silent), true) => Agreement::FalseNegative,
     };
-    let mut summary = vec![format!(
-        "{set}: soft lockup after {limit:.0} s nominally. \
-         The watchdog's clock counts in 2^30 ns units and it checks every {:.1} s, so a stretch under {lo:.2} s \
-         cannot be reported, one of {hi:.2} s or more must be, and one in between may or may not.",
-        limit / 5.0
-    )];
-    summary.push(format!(
-        "Prediction vs watchdog: {tp} fired as predicted, {tn} silent as predicted, {fp} predicted but silent, \
-         {fneg} fired but not predicted, {unc} predicted inside the band (either outcome fits), {un} with nothing \
-         smaller to predict from."
-    ));
-    for r in rows.iter().filter(|r| matches!(r.agreement, Agreement::FalsePositive | Agreement::FalseNegative)) {
-        summary.push(format!(
-            "DISAGREEMENT at {} rep {}: predicted a longest stretch of {:.2} s ({}), measured {:.2} s, and the watchdog {}.",
-            crate::size::human(r.target),
-            r.rep + 1,
-            r.predicted_gap_seconds.unwrap_or(f64::NAN),
-            if r.predicted == Some(Expect::Fires) { "a lockup" } else { "no lockup" },
-            r.measured_gap_seconds,
-            if r.watchdog_fired { "fired" } else { "stayed silent" }
-        ));
-    }
-    let probe_off = rows.iter().filter(|r| !r.probe_agrees_with_watchdog).count();
-    if probe_off > 0 {
-        summary.push(format!(
-            "In {probe_off} reclaim(s) the probe's measured stretch and the watchdog disagree outside the band: \
-             the probe saw {} what the watchdog reported.",
-            if rows.iter().any(|r| !r.probe_agrees_with_watchdog && r.watchdog_fired) {
-                "less than"
-            } else {
-                "more than"
-            }
-        ));
-    }
-    if let Some(t) = rcu {
-        let stalls = rows.iter().filter(|r| r.rcu_stall_reported).count();
-        summary.push(if t.during_check_seconds > t.original_seconds {
-            format!(
-                "RCU's CPU stall timeout was {} s, short enough to report a stretch first, and its report restarts \
-                 the soft-lockup clock (print_cpu_stall_info -> touch_nmi_watchdog): raised to {} s for the check \
-                 and put back after. With {} s, a node at this threshold reports stretches from about {} s as RCU \
-                 stalls, not soft lockups. RCU stalls reported during {stalls} reclaim(s).",
-                t.original_seconds, t.during_check_seconds, t.original_seconds, t.original_seconds
-            )
-        } else {
-            format!(
-                "RCU's CPU stall timeout is {} s, longer than the watchdog needs: RCU stalls reported during \
-                 {stalls} reclaim(s).",
-                t.original_seconds
-            )
-        });
-    }
-    if tp == 0 {
-        summary.push(format!(
-            "No size was predicted past the band ({hi:.2} s) and seen to fire: add a larger size to test the positive side."
-        ));
-    }
-    let sizes: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.target).collect();
-    let fired_at = |t: u64| rows.iter().any(|r| r.target == t && r.watchdog_fired);
-    let largest_silent = sizes.iter().copied().filter(|&t| !fired_at(t)).max();
-    let smallest_fired = sizes.iter().copied().filter(|&t| fired_at(t)).min();
-    let gap = result.fits.gap_power;
-    let predicted_edge = gap.and_then(|p| p.solve(limit));
-    let interval = gap.and_then(|p| p.band.and_then(|b| b.count_reaching(&p, limit)));
-    // The watchdog may report a stretch from the band's lower edge and must
-    // from its upper edge, so the observed edge is expected between the size
-    // whose stretch reaches `lo` (the fit's interval at its low end) and the
-    // size whose stretch reaches `hi` (at its high end).
-    let reaching = |v: f64| -> (Option<f64>, Option<f64>) {
-        match gap {
-            Some(p) => match p.band.and_then(|b| b.count_reaching(&p, v)) {
-                Some(i) => (Some(i.low), i.high),
-                None => (p.solve(v), p.solve(v)),
-            },
-            None => (None, None),
-        }
-    };
-    let may_from = reaching(lo).0;
-    let must_by = reaching(hi).1;
-    let inside = edge_consistent(may_from, must_by, largest_silent, smallest_fired);
-    let h = |n: u64| crate::size::human(n);
-    let hf = |n: Option<f64>| n.map(|n| crate::size::human(n.round() as u64)).unwrap_or_else(|| "–".into());
-    summary.push(format!(
-        "Observed edge at watchdog_thresh {thresh}: {}; predicted edge {} (stretch = {limit:.0} s); with the band, the \
-         watchdog may fire from {} (stretch {lo:.2} s, fit's 90% low end) and must by {} (stretch {hi:.2} s, high end){}",
-        match (largest_silent, smallest_fired) {
-            (Some(s), Some(f)) => format!("silent up to {}, fired from {}", h(s), h(f)),
-            (Some(s), None) => format!("silent at every size (up to {}): add larger sizes", h(s)),
-            (None, Some(f)) => format!("fired at every size (from {}): add smaller sizes", h(f)),
-            (None, None) => "no size ran".into(),
+    CheckRow {
+        target: r.target,
+        rep: r.rep,
+        predicted_gap_seconds: predicted_gap,
+        predicted,
+        measured_gap_seconds: r.probe.max_gap_seconds,
+        measured,
+        watchdog_fired: fired,
+        watchdog_stuck_seconds: lockups.iter().filter_map(|a| a.stuck_seconds).max(),
+        agreement,
+        probe_agrees_with_watchdog: match measured {
+            Expect::Either => true,
+            Expect::Fires => fired,
+            Expect::Silent => !fired,
         },
-        predicted_edge
-            .map(|p| crate::analysis::interval::count_with_interval(p, interval.map(|i| i.low), interval.and_then(|i| i.high)))
-            .unwrap_or_else(|| "nothing (no gap fit)".into()),
-        hf(may_from),
-        hf(must_by),
-        match (inside, smallest_fired) {
-            (Some(true), Some(_)) => ": the observed edge falls inside that range.",
-            (Some(true), None) => ": silent where firing was optional; the edge itself is not bracketed.",
-            (Some(false), _) => ": the observed edge falls OUTSIDE that range.",
-            (None, _) => ".",
+        rcu_stall_reported,
+    }
+}
+
+/// The rows counted by agreement.
+pub(super) struct Tally {
+    pub(super) tp: usize,
+    pub(super) tn: usize,
+    pub(super) fp: usize,
+    pub(super) fneg: usize,
+    pub(super) unc: usize,
+    pub(super) un: usize,
+}
+
+impl Tally {
+    fn of(rows: &[CheckRow]) -> Tally {
+        let count = |a: Agreement| rows.iter().filter(|r| r.agreement == a).count();
+        Tally {
+            tp: count(Agreement::TruePositive),
+            tn: count(Agreement::TrueNegative),
+            fp: count(Agreement::FalsePositive),
+            fneg: count(Agreement::FalseNegative),
+            unc: count(Agreement::Uncertain),
+            un: count(Agreement::Unpredicted),
         }
-    ));
+    }
+
+    fn validated(&self) -> bool {
+        self.fp == 0 && self.fneg == 0 && self.tp > 0 && self.tn > 0
+    }
+}
+
+/// The observed edge (largest silent size, smallest fired) against the
+/// predicted one and the range the detection band allows.
+pub(super) struct Edge {
+    pub(super) largest_silent: Option<u64>,
+    pub(super) smallest_fired: Option<u64>,
+    pub(super) predicted: Option<f64>,
+    pub(super) predicted_low: Option<f64>,
+    pub(super) predicted_high: Option<f64>,
+    pub(super) may_from: Option<f64>,
+    pub(super) must_by: Option<f64>,
+    pub(super) inside: Option<bool>,
+}
+
+impl Edge {
+    fn of(result: &ReclaimResult, rows: &[CheckRow], thresh: u64) -> Edge {
+        let limit = 2.0 * thresh as f64;
+        let (lo, hi) = detection_band(thresh);
+        let sizes: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.target).collect();
+        let fired_at = |t: u64| rows.iter().any(|r| r.target == t && r.watchdog_fired);
+        let largest_silent = sizes.iter().copied().filter(|&t| !fired_at(t)).max();
+        let smallest_fired = sizes.iter().copied().filter(|&t| fired_at(t)).min();
+        let gap = result.fits.gap_power;
+        let interval = gap.and_then(|p| p.band.and_then(|b| b.count_reaching(&p, limit)));
+        // The watchdog may report a stretch from the band's lower edge and must
+        // from its upper edge, so the observed edge is expected between the size
+        // whose stretch reaches `lo` (the fit's interval at its low end) and the
+        // size whose stretch reaches `hi` (at its high end).
+        let reaching = |v: f64| -> (Option<f64>, Option<f64>) {
+            match gap {
+                Some(p) => match p.band.and_then(|b| b.count_reaching(&p, v)) {
+                    Some(i) => (Some(i.low), i.high),
+                    None => (p.solve(v), p.solve(v)),
+                },
+                None => (None, None),
+            }
+        };
+        let may_from = reaching(lo).0;
+        let must_by = reaching(hi).1;
+        Edge {
+            largest_silent,
+            smallest_fired,
+            predicted: gap.and_then(|p| p.solve(limit)),
+            predicted_low: interval.map(|i| i.low),
+            predicted_high: interval.and_then(|i| i.high),
+            may_from,
+            must_by,
+            inside: edge_consistent(may_from, must_by, largest_silent, smallest_fired),
+        }
+    }
+}
+
+pub fn compare(result: &ReclaimResult, original: u64, thresh: u64, rcu: Option<RcuTimeout>) -> WatchdogReport {
+    let rows: Vec<CheckRow> = result.runs.iter().map(|r| check_row(&result.runs, r, thresh)).collect();
+    let tally = Tally::of(&rows);
+    let validated = tally.validated();
+    let mut summary = summary::agreement_lines(&rows, &tally, original, thresh, rcu);
+    let edge = Edge::of(result, &rows, thresh);
+    summary.push(summary::edge_line(&edge, thresh));
     summary.push(if validated {
         "Validated: the watchdog fired where a lockup was predicted and stayed silent where none was.".into()
     } else {
@@ -365,24 +331,24 @@ pub fn compare(result: &ReclaimResult, original: u64, thresh: u64, rcu: Option<R
     WatchdogReport {
         original_thresh_seconds: original,
         thresh_seconds: thresh,
-        soft_lockup_threshold_seconds: limit,
-        detection_band_seconds: (lo, hi),
+        soft_lockup_threshold_seconds: 2.0 * thresh as f64,
+        detection_band_seconds: detection_band(thresh),
         rows,
-        true_positive: tp,
-        true_negative: tn,
-        false_positive: fp,
-        false_negative: fneg,
-        uncertain: unc,
-        unpredicted: un,
+        true_positive: tally.tp,
+        true_negative: tally.tn,
+        false_positive: tally.fp,
+        false_negative: tally.fneg,
+        uncertain: tally.unc,
+        unpredicted: tally.un,
         validated,
-        observed_largest_silent: largest_silent,
-        observed_smallest_fired: smallest_fired,
-        predicted_edge,
-        predicted_edge_low: interval.map(|i| i.low),
-        predicted_edge_high: interval.and_then(|i| i.high),
-        may_fire_from: may_from,
-        must_fire_by: must_by,
-        edge_inside_prediction: inside,
+        observed_largest_silent: edge.largest_silent,
+        observed_smallest_fired: edge.smallest_fired,
+        predicted_edge: edge.predicted,
+        predicted_edge_low: edge.predicted_low,
+        predicted_edge_high: edge.predicted_high,
+        may_fire_from: edge.may_from,
+        must_fire_by: edge.must_by,
+        edge_inside_prediction: edge.inside,
         rcu_stall_timeout: rcu,
         summary,
     }
@@ -525,7 +491,7 @@ mod tests {
         let mut r = fixture();
         for run in &mut r.runs {
             run.kernel_messages.clear();
-            run.method = super::super::Method::NsExit;
+            run.method = "ns-exit".parse().unwrap();
         }
         let last = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
         last.kernel_messages = alerts.clone();

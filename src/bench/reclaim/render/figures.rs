@@ -4,7 +4,7 @@
 //! only: `report::svg` draws them.
 
 use crate::analysis::fit::PowerFit;
-use crate::bench::reclaim::{Method, ReclaimResult, profile::longest};
+use crate::bench::reclaim::{ReclaimResult, profile::longest};
 use crate::render::FigureSpec;
 use crate::render::plot::*;
 use crate::size::human;
@@ -176,7 +176,7 @@ pub fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Vec<Fig
             file += ".svg";
             let what = format!(
                 "{} of {} {} dentries on {}, rep {}",
-                method_words(method),
+                method.words(),
                 human(run.target),
                 r.options.kind.name(),
                 r.options.fs,
@@ -196,14 +196,4 @@ pub fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Vec<Fig
         }
     }
     out
-}
-
-fn method_words(m: Method) -> &'static str {
-    match m {
-        Method::Umount => "umount",
-        Method::NsExit => "namespace exit",
-        Method::DropCaches => "drop_caches",
-        Method::Memcg => "memory cgroup reclaim",
-        Method::Inotify => "inotify_add_watch's children walk",
-    }
 }

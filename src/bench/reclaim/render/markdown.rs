@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::grids::{
     comparison_grid, fit_lines, methods_grid, methods_label, pinning_line, reclaim_grid, threshold_grid, watchdog_grid,
 };
-use super::{profile, stacks};
+use super::{profile, stacks, victims};
 use crate::bench::layers::grid;
 use crate::bench::reclaim::ReclaimResult;
 use crate::render::cell::environment_line;
@@ -80,7 +80,29 @@ pub fn body(r: &ReclaimResult, level: usize) -> Doc {
         s.grid(g);
     }
     if let Some(v) = &r.verdict {
+        if let Some(a) = &r.victims {
+            if let Some(g) = victims::victims_grid(a) {
+                let _ = writeln!(s, "\n{h} Victims\n");
+                let _ = writeln!(
+                    s,
+                    "On the CPUs other than {}, during the reclaim (median of {} victim repetition(s); outside: the \
+                     1 s before it).\n",
+                    o.cpu, o.reps
+                );
+                s.grid(g);
+            }
+            for u in &a.unaffected {
+                let _ = writeln!(s, "\n- {} does not wait for the reclaim: {}", u.victim.name(), u.why);
+            }
+            if let Some(g) = victims::deadlines_grid(a) {
+                let _ = writeln!(s, "\n{h} Deadlines of the node\n");
+                s.grid(g);
+            }
+        }
         let _ = writeln!(s, "\n{h} Verdict\n");
+        if let Some(l) = victims::first_incident_line(r) {
+            let _ = writeln!(s, "- {l}");
+        }
         for l in &v.summary {
             let _ = writeln!(s, "- {l}");
         }

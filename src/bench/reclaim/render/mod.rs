@@ -12,6 +12,7 @@ pub mod grids;
 pub mod markdown;
 pub mod profile;
 pub mod text;
+pub mod victims;
 
 use crate::bench::layers::StackTeardown;
 use crate::bench::reclaim::ReclaimResult;

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::grids::{
     fit_lines, methods_grid, methods_label, overhead_line, pinning_line, reclaim_grid, threshold_grid, watchdog_grid,
 };
-use super::{profile, stacks};
+use super::{profile, stacks, victims};
 use crate::bench::layers::grid;
 use crate::bench::reclaim::ReclaimResult;
 use crate::render::Doc;
@@ -52,8 +52,28 @@ pub fn text(r: &ReclaimResult) -> Doc {
         let _ = writeln!(s, "\nSoft-lockup threshold{of}");
         s.grid(g);
     }
+    if let Some(a) = &r.victims {
+        if let Some(g) = victims::victims_grid(a) {
+            let _ = writeln!(
+                s,
+                "\nVictims (on the CPUs other than {}, during the reclaim; median of {} victim repetition(s), outside: the 1 s before it)",
+                o.cpu, o.reps
+            );
+            s.grid(g);
+        }
+        for u in &a.unaffected {
+            let _ = writeln!(s, "{} does not wait for the reclaim: {}", u.victim.name(), u.why);
+        }
+        if let Some(g) = victims::deadlines_grid(a) {
+            let _ = writeln!(s, "\nDeadlines of the node: who misses each first, at what count");
+            s.grid(g);
+        }
+    }
     if let Some(v) = &r.verdict {
         let _ = writeln!(s, "\nVerdict{of}");
+        if let Some(l) = victims::first_incident_line(r) {
+            let _ = writeln!(s, "  {l}");
+        }
         for l in &v.summary {
             let _ = writeln!(s, "  {l}");
         }

@@ -1,0 +1,108 @@
+//! `--victims`: the victims table (each victim's longest call during the
+//! reclaim beside the longest stretch and the same victim outside it), the
+//! deadlines table (who misses each deadline first, at what count), and the
+//! line that opens the verdict.
+
+use crate::analysis::interval::count_with_interval;
+use crate::analysis::victims::{Incident, Watches};
+use crate::bench::reclaim::ReclaimResult;
+use crate::bench::reclaim::victims::Analysis;
+use crate::duration::secs;
+use crate::render::Grid;
+use crate::render::cell::spread_secs;
+use crate::size::human;
+
+/// A time that may be missing (NaN: no call).
+fn maybe_secs(s: f64) -> String {
+    if s.is_finite() { secs(s) } else { "–".into() }
+}
+
+pub fn victims_grid(a: &Analysis) -> Option<Grid> {
+    if a.sizes.is_empty() {
+        return None;
+    }
+    let header = [
+        "Victim",
+        "Target",
+        "Longest during",
+        "× stretch",
+        "p99 during",
+        "calls/s during",
+        "Longest outside",
+        "p99 outside",
+        "calls/s outside",
+        "Waits in",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = a
+        .sizes
+        .iter()
+        .map(|s| {
+            vec![
+                s.victim.name().to_string(),
+                human(s.target),
+                spread_secs(&s.longest_seconds),
+                s.of_stretch.map(|x| format!("{x:.2}×")).unwrap_or_else(|| "–".into()),
+                maybe_secs(s.p99_seconds),
+                format!("{:.0}", s.per_second),
+                maybe_secs(s.outside_longest_seconds),
+                maybe_secs(s.outside_p99_seconds),
+                format!("{:.0}", s.outside_per_second),
+                s.waits_in.clone().unwrap_or_else(|| "–".into()),
+            ]
+        })
+        .collect();
+    Some(Grid { header, rows })
+}
+
+fn crossing(i: &Incident) -> String {
+    match &i.first {
+        Some(c) => count_with_interval(c.count, c.interval.map(|x| x.low), c.interval.and_then(|x| x.high)),
+        None => "not reached by any fitted wait".into(),
+    }
+}
+
+pub fn deadlines_grid(a: &Analysis) -> Option<Grid> {
+    if a.incidents.is_empty() {
+        return None;
+    }
+    let header = ["Deadline", "Seconds", "From", "First missed at (90% interval)", "By"].map(String::from).to_vec();
+    let rows = a
+        .incidents
+        .iter()
+        .map(|i| {
+            vec![
+                i.deadline.name.clone(),
+                format!("{:.0}", i.deadline.seconds),
+                i.deadline.source.clone(),
+                crossing(i),
+                i.first.as_ref().map(|c| who(&c.who, i.deadline.watches)).unwrap_or_else(|| "–".into()),
+            ]
+        })
+        .collect();
+    Some(Grid { header, rows })
+}
+
+fn who(name: &str, w: Watches) -> String {
+    match w {
+        Watches::ReclaimingCpu => "the reclaiming CPU's longest stretch".into(),
+        Watches::Victims => format!("the {name} victim"),
+    }
+}
+
+/// The verdict's first line: the first incident and its count.
+pub fn first_incident_line(r: &ReclaimResult) -> Option<String> {
+    let a = r.victims.as_ref()?;
+    let i = a.first()?;
+    let c = i.first.as_ref()?;
+    let op = a.sizes.iter().find(|s| s.victim.name() == c.who).map(|s| s.victim.operation());
+    Some(format!(
+        "First incident: {} misses {} ({:.0} s) from about {} dentries per reclaim{}.",
+        who(&c.who, i.deadline.watches),
+        i.deadline.name,
+        i.deadline.seconds,
+        crossing(i),
+        op.map(|o| format!(" ({o})")).unwrap_or_default()
+    ))
+}

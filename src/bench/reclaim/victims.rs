@@ -1,0 +1,326 @@
+//! `reclaim --victims`: what the node's other tasks wait for while the
+//! reclaim holds its CPU, and the first deadline of the node they miss.
+//!
+//! Victim repetitions are slots of their own in the [`super::schedule`]:
+//! the reclaim runs pinned with no probe beside it, and the victims
+//! ([`crate::probe::victims`]) run on the other CPUs, from
+//! [`CONTROL_WINDOW`] before the reclaim (their control) to its end. Each
+//! victim's figure is its longest call that overlaps the reclaim, next to
+//! the size's longest stretch (from the probed repetitions); the fits of
+//! those waits against the count give, for each deadline a node has, the
+//! smallest count at which some victim misses it.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Method, Run, SizeSummary};
+use crate::analysis::interval::SizeValues;
+use crate::analysis::victims::{self, CallStats, Deadline, Incident, WaitFit, Watches};
+use crate::analysis::weighted::weighted_power;
+use crate::env::Environment;
+use crate::probe::victims::{Record, Victim};
+use crate::procfs::ProcRoot;
+use crate::stats::{Spread, median};
+
+/// How long the victims run before the reclaim: their control.
+pub const CONTROL_WINDOW: Duration = Duration::from_secs(1);
+
+/// What the victims recorded in one repetition, with the reclaim's window.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub records: Vec<Record>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// One victim in one repetition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub victim: Victim,
+    /// Its calls that overlapped the reclaim.
+    pub during: CallStats,
+    /// Its calls in the [`CONTROL_WINDOW`] before the reclaim.
+    pub outside: CallStats,
+    /// When its longest call during the reclaim started, seconds after the
+    /// reclaim did (negative: before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_started_seconds: Option<f64>,
+    /// The function its longest call waited in, from the kernel stacks
+    /// sampled during that call (the most frequent), and that stack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits_in: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
+    /// Stacks sampled during the longest call.
+    pub stack_samples: usize,
+    /// The error that stopped it, as the kernel reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    fn of(r: &Record, start_ns: u64, end_ns: u64) -> Outcome {
+        let longest = victims::longest_during(&r.calls, start_ns, end_ns);
+        let in_longest: Vec<&Vec<String>> = longest
+            .map(|c| {
+                r.samples.iter().filter(|s| s.at_ns >= c.start_ns && s.at_ns <= c.end_ns()).map(|s| &s.frames).collect()
+            })
+            .unwrap_or_default();
+        let stack = most_frequent(&in_longest);
+        Outcome {
+            victim: r.victim,
+            during: CallStats::during(&r.calls, start_ns, end_ns),
+            outside: CallStats::before(&r.calls, start_ns),
+            longest_started_seconds: longest.map(|c| (c.start_ns as f64 - start_ns as f64) / 1e9),
+            waits_in: stack.as_deref().and_then(crate::procfs::stack::waits_in),
+            stack: stack.unwrap_or_default(),
+            stack_samples: in_longest.len(),
+            error: r.error.clone(),
+        }
+    }
+}
+
+fn most_frequent(stacks: &[&Vec<String>]) -> Option<Vec<String>> {
+    let mut counts: std::collections::BTreeMap<&Vec<String>, usize> = std::collections::BTreeMap::new();
+    for s in stacks {
+        *counts.entry(s).or_default() += 1;
+    }
+    counts.into_iter().max_by_key(|(_, n)| *n).map(|(s, _)| s.clone())
+}
+
+/// A victim repetition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VictimRun {
+    pub target: u64,
+    pub rep: u32,
+    pub method: Method,
+    pub reclaim_seconds: f64,
+    pub victims: Vec<Outcome>,
+}
+
+impl VictimRun {
+    pub fn of(r: &Run) -> Option<VictimRun> {
+        let o = r.victims.as_ref()?;
+        Some(VictimRun {
+            target: r.target,
+            rep: r.rep,
+            method: r.method,
+            reclaim_seconds: r.reclaim_seconds,
+            victims: o.records.iter().map(|rec| Outcome::of(rec, o.start_ns, o.end_ns)).collect(),
+        })
+    }
+}
+
+/// One victim at one size, over its repetitions.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VictimSize {
+    pub victim: Victim,
+    pub target: u64,
+    pub method: Method,
+    /// The longest call during the reclaim, over the repetitions.
+    pub longest_seconds: Spread,
+    /// Median p99 and rate during the reclaim.
+    pub p99_seconds: f64,
+    pub per_second: f64,
+    /// The same outside the reclaim (the control window).
+    pub outside_longest_seconds: f64,
+    pub outside_p99_seconds: f64,
+    pub outside_per_second: f64,
+    /// Median longest call ÷ the size's median longest stretch (probed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of_stretch: Option<f64>,
+    /// Where the longest call of all waited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits_in: Option<String>,
+}
+
+/// The victims' part of a result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Analysis {
+    pub sizes: Vec<VictimSize>,
+    /// Each victim's longest wait against the count (power law, with its
+    /// 90% band), and the reclaiming CPU's longest stretch.
+    pub fits: Vec<WaitFit>,
+    /// The victims whose calls do not wait for the reclaim (not fitted).
+    #[serde(default)]
+    pub unaffected: Vec<Unaffected>,
+    pub incidents: Vec<Incident>,
+}
+
+/// A victim that does not wait for the reclaim, and how that was judged.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unaffected {
+    pub victim: Victim,
+    pub why: String,
+}
+
+/// A victim's longest call at the largest size must exceed its own
+/// longest call outside the reclaim by this factor to count as waiting.
+pub const WAIT_FACTOR: f64 = 2.0;
+
+/// Whether a victim waits for the reclaim: its longest call during the
+/// reclaim at the largest size is [`WAIT_FACTOR`]× its longest outside,
+/// and that wait grows with the count (the fit's exponent, with its 90%
+/// interval where it has one, above 0).
+fn waits(fit: Option<&crate::analysis::fit::PowerFit>, last: Option<&VictimSize>) -> Result<(), String> {
+    let Some(last) = last else { return Err("no call overlapped a reclaim".into()) };
+    let (during, outside) = (last.longest_seconds.median, last.outside_longest_seconds);
+    let clear = during > WAIT_FACTOR * outside;
+    if !clear {
+        return Err(format!(
+            "at {} its longest call during the reclaim ({}) is not {WAIT_FACTOR}× its longest outside ({})",
+            crate::size::human(last.target),
+            crate::duration::secs(during),
+            crate::duration::secs(outside)
+        ));
+    }
+    let Some(fit) = fit else { return Err("too few sizes to fit its wait against the count".into()) };
+    let low = fit.band.map_or(fit.exponent, |b| b.exponent(fit).low);
+    let grows = low > 0.0;
+    if !grows {
+        return Err(format!(
+            "its longest wait does not grow with the count (exponent {:.2}, 90% interval from {:.2})",
+            fit.exponent, low
+        ));
+    }
+    Ok(())
+}
+
+impl Analysis {
+    pub fn first(&self) -> Option<&Incident> {
+        victims::first(&self.incidents)
+    }
+}
+
+/// Summarises the victim repetitions of the first method.
+pub fn analyse(
+    runs: &[VictimRun],
+    sizes: &[SizeSummary],
+    gap: Option<crate::analysis::fit::PowerFit>,
+    deadlines: &[Deadline],
+) -> Option<Analysis> {
+    let method = runs.first()?.method;
+    let mut out = Vec::new();
+    let mut kinds: Vec<Victim> = runs.iter().flat_map(|r| r.victims.iter().map(|o| o.victim)).collect();
+    kinds.sort();
+    kinds.dedup();
+    let mut targets: Vec<u64> = runs.iter().filter(|r| r.method == method).map(|r| r.target).collect();
+    targets.dedup();
+    let mut fits = Vec::new();
+    let mut unaffected = Vec::new();
+    for &v in &kinds {
+        let mut points = Vec::new();
+        for &t in &targets {
+            let of: Vec<&Outcome> = runs
+                .iter()
+                .filter(|r| r.target == t && r.method == method)
+                .flat_map(|r| r.victims.iter().filter(|o| o.victim == v && o.during.calls > 0))
+                .collect();
+            if of.is_empty() {
+                continue;
+            }
+            let m = |f: &dyn Fn(&Outcome) -> f64| median(&of.iter().map(|o| f(o)).collect::<Vec<_>>());
+            let longest: Vec<f64> = of.iter().map(|o| o.during.longest_seconds).collect();
+            let stretch = sizes.iter().find(|s| s.target == t && s.method == method && s.contenders == 0);
+            let spread = Spread::of(&longest);
+            let worst = of.iter().max_by(|a, b| a.during.longest_seconds.total_cmp(&b.during.longest_seconds));
+            out.push(VictimSize {
+                victim: v,
+                target: t,
+                method,
+                longest_seconds: spread,
+                p99_seconds: m(&|o| o.during.p99_seconds),
+                per_second: m(&|o| o.during.per_second),
+                outside_longest_seconds: m(&|o| o.outside.longest_seconds),
+                outside_p99_seconds: m(&|o| o.outside.p99_seconds),
+                outside_per_second: m(&|o| o.outside.per_second),
+                of_stretch: stretch.map(|s| spread.median / s.max_gap_seconds.median).filter(|x| x.is_finite()),
+                waits_in: worst.and_then(|o| o.waits_in.clone()),
+            });
+            points.push(SizeValues { count: t as f64, values: longest });
+        }
+        let fit = weighted_power(&points);
+        let last = out.iter().rev().find(|s| s.victim == v);
+        match waits(fit.as_ref(), last) {
+            Ok(()) => fits.extend(fit.map(|fit| WaitFit { who: v.name().into(), watches: Watches::Victims, fit })),
+            Err(why) => unaffected.push(Unaffected { victim: v, why }),
+        }
+    }
+    if let Some(fit) = gap {
+        fits.push(WaitFit { who: "reclaiming CPU".into(), watches: Watches::ReclaimingCpu, fit });
+    }
+    let incidents = victims::incidents(deadlines, &fits);
+    Some(Analysis { sizes: out, fits, unaffected, incidents })
+}
+
+/// Kubernetes' default timeout of an exec or HTTP probe (`timeoutSeconds`).
+pub const PROBE_TIMEOUT_SECONDS: f64 = 1.0;
+/// Kubernetes' pod-startup SLO (99th percentile, stateless pods).
+pub const POD_STARTUP_SLO_SECONDS: f64 = 5.0;
+/// The node controller's grace period for a node's lease
+/// (`--node-monitor-grace-period`).
+pub const NODE_LEASE_GRACE_SECONDS: f64 = 40.0;
+/// The kubelet's `--runtime-request-timeout` default.
+pub const RUNTIME_REQUEST_TIMEOUT_SECONDS: f64 = 120.0;
+/// Where RCU's CPU stall timeout is read.
+pub const RCU_STALL_TIMEOUT: &str = "/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout";
+
+/// The deadlines of this node: the kernel's read from the kernel, the
+/// kubelet's and Kubernetes' at their defaults.
+pub fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
+    let d =
+        |name: &str, seconds: f64, source: String, watches| Deadline { name: name.into(), seconds, source, watches };
+    let mut out = vec![
+        d(
+            "an exec or HTTP probe's timeout",
+            PROBE_TIMEOUT_SECONDS,
+            "Kubernetes' default timeoutSeconds".into(),
+            Watches::Victims,
+        ),
+        d("the pod-startup SLO", POD_STARTUP_SLO_SECONDS, "Kubernetes' pod startup SLO".into(), Watches::Victims),
+    ];
+    if let Some(t) = env.watchdog_thresh_seconds.filter(|&t| t > 0) {
+        out.push(d(
+            "the soft-lockup watchdog",
+            2.0 * t as f64,
+            format!("2 × kernel.watchdog_thresh ({t})"),
+            Watches::ReclaimingCpu,
+        ));
+    }
+    if let Some(t) =
+        std::fs::read_to_string(RCU_STALL_TIMEOUT).ok().and_then(|s| s.trim().parse::<f64>().ok()).filter(|t| *t > 0.0)
+    {
+        out.push(d("RCU's CPU stall warning", t, "rcupdate.rcu_cpu_stall_timeout".into(), Watches::ReclaimingCpu));
+    }
+    if let Some(t) = proc.sysctl_u64("sys/kernel/hung_task_timeout_secs").ok().filter(|&t| t > 0) {
+        out.push(d("the hung-task warning", t as f64, "kernel.hung_task_timeout_secs".into(), Watches::Victims));
+    }
+    out.push(d(
+        "the node-lease grace period",
+        NODE_LEASE_GRACE_SECONDS,
+        "the node controller's --node-monitor-grace-period".into(),
+        Watches::Victims,
+    ));
+    out.push(d(
+        "the kubelet's runtime request timeout",
+        RUNTIME_REQUEST_TIMEOUT_SECONDS,
+        "the kubelet's --runtime-request-timeout".into(),
+        Watches::Victims,
+    ));
+    out.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    out
+}
+
+/// Starts the victims of `--victims` on every allowed CPU but the
+/// reclaiming one; the `cgroup` victim's cgroup is named for the cgroup
+/// guardian (the handler starts it when that victim is asked for).
+pub fn start(
+    opts: &super::Options,
+    sandbox: &crate::sandbox::Sandbox,
+) -> anyhow::Result<crate::probe::victims::Victims> {
+    let cpus: Vec<usize> = crate::sys::allowed_cpus()?.into_iter().filter(|&c| c != opts.cpu).collect();
+    let cgroup = if opts.victims.contains(&Victim::Cgroup) { Some(sandbox.victim_cgroup()?) } else { None };
+    let places = crate::probe::victims::Places { scratch: sandbox.scratch().to_path_buf(), cgroup };
+    crate::probe::victims::Victims::start(&opts.victims, &cpus, &places)
+}

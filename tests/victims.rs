@@ -1,0 +1,205 @@
+//! `reclaim --victims`: what the node's other tasks wait for during a
+//! reclaim. A 1M tmpfs umount makes the `umount` victim (a mount + umount
+//! on the other CPU) wait for the reclaiming CPU's stretch, in the kernel's
+//! expedited grace period; a SIGKILL while the victims run leaves none of
+//! their namespaces, mounts or cgroups; bad input is one line.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{bin, kernel_lock, usage_error};
+
+const NOBODY: &[&str] = &["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+
+#[test]
+fn an_unknown_victim_is_one_line_and_exit_2() {
+    usage_error("reclaim", &["--victims", "umount,bogus"], &["--victims", "unknown victim 'bogus'", "fork-exec"]);
+    usage_error("reclaim", &["--victims", ""], &["--victims", "unknown victim ''"]);
+}
+
+#[test]
+fn a_victim_that_needs_root_is_refused_as_nobody_before_anything_is_made() {
+    require!(common::is_root(), "needs root to switch to nobody with setpriv");
+    require!(common::has("setpriv"), "needs setpriv (util-linux)");
+    let out = std::process::Command::new(NOBODY[0])
+        .args(&NOBODY[1..])
+        .arg(env!("CARGO_BIN_EXE_dentrylab"))
+        .args(["reclaim", "--sizes", "10k", "--no-save", "--victims", "stat,netns"])
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--victims netns") && err.contains("needs root"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+/// The regression the victims exist for: during a tmpfs umount of 1M hard
+/// links, a mount + umount on the other CPU waits for the reclaiming CPU
+/// (its `synchronize_rcu_expedited()` cannot end while that CPU passes no
+/// quiescent state), at least half the longest stretch; its control (the
+/// second before) was fast, and its stack was read while it waited.
+#[test]
+fn a_1m_umount_makes_the_umount_victim_wait_for_the_stretch() {
+    require_root!();
+    let _k = kernel_lock();
+    let v = common::run_json(&[
+        "reclaim",
+        "--sizes",
+        "1M",
+        "--reps",
+        "1",
+        "--unobserved-reps",
+        "0",
+        "--unpinned-reps",
+        "0",
+        "--victims",
+        "umount,stat",
+        "--no-save",
+    ]);
+    let stretch = v["runs"][0]["probe"]["max_gap_seconds"].as_f64().unwrap();
+    let runs = v["victim_runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "one victim repetition: {runs:?}");
+    let of = |name: &str| runs[0]["victims"].as_array().unwrap().iter().find(|o| o["victim"] == name).unwrap().clone();
+    let umount = of("umount");
+    assert!(umount["error"].is_null(), "{umount}");
+    let waited = umount["during"]["longest_seconds"].as_f64().unwrap();
+    assert!(waited >= 0.5 * stretch, "the umount victim waited {waited} s, the longest stretch was {stretch} s");
+    let outside = umount["outside"]["longest_seconds"].as_f64().unwrap();
+    assert!(umount["outside"]["calls"].as_u64().unwrap() >= 20, "the control window has calls: {umount}");
+    assert!(waited > 2.0 * outside, "waited {waited} s during, {outside} s outside");
+    let stack: Vec<&str> = umount["stack"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert!(stack.contains(&"path_umount"), "the stack sampled in the longest call is the victim's umount: {stack:?}");
+    assert!(umount["waits_in"].as_str().is_some_and(|w| !w.is_empty()), "{umount}");
+    // The summary and the deadlines came with it.
+    let a = &v["victims"];
+    assert!(a["sizes"].as_array().unwrap().iter().any(|s| s["victim"] == "umount" && s["target"] == 1_000_000));
+    let deadlines: Vec<&str> =
+        a["incidents"].as_array().unwrap().iter().map(|i| i["deadline"]["name"].as_str().unwrap()).collect();
+    assert!(
+        deadlines.contains(&"the pod-startup SLO") && deadlines.contains(&"the soft-lockup watchdog"),
+        "{deadlines:?}"
+    );
+}
+
+/// Every namespace (mount, network) a task of `pid` has that the test
+/// itself has not.
+fn namespaces_of(pid: u32) -> BTreeSet<String> {
+    let mine: BTreeSet<String> = ["mnt", "net"]
+        .iter()
+        .filter_map(|k| std::fs::read_link(format!("/proc/self/ns/{k}")).ok())
+        .map(|l| l.to_string_lossy().into_owned())
+        .collect();
+    let mut out = BTreeSet::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        for k in ["mnt", "net"] {
+            if let Ok(l) = std::fs::read_link(t.path().join("ns").join(k)) {
+                let l = l.to_string_lossy().into_owned();
+                if !mine.contains(&l) {
+                    out.insert(l);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The namespaces any live task has.
+fn live_namespaces() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        if p.file_name().to_string_lossy().parse::<u32>().is_ok() {
+            let pid: u32 = p.file_name().to_string_lossy().parse().unwrap();
+            out.extend(namespaces_of_all(pid));
+        }
+    }
+    out
+}
+
+fn namespaces_of_all(pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        for k in ["mnt", "net"] {
+            if let Ok(l) = std::fs::read_link(t.path().join("ns").join(k)) {
+                out.push(l.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out
+}
+
+/// Whether `pid` has a victim thread running.
+fn victims_running(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == "victim-umount"))
+}
+
+/// Directories named `dentrylab-PID-*` under the cgroup mounts.
+fn cgroups_of(pid: u32) -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: usize, prefix: &str, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                out.push(e.path());
+            } else if depth > 0 {
+                walk(&e.path(), depth - 1, prefix, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new("/sys/fs/cgroup"), 4, &format!("dentrylab-{pid}-"), &mut out);
+    out
+}
+
+/// SIGKILL while the victims run (as soon as they start, and a moment
+/// later, during creation, the control or the reclaim): their mount and
+/// network namespaces go with their threads, their tmpfs with their mount
+/// namespace, and the cgroup guardian removes the `cgroup` victim's cgroup.
+#[test]
+fn a_sigkill_while_the_victims_run_leaves_none_of_theirs() {
+    require_root!();
+    let _k = kernel_lock();
+    for after_ms in [0u64, 1500] {
+        let mut child = bin()
+            .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
+            .args(["--victims", "all", "--no-save"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        while !victims_running(pid) {
+            assert!(start.elapsed() < Duration::from_secs(120), "the victims never started");
+            assert!(child.try_wait().unwrap().is_none(), "the run ended before its victims started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(after_ms));
+        let theirs = namespaces_of(pid);
+        assert!(!theirs.is_empty(), "the run and its victims have namespaces of their own");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+        child.wait().unwrap();
+        common::wait_until(
+            &format!("killed {after_ms} ms after the victims started: namespaces {theirs:?} outlived it"),
+            Duration::from_secs(60),
+            || live_namespaces().is_disjoint(&theirs),
+        );
+        common::wait_until(
+            &format!("killed {after_ms} ms after the victims started: cgroups {:?} outlived it", cgroups_of(pid)),
+            Duration::from_secs(30),
+            || cgroups_of(pid).is_empty(),
+        );
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(!mounts.contains("dentrylab-victim"), "a victim's tmpfs is mounted in the test's namespace");
+    }
+}
