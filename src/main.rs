@@ -1,7 +1,8 @@
 //! dentrylab: measure the Linux dentry cache on the real kernel.
 //!
 //! The entry point only: parse the command line, hand the command to its
-//! handler (`cli::handlers`), and turn the outcome into an exit code: 0,
+//! handler (a benchmark to the generic one through the registry,
+//! `cli::registry`; the others to theirs in `cli::handlers`), and turn the outcome into an exit code: 0,
 //! 2 for bad input (clap's errors and `UsageError`), 1 for a failure.
 
 // `unsafe` only in `sys/`: the compiler refuses it anywhere else, and
@@ -37,6 +38,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
+use crate::bench::common::Context;
 use crate::cli::handlers;
 use crate::cli::{Cli, Command};
 use crate::error::UsageError;
@@ -90,28 +92,14 @@ fn clap_error(e: clap::Error) -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let proc = ProcRoot::default();
+    let lockup_edge = |dir: &std::path::Path| handlers::lockup_edge(dir, &proc);
+    let cx = Context { proc: &proc, lockup_edge: &lockup_edge };
     match cli.command {
-        Command::Reclaim(a) => handlers::reclaim::run(a, &proc),
-        Command::Create(a) => handlers::create::run(a, &proc),
+        Command::Bench(b) => b.run(&cx),
         Command::Status(a) => handlers::node::status(a),
         Command::Exporter(a) => handlers::node::exporter(a),
-        Command::Scale(a) => handlers::scale::run(a, &proc),
-        Command::Pollute(a) => handlers::pollute::run(a, &proc),
-        Command::Churn(a) => handlers::churn::run(a, &proc),
-        Command::Mitigate(a) => handlers::mitigate::run(a, &proc),
         Command::Report(a) => handlers::report::run(a),
-        Command::Containers(a) => handlers::containers::run(a, &proc),
-        Command::Gvisor(a) => handlers::gvisor::run(a),
         Command::Vm(a) => handlers::vm::run(a),
-        Command::VmInit => bench::vm::init::main(),
-        hidden @ (Command::MitigateContainers(_)
-        | Command::MitigateWorker(_)
-        | Command::ScaleWorker(_)
-        | Command::GvisorWorker(_)
-        | Command::VmGuard { .. }
-        | Command::ContainerChild(_)
-        | Command::ReclaimChild(_)
-        | Command::SysctlGuard(_)
-        | Command::CgroupGuard(_)) => handlers::hidden::run(&hidden),
+        Command::Internal { command } => command.run(),
     }
 }

@@ -1,12 +1,85 @@
 //! Files the user asked for (`--json`, `--markdown`, `--report DIR`), opened
 //! before the sandbox is entered: inside it, `/tmp` is a private tmpfs, so a path
-//! opened later could land in the sandbox and vanish with it.
+//! opened later could land in the sandbox and vanish with it. [`Outputs`]
+//! holds them all, opened from the command line ([`Paths`]) before a run
+//! starts, so a bad path fails before any work.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use serde::Serialize;
+
+/// Output options every command shares.
+#[derive(Debug, clap::Args)]
+pub struct OutputArgs {
+    /// Write the result as JSON to FILE ('-' for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Where a command writes what it found, as its command line says.
+#[derive(Debug, Default, Clone)]
+pub struct Paths {
+    /// The result as JSON (`-`: standard output).
+    pub json: Option<PathBuf>,
+    /// A Markdown section of the result.
+    pub markdown: Option<PathBuf>,
+    /// A report directory (report.md and the plots).
+    pub report: Option<PathBuf>,
+}
+
+impl Paths {
+    /// Only `--json`.
+    pub fn json(a: &OutputArgs) -> Paths {
+        Paths { json: a.json.clone(), ..Paths::default() }
+    }
+}
+
+/// Every output of a run, opened (files created, the directory made)
+/// before the run starts: the JSON, the Markdown section, the report
+/// directory; the text for people goes to standard output, or to standard
+/// error when the JSON goes to standard output.
+pub struct Outputs {
+    pub json: Option<Sink>,
+    pub markdown: Option<Sink>,
+    pub report: Option<OutDir>,
+}
+
+impl Outputs {
+    /// Opens what `paths` names, in order: the JSON, the Markdown, the
+    /// report directory. The first that cannot be opened is the error.
+    pub fn open(paths: &Paths) -> Result<Outputs> {
+        let json = open_opt(paths.json.as_deref())?;
+        let markdown = open_opt(paths.markdown.as_deref())?;
+        let report = paths.report.as_deref().map(OutDir::create).transpose()?;
+        Ok(Outputs { json, markdown, report })
+    }
+
+    /// Whether the JSON goes to standard output (then text for people goes
+    /// to standard error).
+    pub fn json_to_stdout(&self) -> bool {
+        self.json.as_ref().is_some_and(Sink::is_stdout)
+    }
+
+    /// Text for people: standard output, or standard error when the JSON
+    /// goes to standard output.
+    pub fn print(&self, text: &str) {
+        if self.json_to_stdout() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    }
+
+    /// The table for people ([`Outputs::print`]), then the JSON.
+    pub fn emit<T: Serialize>(&mut self, table: &str, value: &T) -> Result<()> {
+        self.print(table);
+        self.json.as_mut().map(|j| j.write_json(value)).transpose()?;
+        Ok(())
+    }
+}
 
 pub enum Sink {
     Stdout(std::io::Stdout, String),
@@ -38,6 +111,15 @@ impl Sink {
             Sink::Stdout(s, _) => s,
             Sink::File(f, _) => f,
         }
+    }
+
+    /// Writes `value` as pretty JSON and a newline.
+    pub fn write_json<T: Serialize>(&mut self, value: &T) -> Result<()> {
+        let name = self.name().to_string();
+        let w = self.writer();
+        serde_json::to_writer_pretty(&mut *w, value).with_context(|| format!("cannot write JSON to {name}"))?;
+        writeln!(w).with_context(|| format!("cannot write JSON to {name}"))?;
+        w.flush().with_context(|| format!("cannot write JSON to {name}"))
     }
 
     pub fn write_str(&mut self, s: &str) -> Result<()> {

@@ -1,10 +1,5 @@
-//! The experiments that run a workload, `containers` and `mitigate`: their
-//! long help and their commands, each the benchmark's own options beside
-//! the output files.
-
-use clap::Args;
-
-use super::OutputArgs;
+//! The long help of the experiments that run a workload, `containers` and
+//! `mitigate` (their commands are the benchmarks' own, in the registry).
 
 pub(super) const CONTAINERS_ABOUT: &str = "A node's life in fast-forward. --count containers, --parallel at a time, each in a mount \
 namespace of its own with an overlay of one shared image (the lower layer, on an ext4 or xfs loop filesystem of \
@@ -26,16 +21,6 @@ or the harness removing the snapshot), over all teardowns the top stacks, and on
 carries the folded stacks; 'report' draws the flame graph. Where perf or kernel symbols are not available, one \
 line says so and the run goes on without it. Starting and stopping perf around each teardown makes the run \
 slower (the harness time is not comparable with a run without --profile).";
-
-/// `containers`: the benchmark's own options
-/// ([`crate::bench::containers::Args`]) and the output files.
-#[derive(Debug, Args)]
-pub struct ContainersArgs {
-    #[command(flatten)]
-    pub containers: crate::bench::containers::Args,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
 
 pub(super) const MITIGATE_ABOUT: &str = "Runs a workload that grows the dentry cache under every combination of the --setting \
 values (the first values are the baseline), each combination in a fresh filesystem of the sandbox with the \
@@ -72,13 +57,3 @@ tables loaded), plus a headroom for its own memory, plus twice the largest growt
 limit and runs to its duration. A limit that is reached may OOM-kill the workload rather than make the cgroup \
 reclaim its dentries (docs/memory-limit.md): ask for one with --memory-limit, or compare several with --setting \
 memory-limit=16M,64M. Keep runs that change sysctls short on shared machines.";
-
-/// `mitigate`: the benchmark's own options ([`crate::bench::mitigate::Args`])
-/// and the output files.
-#[derive(Debug, Args)]
-pub struct MitigateArgs {
-    #[command(flatten)]
-    pub mitigate: crate::bench::mitigate::Args,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}

@@ -1,9 +1,5 @@
-//! `gvisor` (one workload natively and inside gVisor's runsc): its long help
-//! and its command, the benchmark's own options beside the output files.
-
-use clap::Args;
-
-use super::OutputArgs;
+//! The long help of `gvisor` (one workload natively and inside gVisor's
+//! runsc; its command is the benchmark's own, in the registry).
 
 pub(super) const GVISOR_ABOUT: &str = "The same workload natively and inside gVisor (runsc, systrap platform), side by \
 side in one run, with how many times slower each runsc configuration is than native.\n\n\
@@ -21,13 +17,3 @@ dentry with directfs), and runsc's metrics at exit (in the JSON).\n\n\
 host FD per cached dentry, and lookups fail with EMFILE once the cache fills. runsc runs from a private mount \
 namespace (runsc --network=none leaves a bind mount of a network namespace under its state directory).\n\n\
 runsc: --runsc PATH, else $DENTRYLAB_RUNSC, else runsc on the PATH; bench/gvisor/install.sh builds it. Needs root.";
-
-/// `gvisor`: the benchmark's own options ([`crate::bench::gvisor::Args`])
-/// and the output files.
-#[derive(Debug, Args)]
-pub struct GvisorArgs {
-    #[command(flatten)]
-    pub gvisor: crate::bench::gvisor::Args,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}

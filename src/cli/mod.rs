@@ -1,9 +1,9 @@
 //! The command line: the clap definitions (this file, `experiments`,
-//! `gvisor`, `node`, `vm`) and one handler per command (`handlers/`), which
-//! turns its arguments into the option struct of the code that runs it.
-//! Each benchmark's own options are its clap `Args` (`bench::<name>::Args`,
-//! whose `options` gives that struct); its command here flattens them
-//! beside the output files.
+//! `gvisor`, `node`, `vm`: the commands and their long help), the
+//! registry of benchmarks (`registry`), the hidden internal command
+//! (`internal`), and the handlers (`handlers/`): one generic handler for
+//! every benchmark, one per other command. Each benchmark's command is its
+//! own (`bench::<name>::command`: its options beside its output files).
 //!
 //! In: the process's arguments. Out: an exit code. The top layer: it may
 //! import every module below it; only `main` imports it.
@@ -12,14 +12,18 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::output::OutputArgs;
+
 mod experiments;
 mod gvisor;
 pub mod handlers;
+mod internal;
 mod node;
+pub mod registry;
 mod vm;
 
-pub use experiments::*;
-pub use gvisor::*;
+use experiments::*;
+use gvisor::*;
 pub use node::*;
 pub use vm::VmArgs;
 
@@ -40,45 +44,33 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The commands: the benchmarks (from the registry), the node's
+/// (`status`, `exporter`), `report`, `vm`, and the hidden internal one.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Sweep sizes: create dentries, reclaim them, time and probe the reclaim, fit, extrapolate, verdict.
-    Reclaim(ReclaimArgs),
-    /// Only create dentries in a sandbox and hold them for manual experiments.
-    Create(CreateArgs),
-    /// Lookup latency of hot paths before and after N negative dentries, same and other directory (the 2020 lookup-pollution report's question; docs/background.md).
-    #[command(long_about = POLLUTE_ABOUT)]
-    Pollute(PolluteArgs),
-    /// Parallel unlink of a large tree: throughput timeline, dentry high-water mark, oscillation (the 2011 unlink-regression report's experiment; docs/background.md).
-    #[command(long_about = CHURN_ABOUT)]
-    Churn(ChurnArgs),
-    /// Test dentry-cache mitigations A/B (sysctls, periodic drop_caches, MariaDB options) on a workload in a memory cgroup.
-    #[command(long_about = MITIGATE_ABOUT)]
-    Mitigate(MitigateArgs),
-    /// Internal: the workload process of 'mitigate'.
-    #[command(name = crate::bench::mitigate::one::WORKER_COMMAND, hide = true)]
-    MitigateWorker(crate::bench::mitigate::WorkerArgs),
-    /// Path-lookup scalability: stat, negative stat, open+close, create+unlink from 1..N threads.
-    #[command(long_about = SCALE_ABOUT)]
-    Scale(ScaleArgs),
-    /// Internal: one worker process of 'scale --procs'.
-    #[command(name = crate::bench::scale::SCALE_WORKER, hide = true)]
-    ScaleWorker(crate::bench::scale::WorkerArgs),
-    /// The same workload natively and inside gVisor's runsc: lookups against -dcache sizes, a build-like tree.
-    #[command(long_about = GVISOR_ABOUT)]
-    Gvisor(GvisorArgs),
-    /// Internal: the workload process of 'gvisor' (native or inside runsc).
-    #[command(name = crate::bench::gvisor::WORKER, hide = true)]
-    GvisorWorker(SpecArg),
+    #[command(flatten)]
+    Bench(registry::Benchmarks),
     /// This node now: dentry counts and bytes, memory, watchdog and cache settings, and how far it is from a soft lockup (any user).
-    #[command(long_about = STATUS_ABOUT)]
+    #[command(long_about = STATUS_ABOUT, display_order = 7)]
     Status(StatusArgs),
     /// Serve the figures of 'status' as Prometheus metrics on /metrics (read-only, any user).
-    #[command(long_about = EXPORTER_ABOUT)]
+    #[command(long_about = EXPORTER_ABOUT, display_order = 8)]
     Exporter(ExporterArgs),
     /// Render saved JSON results as report.md and SVG plots (several results of one benchmark share the axes).
-    #[command(
-        long_about = "Render saved JSON results (written by --json) as a Markdown report, report.md, and SVG plots \
+    #[command(long_about = REPORT_ABOUT, display_order = 9)]
+    Report(ReportArgs),
+    /// Run a dentrylab command in a virtual machine per kernel and preemption model; one matrix of the results.
+    #[command(long_about = vm::VM_ABOUT, display_order = 11)]
+    Vm(vm::VmArgs),
+    /// Internal: dentrylab re-executing itself (children, workers, guardians, the guest's init).
+    #[command(name = crate::sys::INTERNAL_COMMAND, hide = true)]
+    Internal {
+        #[command(subcommand)]
+        command: internal::Internal,
+    },
+}
+
+const REPORT_ABOUT: &str = "Render saved JSON results (written by --json) as a Markdown report, report.md, and SVG plots \
                       beside it, in DIR. Reclaim results get reclaim time, ns per dentry and the longest gap \
                       against the dentry count on log axes, with the power-law fit, its extrapolation and the \
                       soft-lockup threshold. Several results of the same benchmark (two kernels, tmpfs vs ext4, \
@@ -88,40 +80,7 @@ pub enum Command {
                       gap exponent and predicted edge with their 90% intervals, watchdog, heaviest kernel path, \
                       or the row's error) and one chart of every row's longest-gap curve.\n\n\
                       Rendering reads only the files: the same files always give the same report. Results of \
-                      an unknown or newer schema are refused with a line naming the file."
-    )]
-    Report(ReportArgs),
-    /// Containers on overlayfs run a workload and die: what each leaves on the host, teardown stretch, time to the lockup edge.
-    #[command(long_about = CONTAINERS_ABOUT)]
-    Containers(ContainersArgs),
-    /// Internal: the containers worker of 'mitigate --workload containers'.
-    #[command(name = crate::bench::mitigate::containers::WORKER_COMMAND, hide = true)]
-    MitigateContainers(SpecArg),
-    /// Internal: one container of 'containers'.
-    #[command(name = crate::bench::containers::child::CHILD_COMMAND, hide = true)]
-    ContainerChild(SpecArg),
-    /// Run a dentrylab command in a virtual machine per kernel and preemption model; one matrix of the results.
-    #[command(long_about = vm::VM_ABOUT)]
-    Vm(vm::VmArgs),
-    /// Internal: the guest's init (PID 1 of the initramfs 'vm' builds).
-    #[command(name = "__vm-init", hide = true)]
-    VmInit,
-    /// Internal: removes a 'vm' run's temporary directories when dentrylab ends, however it ends.
-    #[command(name = "__vm-guard", hide = true)]
-    VmGuard {
-        /// Directories to remove.
-        paths: Vec<PathBuf>,
-    },
-    /// Internal: the generator child of `reclaim --method ns-exit|memcg`.
-    #[command(name = crate::bench::reclaim::child::CHILD_COMMAND, hide = true)]
-    ReclaimChild(SpecArg),
-    /// Internal: puts a sysctl (watchdog_thresh) back when dentrylab ends, however it ends.
-    #[command(name = crate::sys::guardian::SYSCTL_GUARD_COMMAND, hide = true)]
-    SysctlGuard(crate::bench::reclaim::sysctl_guard::GuardArgs),
-    /// Internal: removes dentrylab's memory cgroups when dentrylab ends, however it ends.
-    #[command(name = crate::sandbox::cgroup::GUARD_COMMAND, hide = true)]
-    CgroupGuard(crate::sandbox::cgroup::GuardArgs),
-}
+                      an unknown or newer schema are refused with a line naming the file.";
 
 const SCALE_ABOUT: &str = "Path-lookup scalability across CPUs: the 2002 dcache scalability paper's question, asked of today's RCU path walk (docs/background.md).\n\n\
 For each operation and each worker count of the sweep, the workers repeat the operation for --seconds on a \
@@ -160,30 +119,6 @@ and whether the throughput oscillates: the autocorrelation of the detrended rate
 peak/trough ratio its depth (the report saw about 20 s, 80k against 20k unlinks/s).\n\n\
 Sizes that would take more than half of MemAvailable (about 2000 bytes per file) are refused unless --force.";
 
-/// Output options every command shares.
-#[derive(Debug, Args)]
-pub struct OutputArgs {
-    /// Write the result as JSON to FILE ('-' for standard output).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-}
-
-/// `reclaim`: the benchmark's own options ([`crate::bench::reclaim::Args`])
-/// and the output files: the JSON, a Markdown section, a full report.
-#[derive(Debug, Args)]
-pub struct ReclaimArgs {
-    #[command(flatten)]
-    pub reclaim: crate::bench::reclaim::Args,
-    /// Also write a Markdown report section to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// Also write the full report (report.md and SVG plots, as 'dentrylab report' does) into DIR, created if needed.
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Result files written by --json (several of one benchmark are compared on shared axes).
@@ -192,53 +127,4 @@ pub struct ReportArgs {
     /// Directory to write report.md and the SVG plots into (created if needed; files in it are replaced).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
-}
-
-/// `create`: the benchmark's own options ([`crate::bench::create::Args`])
-/// and the output files.
-#[derive(Debug, Args)]
-pub struct CreateArgs {
-    #[command(flatten)]
-    pub create: crate::bench::create::Args,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// `scale`: the benchmark's own options ([`crate::bench::scale::Args`])
-/// and the output files.
-#[derive(Debug, Args)]
-pub struct ScaleArgs {
-    #[command(flatten)]
-    pub scale: crate::bench::scale::Args,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// `pollute`: the benchmark's own options ([`crate::bench::pollute::Args`])
-/// and the output files.
-#[derive(Debug, Args)]
-pub struct PolluteArgs {
-    #[command(flatten)]
-    pub pollute: crate::bench::pollute::Args,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// `churn`: the benchmark's own options ([`crate::bench::churn::Args`]) and
-/// the output files.
-#[derive(Debug, Args)]
-pub struct ChurnArgs {
-    #[command(flatten)]
-    pub churn: crate::bench::churn::Args,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// The one argument of the hidden re-exec subcommands that take a spec
-/// (`__container-child`, `__reclaim-child`, `__gvisor-worker`, the
-/// mitigate containers worker): what the parent serialised for the child.
-#[derive(Debug, clap::Args)]
-pub struct SpecArg {
-    /// The spec, as JSON.
-    pub spec: String,
 }

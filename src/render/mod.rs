@@ -9,7 +9,7 @@
 //! guides, marks; no SVG). The engines in `report` consume any `Render`:
 //! `report::table` writes a `Doc` with aligned text grids, `report::markdown`
 //! with pipe tables, `report::svg` draws the specs with plotters (the
-//! drawing primitives, axes and plot kinds stay there), `report::json`
+//! drawing primitives, axes and plot kinds stay there), `report::emit`
 //! writes the result as it is, and `report::document` puts the parts of
 //! several results together. So a benchmark's tables, sections and figures
 //! change in one folder, and a new benchmark renders by implementing one
@@ -161,6 +161,25 @@ pub trait Render: Sized {
     fn section(&self) -> Doc {
         let (labels, subtitle) = Self::labels(&[self]);
         Self::part(&[self], &labels, &subtitle, &[])
+    }
+}
+
+/// A result of any benchmark, as `report` holds the saved ones it was
+/// given: its benchmark's name, and the result itself to downcast to the
+/// benchmark's type (every [`Render`] result is one).
+pub trait AnyResult: fmt::Debug {
+    /// The benchmark's name ([`Render::BENCHMARK`]).
+    fn benchmark(&self) -> &'static str;
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<R: Render + fmt::Debug + 'static> AnyResult for R {
+    fn benchmark(&self) -> &'static str {
+        R::BENCHMARK
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

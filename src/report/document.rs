@@ -5,53 +5,81 @@
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use super::{markdown, svg};
-use crate::bench::churn::ChurnResult;
-use crate::bench::containers::ContainersResult;
-use crate::bench::mitigate::MitigateResult;
-use crate::bench::pollute::PolluteResult;
-use crate::bench::reclaim::ReclaimResult;
-use crate::bench::scale::ScaleResult;
 use crate::error::UsageError;
-use crate::render::Render;
+use crate::render::{AnyResult, Render};
 use crate::result::SCHEMA;
 
-/// Benchmarks whose results `report` can render.
-pub const RENDERS: &[&str] = &["reclaim", "pollute", "churn", "scale", "mitigate", "containers"];
-/// Benchmarks dentrylab knows whose results it cannot render yet.
-const NOT_YET: &[&str] = &["create", "gvisor"];
+/// A benchmark's part of the report from its results (all of that
+/// benchmark): [`part_of`] for its result type.
+type PartFn = for<'a> fn(&[&'a dyn AnyResult]) -> Result<Part<'a>>;
+
+/// Parses a saved result of one benchmark.
+type ParseFn = fn(&str) -> serde_json::Result<Box<dyn AnyResult>>;
+
+/// How `report` reads one benchmark's saved results: one per benchmark
+/// of the registry (`cli::registry`), which hands the list to [`load`].
+#[derive(Clone, Copy)]
+pub struct Reader {
+    pub benchmark: &'static str,
+    /// `None`: dentrylab knows the benchmark but cannot render its results yet.
+    kind: Option<(ParseFn, PartFn)>,
+}
+
+impl Reader {
+    /// Results of the benchmark whose result type is `R`.
+    pub fn of<R: Render + DeserializeOwned + std::fmt::Debug + 'static>() -> Reader {
+        fn parse<R: Render + DeserializeOwned + std::fmt::Debug + 'static>(
+            text: &str,
+        ) -> serde_json::Result<Box<dyn AnyResult>> {
+            serde_json::from_str::<R>(text).map(|r| Box::new(r) as Box<dyn AnyResult>)
+        }
+        Reader { benchmark: R::BENCHMARK, kind: Some((parse::<R>, part_of::<R>)) }
+    }
+
+    /// A benchmark whose results `report` cannot render yet.
+    pub fn not_yet(benchmark: &'static str) -> Reader {
+        Reader { benchmark, kind: None }
+    }
+}
 
 /// One result file, parsed into its benchmark's result struct.
-#[derive(Debug, Clone)]
 pub enum Loaded {
-    Reclaim(Box<ReclaimResult>),
-    Pollute(Box<PolluteResult>),
-    Churn(Box<ChurnResult>),
-    Scale(Box<ScaleResult>),
-    Mitigate(Box<MitigateResult>),
-    Containers(Box<ContainersResult>),
+    /// A benchmark's result, and how its part of the report is made.
+    Result(Box<dyn AnyResult>, PartFn),
     /// A `vm` matrix (its own schema, [`super::matrix::VM_MATRIX_SCHEMA`]).
     VmMatrix(Box<super::matrix::MatrixFile>),
 }
 
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Loaded::Result(r, _) => f.debug_tuple("Result").field(r).finish(),
+            Loaded::VmMatrix(m) => f.debug_tuple("VmMatrix").field(m).finish(),
+        }
+    }
+}
+
 impl Loaded {
+    /// A result just made (`reclaim --report`).
+    pub fn of<R: Render + std::fmt::Debug + 'static>(r: R) -> Loaded {
+        Loaded::Result(Box::new(r), part_of::<R>)
+    }
+
     fn benchmark(&self) -> &'static str {
         match self {
-            Loaded::Reclaim(_) => ReclaimResult::BENCHMARK,
-            Loaded::Pollute(_) => PolluteResult::BENCHMARK,
-            Loaded::Churn(_) => ChurnResult::BENCHMARK,
-            Loaded::Scale(_) => ScaleResult::BENCHMARK,
-            Loaded::Mitigate(_) => MitigateResult::BENCHMARK,
-            Loaded::Containers(_) => ContainersResult::BENCHMARK,
+            Loaded::Result(r, _) => r.benchmark(),
             Loaded::VmMatrix(_) => "vm",
         }
     }
 }
 
-/// Parses one result file (`source` names it in errors). Anything wrong
-/// with the file is bad input: one line naming the file.
-pub fn parse(text: &str, source: &str) -> Result<Loaded> {
+/// Parses one result file (`source` names it in errors) with the reader of
+/// the benchmark its header names. Anything wrong with the file is bad
+/// input: one line naming the file.
+pub fn parse(text: &str, source: &str, readers: &[Reader]) -> Result<Loaded> {
     let bad = |why: String| -> anyhow::Error { UsageError(format!("{source}: {why}")).into() };
     #[derive(Deserialize)]
     struct Probe {
@@ -77,29 +105,15 @@ pub fn parse(text: &str, source: &str) -> Result<Loaded> {
         return Err(bad(format!("unknown result schema {schema}: this dentrylab reads schema {SCHEMA}")));
     }
     let benchmark = probe.benchmark.ok_or_else(|| bad("the result has no \"benchmark\" field".into()))?;
-    match benchmark.as_str() {
-        "reclaim" => serde_json::from_str::<ReclaimResult>(text)
-            .map(|r| Loaded::Reclaim(Box::new(r)))
-            .map_err(|e| bad(format!("not a valid schema {SCHEMA} reclaim result: {e}"))),
-        "pollute" => serde_json::from_str::<PolluteResult>(text)
-            .map(|r| Loaded::Pollute(Box::new(r)))
-            .map_err(|e| bad(format!("not a valid schema {SCHEMA} pollute result: {e}"))),
-        "churn" => serde_json::from_str::<ChurnResult>(text)
-            .map(|r| Loaded::Churn(Box::new(r)))
-            .map_err(|e| bad(format!("not a valid schema {SCHEMA} churn result: {e}"))),
-        "scale" => serde_json::from_str::<ScaleResult>(text)
-            .map(|r| Loaded::Scale(Box::new(r)))
-            .map_err(|e| bad(format!("not a valid schema {SCHEMA} scale result: {e}"))),
-        "mitigate" => serde_json::from_str::<MitigateResult>(text)
-            .map(|r| Loaded::Mitigate(Box::new(r)))
-            .map_err(|e| bad(format!("not a valid schema {SCHEMA} mitigate result: {e}"))),
-        "containers" => serde_json::from_str::<ContainersResult>(text)
-            .map(|r| Loaded::Containers(Box::new(r)))
-            .map_err(|e| bad(format!("not a valid schema {SCHEMA} containers result: {e}"))),
-        b if NOT_YET.contains(&b) => {
-            Err(bad(format!("this dentrylab cannot render {b:?} results yet (it renders: {})", RENDERS.join(", "))))
+    let renders = readers.iter().filter(|r| r.kind.is_some()).map(|r| r.benchmark).collect::<Vec<_>>().join(", ");
+    match readers.iter().find(|r| r.benchmark == benchmark) {
+        Some(Reader { kind: Some((parse, part)), .. }) => parse(text)
+            .map(|r| Loaded::Result(r, *part))
+            .map_err(|e| bad(format!("not a valid schema {SCHEMA} {benchmark} result: {e}"))),
+        Some(Reader { kind: None, .. }) => {
+            Err(bad(format!("this dentrylab cannot render {benchmark:?} results yet (it renders: {renders})")))
         }
-        b => Err(bad(format!("unknown benchmark {b:?} (this dentrylab renders: {})", RENDERS.join(", ")))),
+        None => Err(bad(format!("unknown benchmark {benchmark:?} (this dentrylab renders: {renders})"))),
     }
 }
 
@@ -125,13 +139,13 @@ fn parse_matrix(text: &str, schema: &str) -> std::result::Result<Loaded, String>
 }
 
 /// Reads and parses result files.
-pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Loaded>> {
+pub fn load(paths: &[std::path::PathBuf], readers: &[Reader]) -> Result<Vec<Loaded>> {
     paths
         .iter()
         .map(|p| {
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("cannot read result file {}", p.display()))?;
-            parse(&text, &p.display().to_string())
+            parse(&text, &p.display().to_string(), readers)
         })
         .collect()
 }
@@ -156,43 +170,18 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
     let mut parts = Vec::new();
     let mut sources = Vec::new();
     for benchmark in order {
-        let (part, figures, headers) = match benchmark {
-            "reclaim" => part_of(
-                results.iter().filter_map(|l| if let Loaded::Reclaim(r) = l { Some(r.as_ref()) } else { None }),
-            )?,
-            "pollute" => part_of(
-                results.iter().filter_map(|l| if let Loaded::Pollute(r) = l { Some(r.as_ref()) } else { None }),
-            )?,
-            "scale" => {
-                part_of(results.iter().filter_map(|l| if let Loaded::Scale(r) = l { Some(r.as_ref()) } else { None }))?
-            }
-            "mitigate" => part_of(
-                results.iter().filter_map(|l| if let Loaded::Mitigate(r) = l { Some(r.as_ref()) } else { None }),
-            )?,
-            "vm" => {
-                let ms: Vec<&super::matrix::MatrixFile> = results
-                    .iter()
-                    .filter_map(|l| if let Loaded::VmMatrix(m) = l { Some(m.as_ref()) } else { None })
-                    .collect();
-                let (mut part, mut figures) = (String::new(), Vec::new());
-                for (i, m) in ms.iter().enumerate() {
-                    let file = if i == 0 {
-                        "vm-matrix-longest-gap.svg".to_string()
-                    } else {
-                        format!("vm-matrix-{}-longest-gap.svg", i + 1)
-                    };
-                    let chart = svg::matrix_longest_gap(&m.matrix, &file)?;
-                    part += &super::matrix::markdown(&m.matrix, Some(&chart));
-                    figures.push(chart);
-                }
-                (part, figures, ms.iter().map(|m| (format!("matrix of {}", m.header.started_at), &m.header)).collect())
-            }
-            "containers" => part_of(
-                results.iter().filter_map(|l| if let Loaded::Containers(r) = l { Some(r.as_ref()) } else { None }),
-            )?,
-            _ => {
-                part_of(results.iter().filter_map(|l| if let Loaded::Churn(r) = l { Some(r.as_ref()) } else { None }))?
-            }
+        let (part, figures, headers) = if benchmark == "vm" {
+            matrices(results)?
+        } else {
+            let group: Vec<(&dyn AnyResult, PartFn)> = results
+                .iter()
+                .filter_map(|l| match l {
+                    Loaded::Result(r, part) if r.benchmark() == benchmark => Some((r.as_ref(), *part)),
+                    Loaded::Result(..) | Loaded::VmMatrix(_) => None,
+                })
+                .collect();
+            let part = group[0].1;
+            part(&group.iter().map(|(r, _)| *r).collect::<Vec<_>>())?
         };
         let many = headers.len() > 1;
         sources.extend(headers.into_iter().map(|(l, h)| (if many { Some(l) } else { None }, h)));
@@ -203,13 +192,33 @@ pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
     Ok(files)
 }
 
+/// The `vm` matrices' part: a table and a chart per matrix.
+fn matrices(results: &[Loaded]) -> Result<Part<'_>> {
+    let ms: Vec<&super::matrix::MatrixFile> =
+        results.iter().filter_map(|l| if let Loaded::VmMatrix(m) = l { Some(m.as_ref()) } else { None }).collect();
+    let (mut part, mut figures) = (String::new(), Vec::new());
+    for (i, m) in ms.iter().enumerate() {
+        let file = if i == 0 {
+            "vm-matrix-longest-gap.svg".to_string()
+        } else {
+            format!("vm-matrix-{}-longest-gap.svg", i + 1)
+        };
+        let chart = svg::matrix_longest_gap(&m.matrix, &file)?;
+        part += &super::matrix::markdown(&m.matrix, Some(&chart));
+        figures.push(chart);
+    }
+    Ok((part, figures, ms.iter().map(|m| (format!("matrix of {}", m.header.started_at), &m.header)).collect()))
+}
+
 /// A benchmark's part of the report, its figures drawn, and each
 /// result's (label, header).
 type Part<'a> = (String, Vec<svg::Figure>, Vec<(String, &'a crate::result::Header)>);
 
-/// The part of results of one benchmark, through its [`Render`].
-fn part_of<'a, R: Render + 'a>(results: impl Iterator<Item = &'a R>) -> Result<Part<'a>> {
-    let rs: Vec<&R> = results.collect();
+/// The part of results of one benchmark (all of result type `R`), through
+/// its [`Render`].
+fn part_of<'a, R: Render + 'static>(results: &[&'a dyn AnyResult]) -> Result<Part<'a>> {
+    let rs: Vec<&'a R> = results.iter().filter_map(|r| r.as_any().downcast_ref::<R>()).collect();
+    anyhow::ensure!(rs.len() == results.len(), "results of {} that are not of its result type", R::BENCHMARK);
     let (labels, subtitle) = R::labels(&rs);
     let specs = R::figures(&rs, &labels, &subtitle);
     let part = markdown::render(&R::part(&rs, &labels, &subtitle, &specs));
@@ -220,13 +229,24 @@ fn part_of<'a, R: Render + 'a>(results: impl Iterator<Item = &'a R>) -> Result<P
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench;
+
+    /// The readers of the benchmarks these tests use (the registry's are
+    /// `cli::registry::readers`).
+    fn readers() -> Vec<Reader> {
+        vec![
+            Reader::of::<bench::reclaim::ReclaimResult>(),
+            Reader::of::<bench::scale::ScaleResult>(),
+            Reader::not_yet("create"),
+        ]
+    }
 
     fn header(schema: &str, benchmark: &str) -> String {
         format!(r#"{{"schema": {schema}, "benchmark": "{benchmark}", "command": "x", "started_at": "y"}}"#)
     }
 
     fn err(text: &str) -> String {
-        let e = parse(text, "r.json").unwrap_err();
+        let e = parse(text, "r.json", &readers()).unwrap_err();
         assert!(e.downcast_ref::<UsageError>().is_some(), "{e:#}");
         e.to_string()
     }
@@ -254,7 +274,7 @@ mod tests {
         v["fits"] = serde_json::json!({"time_linear": null, "time_power": null, "gap_linear": null, "gap_power": null});
         v["bytes_per_dentry"] = serde_json::Value::Null;
         v["refused"] = serde_json::json!([{"target": 100000, "reason": "it needs too much memory"}]);
-        let loaded = parse(&v.to_string(), "empty.json").unwrap();
+        let loaded = parse(&v.to_string(), "empty.json", &readers()).unwrap();
         let files = render(&[loaded]).unwrap();
         assert_eq!(files.len(), 4);
         assert!(files[0].contents.contains("- Refused 100k: it needs too much memory"));
@@ -267,7 +287,9 @@ mod tests {
         assert!(err(&header(&cur, "create")).contains("cannot render \"create\" results yet"));
         // A scale header with a body that is not a scale result.
         assert!(err(&header(&cur, "scale")).contains(&format!("not a valid schema {cur} scale result")));
-        assert!(err(&header(&cur, "frobnicate")).contains("unknown benchmark \"frobnicate\""));
+        // Never another benchmark's renderer: a name no reader has is an error naming it.
+        let e = err(&header(&cur, "frobnicate"));
+        assert!(e.contains("unknown benchmark \"frobnicate\" (this dentrylab renders: reclaim, scale)"), "{e}");
         // A reclaim header with a body that is not a reclaim result.
         assert!(err(&header(&cur, "reclaim")).contains(&format!("not a valid schema {cur} reclaim result")));
     }
@@ -276,7 +298,7 @@ mod tests {
     #[test]
     fn scale_results_render() {
         let text = include_str!("../../tests/fixtures/results/scale-tmpfs.json");
-        let files = render(&[parse(text, "scale.json").unwrap()]).unwrap();
+        let files = render(&[parse(text, "scale.json", &readers()).unwrap()]).unwrap();
         let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["report.md", "scale-throughput.svg"]);
         let md = &files[0].contents;

@@ -1,23 +1,22 @@
 //! The output engines: `table` (aligned text), `markdown` (pipe tables),
-//! `svg` (plots drawn with plotters and inferno), `json` (the result as it
-//! is) and `document` (a report directory from saved results), as
-//! hyperfine's exporters. They consume what a benchmark yields through
+//! `svg` (plots drawn with plotters and inferno), `document` (a report
+//! directory from saved results), as hyperfine's exporters, and `emit`,
+//! which writes a benchmark's result into every output the command line
+//! opened (the JSON is the result as it is). They consume what a benchmark yields through
 //! [`crate::render::Render`], generically: a [`Doc`] of prose and
 //! [`Grid`]s, and figure specs; no benchmark's table or figure is written
 //! here. The same input always gives the same output. Outside the trait:
-//! `node` (`status` for people), `gvisor` (its table and exit code; its
-//! results are not rendered into reports yet) and `matrix` (the `vm`
-//! matrix file, its own schema).
+//! `node` (`status` for people) and `matrix` (the `vm` matrix file, its
+//! own schema).
 //!
 //! In: result structs (`bench`, `status`), or their saved JSON. Out: text,
 //! Markdown, JSON and SVG. Imports `render`, `bench`, `status`, `analysis`
 //! and below; imported only by `cli`. Inside, one way: `plain` (the text
 //! grid), `svg` and `node` below `markdown`, below `table` and `matrix`,
-//! below `document`.
+//! below `document`, below `emit`.
 
 pub mod document;
-pub mod gvisor;
-pub mod json;
+pub mod emit;
 pub mod markdown;
 pub mod matrix;
 pub mod node;

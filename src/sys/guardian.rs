@@ -55,7 +55,11 @@ impl Guardian {
         // Through /proc: the executable's own path may be hidden later
         // (a binary under /tmp is under the sandbox's scratch tmpfs).
         let mut cmd = Command::new(super::SELF_EXE);
-        cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::inherit());
+        cmd.arg(super::INTERNAL_COMMAND)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child = cmd.spawn().with_context(|| format!("cannot start the {what} guardian"))?;
         Ok(Guardian { child: Some(child), lock: None })
@@ -94,7 +98,10 @@ impl Guardian {
             .to_string();
         let held = lock.try_clone().with_context(|| format!("cannot share the lock of {what} with its guardian"))?;
         let mut cmd = Command::new(super::SELF_EXE);
-        cmd.args([SYSCTL_GUARD_COMMAND, path, &original]).stdin(Stdio::piped()).stdout(held).stderr(Stdio::inherit());
+        cmd.args([super::INTERNAL_COMMAND, SYSCTL_GUARD_COMMAND, path, &original])
+            .stdin(Stdio::piped())
+            .stdout(held)
+            .stderr(Stdio::inherit());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child = cmd.spawn().with_context(|| format!("cannot start the {what} guardian"))?;
         Ok((Guardian { child: Some(child), lock: Some(lock) }, original))

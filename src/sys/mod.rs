@@ -131,6 +131,11 @@ pub fn monotonic_ns() -> u64 {
 /// The running executable, reachable even where its path is not.
 pub const SELF_EXE: &str = "/proc/self/exe";
 
+/// The hidden command under which dentrylab re-executes itself: every
+/// child, worker, guardian and the guest's init is `dentrylab __internal
+/// NAME ...` (NAME: the constant beside the code it runs).
+pub const INTERNAL_COMMAND: &str = "__internal";
+
 /// A copy of dentrylab running hidden `subcommand` with one JSON argument,
 /// tied to this process ([`command_dies_with_parent`]), talking over its
 /// standard input and output (standard error goes to ours). Through
@@ -146,7 +151,12 @@ pub struct SelfChild {
 pub fn spawn_self(subcommand: &str, json: String, what: &str) -> Result<SelfChild> {
     use std::process::Stdio;
     let mut cmd = std::process::Command::new(SELF_EXE);
-    cmd.arg(subcommand).arg(json).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.arg(INTERNAL_COMMAND)
+        .arg(subcommand)
+        .arg(json)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
     command_dies_with_parent(&mut cmd);
     let mut child = cmd.spawn().with_context(|| format!("cannot start {what}"))?;
     let input = child.stdin.take().with_context(|| format!("{what}: no standard input"))?;

@@ -5,7 +5,7 @@
 //! (one after another, inside the run's memory cgroup).
 //!
 //! With `--profile`, perf samples the teardown CPU with call graphs while
-//! the probe runs ([`crate::bench::reclaim::profile`]: the same recorder,
+//! the probe runs ([`crate::bench::common::profile`]: the same recorder,
 //! clock and folding as `reclaim --profile`). The teardown has two tasks:
 //! the container's own (its exit takes the overlay and the namespace down)
 //! and the harness's (it removes the snapshot); the longest gap's stacks
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ContainerRun;
 use super::child::{self, Container, Output, Report, Spec};
-use crate::bench::reclaim::profile::{self as reclaim_profile, RunProfile};
+use crate::bench::common::profile::{self as reclaim_profile, RunProfile};
 use crate::probe::gap::GapProbe;
 use crate::probe::profile::Recorder;
 use crate::procfs::ProcRoot;

@@ -21,6 +21,7 @@
 
 mod args;
 pub mod child;
+pub mod command;
 pub mod life;
 pub mod profile;
 pub mod render;
@@ -43,6 +44,7 @@ use crate::sys;
 use crate::workload::container::{self as work, Mix, Outcome};
 pub use args::{Args, parse_op_count};
 use child::{Output, Report};
+pub use command::Containers;
 use life::{Running, Watch};
 pub use summary::{Projection, Summary};
 
@@ -121,7 +123,7 @@ pub struct ContainerRun {
     /// With `--profile`: what held the CPU in the longest gap of the
     /// teardown (`longest_gap`) and over the whole teardown (`reclaim`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::bench::reclaim::profile::RunProfile>,
+    pub profile: Option<crate::bench::common::profile::RunProfile>,
     /// With `--profile`: why this container has no profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_problem: Option<String>,
@@ -217,7 +219,7 @@ pub fn memory_estimate(opts: &Options) -> u64 {
 }
 
 pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
-    crate::bench::check_memory(
+    crate::bench::common::check_memory(
         &format!("{} containers of {} operations", opts.count, crate::size::human(opts.ops)),
         memory_estimate(opts),
         &format!(" (≈{BYTES_PER_LEFT_DENTRY} bytes per dentry a container may leave)"),
@@ -262,7 +264,7 @@ pub fn run(
     let mut notes = Vec::new();
     let scratch = sandbox.scratch().to_path_buf();
     let profiling =
-        crate::bench::reclaim::profile::available_for(opts.profile, opts.cpu, &scratch, "teardown", &mut notes);
+        crate::bench::common::profile::available_for(opts.profile, opts.cpu, &scratch, "teardown", &mut notes);
     let watch = Watch {
         cpu: opts.cpu,
         interval: Duration::from_micros(opts.probe_interval_us),

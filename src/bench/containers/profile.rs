@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ContainerRun;
 use crate::analysis::folded::{self, Window};
-use crate::bench::reclaim::profile::name_stretch;
+use crate::bench::common::profile::name_stretch;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ContainersProfile {

@@ -11,10 +11,13 @@
 //! dentry with directfs), and runsc's own metrics at exit.
 
 mod args;
+pub mod command;
+pub mod render;
 pub mod runsc;
 pub mod worker;
 
 pub use args::Args;
+pub use command::Gvisor;
 
 use std::path::PathBuf;
 
@@ -203,7 +206,12 @@ pub fn run(o: &Options, announce: &dyn Fn(&str)) -> Result<GvisorResult> {
                 seconds: o.seconds,
                 out: out.clone(),
             };
-            let args = vec![exe.to_string_lossy().into_owned(), WORKER.to_string(), serde_json::to_string(&spec)?];
+            let args = vec![
+                exe.to_string_lossy().into_owned(),
+                crate::sys::INTERNAL_COMMAND.to_string(),
+                WORKER.to_string(),
+                serde_json::to_string(&spec)?,
+            ];
             let observed = match config {
                 Config::Native => {
                     run_native(&args)?;

@@ -82,7 +82,7 @@ pub struct Line {
 /// The worker's command line.
 pub fn command(spec: &Spec) -> Result<std::process::Command> {
     let mut c = std::process::Command::new(sys::SELF_EXE);
-    c.arg(WORKER_COMMAND).arg(serde_json::to_string(spec)?);
+    c.arg(crate::sys::INTERNAL_COMMAND).arg(WORKER_COMMAND).arg(serde_json::to_string(spec)?);
     Ok(c)
 }
 

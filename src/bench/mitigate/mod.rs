@@ -18,6 +18,7 @@
 //! [`containers::worker_main`].
 
 mod args;
+pub mod command;
 pub mod containers;
 pub mod knobs;
 pub mod limits;
@@ -29,6 +30,7 @@ pub mod steady;
 pub mod summary;
 
 pub use args::Args;
+pub use command::Mitigate;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

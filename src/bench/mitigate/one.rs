@@ -388,7 +388,8 @@ fn start_workload(cx: &Ctx<'_>, server: Option<Server>, ops: &Arc<AtomicU64>) ->
             let root = cx.mount.path().join("work");
             std::fs::create_dir(&root).with_context(|| format!("cannot create {}", root.display()))?;
             let mut c = Command::new(sys::SELF_EXE);
-            c.arg(WORKER_COMMAND)
+            c.arg(crate::sys::INTERNAL_COMMAND)
+                .arg(WORKER_COMMAND)
                 .arg(w.name())
                 .arg(&root)
                 .stdin(Stdio::null())

@@ -3,7 +3,7 @@
 //! repetitions, the generator threads, `--fs overlay`'s stack, and the
 //! probe's scheduling policy, which `--probe-policy` leaves to what this
 //! process is permitted). The CPUs, which need the machine, are chosen by
-//! the caller ([`super::choose_cpus`]); `--watchdog-check`'s threshold
+//! the caller ([`crate::bench::common::choose_cpus`]); `--watchdog-check`'s threshold
 //! list, `--no-save` and `--state-dir` are the caller's too. `cli` flattens
 //! [`Args`] into its command and adds the output files.
 

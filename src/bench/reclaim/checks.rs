@@ -2,33 +2,16 @@
 //! the predicted 10 s stretch, kinds the filesystem cannot hold, flag
 //! combinations that cannot work; and the notes said once up front.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
-use super::{MAX_MEMORY_SHARE, MAX_PREDICTED_GAP_SECONDS, Options, Run};
+use super::{MAX_PREDICTED_GAP_SECONDS, Options, Run};
 use crate::analysis::fit;
+use crate::bench::common::{MAX_MEMORY_SHARE, check_kind};
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::sandbox::FsType;
 use crate::size::human;
 use crate::sys;
-use crate::workload::Kind;
-
-/// Checks the sizes against memory before anything is created, with the
-/// kind's conservative bytes-per-dentry. Bad input: exit 2.
-pub fn preflight(sizes: &[u64], kind: Kind, force: bool, proc: &ProcRoot) -> Result<()> {
-    let bpd = kind.default_bytes_per_dentry();
-    for &n in sizes {
-        crate::bench::check_memory(
-            &format!("size {} of {} dentries", human(n), kind.name()),
-            n.saturating_mul(bpd),
-            &format!(" (≈{bpd} bytes each)"),
-            "choose a smaller size, or pass --force",
-            force,
-            proc,
-        )?;
-    }
-    Ok(())
-}
 
 /// What the chosen methods cannot do, said once up front.
 pub(super) fn method_notes(opts: &Options) -> Vec<String> {
@@ -79,7 +62,7 @@ pub(super) fn walk_notes(runs: &[Run]) -> Vec<String> {
 /// the measured bytes per dentry (the kind's estimate before a size ran).
 /// `--sizes auto` never passes it, even with `--force`.
 pub(super) fn memory_limit(opts: &Options, bpd: Option<f64>, proc: &ProcRoot) -> Result<u64> {
-    let avail = crate::bench::memory_available(proc)?.bytes as f64;
+    let avail = crate::bench::common::memory_available(proc)?.bytes as f64;
     let bpd = bpd.unwrap_or(opts.kind.default_bytes_per_dentry() as f64).max(1.0);
     Ok((avail * MAX_MEMORY_SHARE / bpd) as u64)
 }
@@ -95,7 +78,7 @@ pub(super) fn refuse(
     if opts.force {
         return Ok(None);
     }
-    let avail = crate::bench::memory_available(proc)?;
+    let avail = crate::bench::common::memory_available(proc)?;
     let bpd_used = bpd.unwrap_or(opts.kind.default_bytes_per_dentry() as f64);
     let need = target as f64 * bpd_used;
     if need > avail.bytes as f64 * MAX_MEMORY_SHARE {
@@ -125,34 +108,6 @@ pub(super) fn refuse(
         }
     }
     Ok(None)
-}
-
-/// Picks the reclaiming CPU and the control CPU from the allowed set.
-pub fn choose_cpus(requested: Option<usize>) -> Result<(usize, Option<usize>)> {
-    let cpus = sys::allowed_cpus()?;
-    let cpu = match requested {
-        Some(c) if cpus.contains(&c) => c,
-        Some(c) => {
-            return Err(UsageError(format!(
-                "--cpu {c}: this process may only run on CPUs {cpus:?}; choose one of them"
-            ))
-            .into());
-        }
-        None => *cpus.first().context("no CPU is available to this process")?,
-    };
-    Ok((cpu, cpus.iter().copied().find(|&c| c != cpu)))
-}
-
-/// Rejects a kind the filesystem cannot hold.
-pub fn check_kind(kind: Kind, fs: FsType) -> Result<()> {
-    if kind.is_negative() && !fs.is_disk() {
-        bail!(UsageError(format!(
-            "--kind {} needs a disk filesystem: tmpfs deletes a negative dentry as soon as it is unused, so it \
-             never keeps any (1M failed lookups on tmpfs leave none); add --fs ext4 or --fs xfs",
-            kind.name()
-        )));
-    }
-    Ok(())
 }
 
 /// Most `--contend` threads.

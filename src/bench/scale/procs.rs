@@ -65,7 +65,8 @@ pub(super) fn run_processes(
     let mut children = Children(Vec::with_capacity(n));
     for i in 0..n {
         let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg(SCALE_WORKER)
+        cmd.arg(crate::sys::INTERNAL_COMMAND)
+            .arg(SCALE_WORKER)
             .arg("--op")
             .arg(op.name())
             .arg("--root")

@@ -1,5 +1,5 @@
 //! The guest's init: this same binary as PID 1 of the initramfs
-//! (`rdinit=/dentrylab -- __vm-init`). It mounts the pseudo-filesystems,
+//! (`rdinit=/dentrylab -- __internal __vm-init`). It mounts the pseudo-filesystems,
 //! loads the modules, reads the preemption model the kernel ended up with,
 //! refuses (one line on the channel) when it is not the one asked for,
 //! runs the command with `--json`, sends the JSON and the kernel log over

@@ -139,7 +139,7 @@ pub fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<Matr
     };
     let guests = o.kernels.iter().any(|k| *k != Spec::Host);
     if guests {
-        crate::bench::check_memory(
+        crate::bench::common::check_memory(
             "the virtual machine",
             o.memory_bytes,
             &format!(" (--memory {})", crate::size::bytes(o.memory_bytes)),

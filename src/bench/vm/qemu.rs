@@ -116,7 +116,7 @@ pub fn args(m: &Machine, b: &Boot) -> Vec<String> {
         append += &format!(" {PROBE_PARAM}");
     }
     // Everything after `--` goes to init as its arguments (init/main.c).
-    append += &format!(" -- {INIT_COMMAND}");
+    append += &format!(" -- {} {INIT_COMMAND}", crate::sys::INTERNAL_COMMAND);
     debug_assert_eq!(INIT_PATH, "/dentrylab");
     let mut a: Vec<String> = ["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-monitor", "none"]
         .iter()
@@ -242,6 +242,6 @@ mod tests {
         assert!(joined.contains("-icount shift=4,sleep=off"), "{joined}");
         assert!(joined.contains("-m 2048M") && joined.contains("-cpu max"), "{joined}");
         let append = &a[a.iter().position(|x| x == "-append").unwrap() + 1];
-        assert!(append.contains("preempt=full") && append.ends_with("-- __vm-init"), "{append}");
+        assert!(append.contains("preempt=full") && append.ends_with("-- __internal __vm-init"), "{append}");
     }
 }

@@ -1,39 +1,51 @@
-//! One handler per command: each turns its clap arguments (`super`) into
-//! the option struct of the code that runs it (`bench`, `status`,
-//! `exporter`, `report`), runs it, and prints or writes the result. Usage
-//! errors (exit 2) are raised before any output file is created.
+//! The handlers: one generic handler for every benchmark ([`run`]), and
+//! one per other command (`node`: `status` and `exporter`; `report`;
+//! `vm`). Each turns its clap arguments into the option struct of the code
+//! that runs it, raises every usage error (exit 2) before any output file
+//! is created, opens the outputs before the run, runs it, and writes the
+//! result.
 //!
 //! In: the parsed arguments and the proc root. Out: the exit code. Only
 //! `main` calls these; nothing imports them.
 
-pub mod churn;
-pub mod containers;
-pub mod create;
-pub mod gvisor;
-pub mod hidden;
-pub mod mitigate;
 pub mod node;
-pub mod pollute;
-pub mod reclaim;
 pub mod report;
-pub mod scale;
 pub mod vm;
+
+use std::path::Path;
+use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::output;
+use crate::analysis;
+use crate::bench::common::{Benchmark, Context, LockupEdge};
+use crate::env;
+use crate::output::Outputs;
+use crate::procfs::ProcRoot;
+use crate::status;
 
-/// The table on stdout (on stderr when the JSON goes to stdout), then the JSON.
-pub fn print_table_and_json<T: serde::Serialize>(
-    table: &str,
-    json: Option<&mut output::Sink>,
-    value: &T,
-) -> Result<()> {
-    if json.as_ref().is_some_and(|j| j.is_stdout()) {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    json.map(|j| crate::report::json::write(j, value)).transpose()?;
-    Ok(())
+/// Every benchmark, the same way: plan (the options and their checks:
+/// every usage error), open the outputs (a bad path fails before any
+/// work), run, write the result to every output, finish.
+pub fn run<B: Benchmark>(args: B::Args, cx: &Context) -> Result<ExitCode> {
+    let paths = B::outputs(&args);
+    let mut plan = B::plan(args, cx)?;
+    let mut out = Outputs::open(&paths)?;
+    let on_stdout = B::ANNOUNCE_ON_STDOUT && !out.json_to_stdout();
+    let announce = |m: &str| {
+        if on_stdout { println!("{m}") } else { eprintln!("{m}") }
+    };
+    let result = B::run(&mut plan, cx, &announce)?;
+    crate::report::emit::emit(&mut out, &result)?;
+    B::finish(plan, &result)
+}
+
+/// The lockup edge of the calibration `status` uses (in `state_dir`), at
+/// the watchdog threshold this node has now: what benchmarks that project
+/// to the edge get through their [`Context`].
+pub fn lockup_edge(state_dir: &Path, proc: &ProcRoot) -> Result<LockupEdge> {
+    let used = status::calibration::Store::new(state_dir).current()?;
+    let thresh = proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
+    let p = analysis::edge::predict(&used.model(), 0, thresh);
+    Ok(LockupEdge { calibration: used.name.clone(), dentries: p.lockup_dentries })
 }

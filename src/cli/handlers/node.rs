@@ -5,11 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::print_table_and_json;
 use crate::cli;
 use crate::error::UsageError;
 use crate::exporter;
-use crate::output;
+use crate::output::{self, Outputs, Paths};
 use crate::procfs::ProcRoot;
 use crate::report;
 use crate::state;
@@ -42,14 +41,14 @@ pub fn status(a: cli::StatusArgs) -> Result<ExitCode> {
         ))
         .into());
     }
-    let mut json = output::open_opt(a.output.json.as_deref())?;
+    let mut out = Outputs::open(&Paths::json(&a.output))?;
     let mut opts = node_options(a.node, a.extra);
     if let Some(every) = a.watch {
         opts.growth_window_seconds = Some(a.window.as_secs_f64());
-        return watch(&opts, every, a.samples, json.as_mut());
+        return watch(&opts, every, a.samples, &mut out);
     }
     let s = status::run(&opts)?;
-    print_table_and_json(&report::table::status(&s), json.as_mut(), &s)?;
+    out.emit(&report::table::status(&s), &s)?;
     if let Some(p) = &a.textfile {
         output::write_atomic(p, &exporter::metrics::encode(&s, s.collection_seconds))?;
     }
@@ -62,7 +61,7 @@ fn watch(
     opts: &status::Options,
     every: std::time::Duration,
     samples: Option<u32>,
-    mut json: Option<&mut output::Sink>,
+    out: &mut Outputs,
 ) -> Result<ExitCode> {
     let collector = status::Collector::new(opts);
     let start = std::time::Instant::now();
@@ -70,12 +69,8 @@ fn watch(
     loop {
         let s = collector.collect()?;
         let line = report::node::watch_line(&s, start.elapsed().as_secs_f64());
-        if json.as_ref().is_some_and(|j| j.is_stdout()) {
-            eprintln!("{line}");
-        } else {
-            println!("{line}");
-        }
-        if let Some(j) = json.as_mut() {
+        out.print(&format!("{line}\n"));
+        if let Some(j) = out.json.as_mut() {
             j.write_str(&(serde_json::to_string(&s)? + "\n"))?;
         }
         n += 1;

@@ -5,27 +5,20 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::cli::VmArgs;
+use crate::output::{Outputs, Paths};
 
 /// The handler: the matrix on standard output (standard error when the
 /// JSON goes there), then the JSON; exit 1 when a row has an error.
 pub fn run(a: VmArgs) -> Result<ExitCode> {
-    let json_path = a.json.clone();
+    let paths = Paths { json: a.json.clone(), ..Paths::default() };
     let o = a.options()?;
-    let mut json = crate::output::open_opt(json_path.as_deref())?;
+    let mut out = Outputs::open(&paths)?;
     let proc = crate::procfs::ProcRoot::default();
     let announce = |m: &str| eprintln!("dentrylab vm: {m}");
     let matrix = crate::bench::vm::run(&o, &proc, &announce)?;
     // One renderer for the matrix: the one `report` uses on a saved matrix.
     let doc: crate::report::matrix::VmMatrix = serde_json::from_value(serde_json::to_value(&matrix)?)?;
-    let table = crate::report::matrix::table(&doc);
-    if json.as_ref().is_some_and(|j| j.is_stdout()) {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(j) = json.as_mut() {
-        crate::report::json::write(j, &matrix)?;
-    }
+    out.emit(&crate::report::matrix::table(&doc), &matrix)?;
     let failed = matrix.rows.iter().filter(|r| r.error.is_some()).count();
     if failed > 0 {
         eprintln!("dentrylab: error: {failed} of {} rows have no result (see the error column)", matrix.rows.len());

@@ -14,9 +14,11 @@
 //! the unlinks left, and that is timed too.
 
 mod args;
+pub mod command;
 pub mod render;
 
 pub use args::Args;
+pub use command::Churn;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -182,7 +184,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 /// The memory check, before the sandbox is entered (exit 2 when refused).
 pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
-    crate::bench::check_memory(
+    crate::bench::common::check_memory(
         &format!("--files {}", human(opts.files)),
         opts.files.saturating_mul(BYTES_PER_FILE),
         &format!(" (≈{BYTES_PER_FILE} bytes per file: dentry, inode and the filesystem image)"),
@@ -517,11 +519,11 @@ fn notes(r: &ChurnResult) -> Vec<String> {
         out.push("--warm: removed with every dentry and inode still cached (no remount)".into());
     }
     let share = r.high_water.memory_used_bytes as f64 / r.before_build.mem_available_bytes.max(1) as f64;
-    if share > crate::bench::reclaim::MAX_MEMORY_SHARE {
+    if share > crate::bench::common::MAX_MEMORY_SHARE {
         out.push(format!(
             "the run took {:.0}% of MemAvailable, more than the {:.0}% the preflight allows: lower --files",
             share * 100.0,
-            crate::bench::reclaim::MAX_MEMORY_SHARE * 100.0
+            crate::bench::common::MAX_MEMORY_SHARE * 100.0
         ));
     }
     if r.workers.len() < r.options.workers {

@@ -1,15 +1,37 @@
-//! `dentrylab gvisor`: the table (native and each runsc configuration side
-//! by side, with the slowdown against native) and the JSON.
+//! How a `gvisor` result reads: native and each runsc configuration side
+//! by side, with the slowdown against native. `report` does not render
+//! saved `gvisor` results ([`super::Gvisor`] says so), so its part of a
+//! report is that text.
 
 use std::fmt::Write;
-use std::path::Path;
-use std::process::ExitCode;
 
-use anyhow::Result;
+use super::{Config, GvisorResult};
+use crate::render::{Doc, FigureSpec, Grid, Render};
+use crate::result::Header;
 
-use super::Grid;
-use super::plain::render_grid;
-use crate::bench::gvisor::{Config, GvisorResult};
+impl Render for GvisorResult {
+    const BENCHMARK: &'static str = "gvisor";
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn text(&self) -> Doc {
+        text(self)
+    }
+
+    fn facets(&self) -> Vec<String> {
+        vec![format!("kernel {}", self.kernel), format!("{} CPUs", self.cpus)]
+    }
+
+    fn figures(_results: &[&Self], _labels: &[String], _subtitle: &str) -> Vec<FigureSpec> {
+        Vec::new()
+    }
+
+    fn part(results: &[&Self], labels: &[String], subtitle: &str, figures: &[FigureSpec]) -> Doc {
+        crate::render::part(format!("gvisor, {subtitle}"), figures, "", results, labels, &|r, _| r.text())
+    }
+}
 
 fn ns(v: f64) -> String {
     if !v.is_finite() || v == 0.0 {
@@ -65,9 +87,9 @@ pub fn grid(r: &GvisorResult) -> Grid {
     Grid { header: header.map(String::from).to_vec(), rows }
 }
 
-pub fn table(r: &GvisorResult) -> String {
+fn text(r: &GvisorResult) -> Doc {
     let o = &r.options;
-    let mut s = String::new();
+    let mut s = Doc::new();
     let _ = writeln!(
         s,
         "dentrylab gvisor: {} over {} files in {} directories, {} s per thread count, {} round(s) interleaved",
@@ -83,21 +105,6 @@ pub fn table(r: &GvisorResult) -> String {
         r.runsc_version, r.kernel, r.cpus, r.loadavg_start, r.loadavg_end
     );
     s.push('\n');
-    s += &render_grid(&grid(r));
+    s.grid(grid(r));
     s
-}
-
-/// Prints the table (to stderr when the JSON goes to stdout) and writes the JSON.
-pub fn emit(r: &GvisorResult, json: Option<&Path>) -> Result<ExitCode> {
-    let mut sink = crate::output::open_opt(json)?;
-    let t = table(r);
-    if sink.as_ref().is_some_and(|j| j.is_stdout()) {
-        eprint!("{t}");
-    } else {
-        print!("{t}");
-    }
-    if let Some(j) = sink.as_mut() {
-        super::json::write(j, r)?;
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -12,18 +12,19 @@
 //! dangerous. With `--contend T`, every repetition also runs with T threads
 //! doing path lookups in the same filesystem on the other CPUs.
 //!
-//! In: [`Options`] (from `cli::handlers::reclaim`), the sandbox, the proc
-//! root. Out: [`ReclaimResult`], which `report` renders and whose fit `state`
-//! saves as the calibration. Imported by `cli`, `report` and the other
-//! benchmarks (`create`, `containers`, `mitigate` share its checks and
-//! methods); the hidden `reclaim-child` and `sysctl-guard` subcommands run
-//! [`child`] and [`watchdog`].
+//! In: [`Options`] (from its [`command`], which the generic handler
+//! runs), the sandbox, the proc root. Out: [`ReclaimResult`], which
+//! `report` renders and whose fit `state` saves as the calibration.
+//! Imported by `cli` and `report` (what other benchmarks shared with it
+//! is in `bench::common`); the internal `__reclaim-child` and `__sysctl-guard`
+//! commands run [`child`] and [`watchdog`].
 
 mod analyse;
 mod args;
 pub mod auto;
 mod checks;
 pub mod child;
+pub mod command;
 pub mod lowered;
 mod measure;
 pub mod methods;
@@ -38,7 +39,8 @@ pub mod watchdog;
 
 pub use analyse::fit_runs;
 pub use args::Args;
-pub use checks::{MAX_CONTEND, check_kind, choose_cpus, preflight, validate};
+pub use checks::{MAX_CONTEND, validate};
+pub use command::Reclaim;
 pub use methods::Method;
 
 use std::time::Duration;
@@ -63,8 +65,6 @@ use methods::MemcgOutcome;
 
 /// Refuse a size whose predicted monopolisation exceeds this, unless --force.
 pub const MAX_PREDICTED_GAP_SECONDS: f64 = 10.0;
-/// Refuse a size whose memory estimate exceeds this share of MemAvailable.
-pub const MAX_MEMORY_SHARE: f64 = 0.5;
 /// How long the probes run before and after the reclaim call.
 const PROBE_MARGIN: Duration = Duration::from_millis(20);
 

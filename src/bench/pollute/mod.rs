@@ -39,10 +39,12 @@ use crate::workload::{Kind, negative};
 use prober::{POLLUTED, Probe, Prober, Timings};
 
 mod args;
+pub mod command;
 pub mod prober;
 pub mod render;
 mod summary;
 pub use args::Args;
+pub use command::Pollute;
 pub use summary::{ratio_text, summarise, summary_lines};
 
 /// Default pollution sizes: the seed's 100k, then up to a few million
@@ -203,7 +205,7 @@ pub fn negatives_per_rep(opts: &Options) -> u64 {
 pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
     let n = negatives_per_rep(opts);
     let bpd = Kind::Negative.default_bytes_per_dentry();
-    crate::bench::check_memory(
+    crate::bench::common::check_memory(
         &format!(
             "--negatives {}: {} negative dentries",
             human(opts.negatives.iter().copied().max().unwrap_or(0)),

@@ -7,8 +7,11 @@
 //! probed ([`crate::bench::layers`]).
 
 mod args;
+pub mod command;
+mod render;
 
 pub use args::Args;
+pub use command::Create;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

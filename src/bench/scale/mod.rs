@@ -11,10 +11,12 @@
 //! functions and locks the time goes to.
 
 mod args;
+pub mod command;
 mod procs;
 pub mod render;
 
 pub use args::Args;
+pub use command::Scale;
 pub use procs::{SCALE_WORKER, WorkerArgs};
 
 use std::path::Path;

@@ -1,0 +1,70 @@
+//! What a benchmark is to the command line: [`Benchmark`], implemented in
+//! each benchmark's folder (`command.rs`) and listed once in the registry
+//! (`cli::registry`), whose one generic handler drives every benchmark the
+//! same way: plan (every usage error), open the outputs, run, emit,
+//! finish.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::output::Paths;
+use crate::procfs::ProcRoot;
+use crate::render::Render;
+
+/// What a benchmark gets from the process and from the layers above
+/// `bench`.
+pub struct Context<'a> {
+    pub proc: &'a ProcRoot,
+    /// The lockup edge of the calibration `status` uses, read from the
+    /// state directory given (`status` sits above `bench`, so the command
+    /// line passes it in).
+    pub lockup_edge: &'a dyn Fn(&Path) -> Result<LockupEdge>,
+}
+
+/// This node's lockup edge, from its calibration.
+pub struct LockupEdge {
+    /// The calibration's name.
+    pub calibration: String,
+    /// The dentry count at which a reclaim would trip the watchdog (none
+    /// when the calibration never reaches it).
+    pub dentries: Option<f64>,
+}
+
+/// One benchmark: its command's arguments, its result, and the steps the
+/// generic handler runs in order.
+pub trait Benchmark {
+    /// Its command's arguments: the benchmark's options and its outputs.
+    type Args: clap::Args + clap::FromArgMatches + std::fmt::Debug;
+    /// What [`Benchmark::plan`] made of the arguments for the run.
+    type Plan;
+    /// Its result: printed, written as JSON, read back by `report`.
+    type Result: Render + Serialize + DeserializeOwned + Clone + std::fmt::Debug + 'static;
+
+    /// Whether `report` renders its saved results (when not, a saved one
+    /// is refused with a line naming the benchmark).
+    const REPORTS: bool = true;
+    /// Announcements go to standard output (unless the JSON goes there),
+    /// not standard error: `create`, whose lines are its output.
+    const ANNOUNCE_ON_STDOUT: bool = false;
+
+    /// The outputs its command line names (opened before the run).
+    fn outputs(args: &Self::Args) -> Paths;
+
+    /// The options and their checks: every usage error (exit 2) is raised
+    /// here, before any output is opened.
+    fn plan(args: Self::Args, cx: &Context) -> Result<Self::Plan>;
+
+    /// The run: guardians, the sandbox, the measurement.
+    fn run(plan: &mut Self::Plan, cx: &Context, announce: &dyn Fn(&str)) -> Result<Self::Result>;
+
+    /// After the outputs are written: what is left to do (`reclaim` saves
+    /// its calibration) and the exit code.
+    fn finish(plan: Self::Plan, result: &Self::Result) -> Result<ExitCode> {
+        let _ = (plan, result);
+        Ok(ExitCode::SUCCESS)
+    }
+}
