@@ -11,6 +11,7 @@
 
 mod analysis;
 mod bench;
+mod census;
 mod cli;
 mod duration;
 mod env;
@@ -103,6 +104,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Containers(a) => handlers::containers::run(a, &proc),
         Command::Gvisor(a) => handlers::gvisor::run(a),
         Command::Vm(a) => handlers::vm::run(a),
+        Command::Census(a) => handlers::census::run(a),
         Command::VmInit => bench::vm::init::main(),
         hidden @ (Command::MitigateContainers(_)
         | Command::MitigateWorker(_)

@@ -100,6 +100,9 @@ pub enum Command {
     /// Internal: one container of 'containers'.
     #[command(name = crate::bench::containers::child::CHILD_COMMAND, hide = true)]
     ContainerChild(SpecArg),
+    /// Where the node's dentries are: per filesystem and per directory, positive and negative, from the kernel's own hash table (root, needs /proc/kcore and BTF).
+    #[command(long_about = crate::census::args::ABOUT)]
+    Census(crate::census::Args),
     /// Run a dentrylab command in a virtual machine per kernel and preemption model; one matrix of the results.
     #[command(long_about = vm::VM_ABOUT)]
     Vm(vm::VmArgs),

@@ -7,8 +7,11 @@
 //! `procfs`, `env`, `sys` and the utilities; imported by `analysis` (plain
 //! types only), `bench` and `cli`.
 
+pub mod btf;
+pub mod census;
 pub mod counters;
 pub mod gap;
+pub mod kcore;
 pub mod kmsg;
 pub mod oom;
 pub mod perf;

@@ -6,6 +6,7 @@
 //! In: the parsed arguments and the proc root. Out: the exit code. Only
 //! `main` calls these; nothing imports them.
 
+pub mod census;
 pub mod churn;
 pub mod containers;
 pub mod create;

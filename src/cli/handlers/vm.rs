@@ -16,8 +16,22 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
     let announce = |m: &str| eprintln!("dentrylab vm: {m}");
     let matrix = crate::bench::vm::run(&o, &proc, &announce)?;
     // One renderer for the matrix: the one `report` uses on a saved matrix.
-    let doc: crate::report::matrix::VmMatrix = serde_json::from_value(serde_json::to_value(&matrix)?)?;
-    let table = crate::report::matrix::table(&doc);
+    let table = match serde_json::from_value::<crate::report::matrix::VmMatrix>(serde_json::to_value(&matrix)?) {
+        Ok(doc) => crate::report::matrix::table(&doc),
+        // Another command's results (census): one line per row, the results in --json.
+        Err(_) => matrix
+            .rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}  {:.0} s  {}\n",
+                    r.label(),
+                    r.wall_seconds,
+                    r.error.as_deref().unwrap_or("result in --json")
+                )
+            })
+            .collect(),
+    };
     if json.as_ref().is_some_and(|j| j.is_stdout()) {
         eprint!("{table}");
     } else {
