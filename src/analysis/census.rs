@@ -45,9 +45,29 @@ pub fn estimate(found: u64, fraction: f64) -> Estimate {
     Estimate { found, estimate: k / fraction, low: low / fraction, high: high / fraction }
 }
 
+/// Whether `covered` of `n` intervals holding their truth is what 90%
+/// intervals give: refused only when so few would happen by chance less
+/// than once in a thousand (the lower tail of Binomial(n, 0.9)).
+pub fn coverage_plausible(covered: u64, n: u64) -> bool {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    if n == 0 || covered >= n {
+        return true;
+    }
+    Binomial::new(0.9, n).map(|b| b.cdf(covered) >= 1e-3).unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coverage_below_90_percent_beyond_chance_is_refused() {
+        assert!(coverage_plausible(52, 52));
+        assert!(coverage_plausible(2, 3), "one miss in three happens");
+        assert!(coverage_plausible(880, 1000));
+        assert!(!coverage_plausible(850, 1000));
+        assert!(!coverage_plausible(0, 10));
+    }
 
     #[test]
     fn a_full_walk_is_exact() {

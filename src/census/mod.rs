@@ -223,6 +223,61 @@ pub fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult
 mod tests {
     use super::*;
 
+    /// A proc tree with `kallsyms` and `kptr_restrict`, a fake kcore and the
+    /// recorded 6.12 BTF: the refusals that come after /proc/kcore opened.
+    fn refusal(kallsyms: &str) -> String {
+        use clap::Parser;
+        use std::io::Read;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            a: Args,
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
+        std::fs::write(root.join("proc/kallsyms"), kallsyms).unwrap();
+        std::fs::write(root.join("proc/sys/kernel/kptr_restrict"), "2\n").unwrap();
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/btf/6.12.118+deb13-cloud-amd64.btf.gz");
+        let mut btf = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(fixture).unwrap()).read_to_end(&mut btf).unwrap();
+        std::fs::write(root.join("btf"), btf).unwrap();
+        // An ELF64 core header with one PT_LOAD segment.
+        let mut d = vec![0u8; 64];
+        d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+        d[16..18].copy_from_slice(&4u16.to_le_bytes());
+        d[18..20].copy_from_slice(&62u16.to_le_bytes());
+        d[20..24].copy_from_slice(&1u32.to_le_bytes());
+        d[32..40].copy_from_slice(&64u64.to_le_bytes());
+        d[54..56].copy_from_slice(&56u16.to_le_bytes());
+        d[56..58].copy_from_slice(&1u16.to_le_bytes());
+        let mut ph = vec![0u8; 56];
+        ph[..4].copy_from_slice(&1u32.to_le_bytes());
+        ph[16..24].copy_from_slice(&PAGE_OFFSET.to_le_bytes());
+        ph[32..40].copy_from_slice(&4096u64.to_le_bytes());
+        d.extend(ph);
+        std::fs::write(root.join("kcore"), d).unwrap();
+        let (k, b) = (root.join("kcore"), root.join("btf"));
+        let t = T::parse_from(["census", "--kcore", k.to_str().unwrap(), "--btf", b.to_str().unwrap()]);
+        let e = open_kernel(&t.a, &ProcRoot::new(root.join("proc"))).err().expect("refused");
+        format!("{e:#}")
+    }
+    const PAGE_OFFSET: u64 = crate::probe::census::PAGE_OFFSET_L4;
+
+    #[test]
+    fn kptr_restrict_hiding_addresses_is_one_line_naming_its_value() {
+        let e = refusal("0000000000000000 T _text\n0000000000000000 b dentry_hashtable\n");
+        assert!(e.contains("kptr_restrict is 2") && e.contains("sysctl kernel.kptr_restrict=1"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+    }
+
+    #[test]
+    fn a_kernel_without_data_symbols_is_one_line() {
+        let e = refusal("ffffffff81000000 T _text\n");
+        assert!(e.contains("no dentry_hashtable") && e.contains("CONFIG_KALLSYMS_ALL"), "{e}");
+    }
+
     #[test]
     fn a_sample_draws_about_its_fraction_of_blocks_and_a_full_walk_all() {
         assert_eq!(blocks(1000, 1.0, 7).len(), 1000);
