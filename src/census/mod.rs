@@ -124,16 +124,17 @@ fn draw(seed: u64, i: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The blocks of a walk: all of them, or each with probability `fraction`.
+/// The blocks of a walk: all of them, or a uniform sample without
+/// replacement of `round(fraction × nblocks)` (at least one), in table order.
 pub fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
     if fraction >= 1.0 {
         return (0..nblocks).collect();
     }
-    let cut = (fraction * u64::MAX as f64) as u64;
-    let mut v: Vec<u64> = (0..nblocks).filter(|&i| draw(seed, i) < cut).collect();
-    if v.is_empty() && nblocks > 0 {
-        v.push(draw(seed, u64::MAX) % nblocks);
-    }
+    let m = ((fraction * nblocks as f64).round() as u64).clamp(1, nblocks.max(1)) as usize;
+    let mut by_draw: Vec<(u64, u64)> = (0..nblocks).map(|i| (draw(seed, i), i)).collect();
+    by_draw.sort_unstable();
+    let mut v: Vec<u64> = by_draw.into_iter().take(m).map(|(_, i)| i).collect();
+    v.sort_unstable();
     v
 }
 
@@ -279,11 +280,20 @@ mod tests {
     }
 
     #[test]
-    fn a_sample_draws_about_its_fraction_of_blocks_and_a_full_walk_all() {
+    fn a_sample_draws_its_fraction_of_blocks_uniformly_and_a_full_walk_all() {
         assert_eq!(blocks(1000, 1.0, 7).len(), 1000);
-        let n = blocks(100_000, 0.01, 7).len();
-        assert!((800..1200).contains(&n), "{n}");
+        let b = blocks(2048, 0.01, 7);
+        assert_eq!(b.len(), 20);
+        assert!(b.windows(2).all(|w| w[0] < w[1]) && b[19] < 2048, "{b:?}");
         assert_eq!(blocks(3, 1e-9, 7).len(), 1, "never an empty sample");
         assert_ne!(blocks(10_000, 0.1, 1), blocks(10_000, 0.1, 2));
+        // Uniform: over many seeds each block is drawn about as often.
+        let mut hits = [0u32; 16];
+        for seed in 0..4000 {
+            for i in blocks(16, 0.25, seed) {
+                hits[i as usize] += 1;
+            }
+        }
+        assert!(hits.iter().all(|&h| (850..1150).contains(&h)), "{hits:?}");
     }
 }
