@@ -101,8 +101,8 @@ pub struct Census<'k> {
     pub superblocks_rejected: u64,
 }
 
-fn read_err(r: &mut Rejected, e: ReadError) {
-    let _ = e;
+/// Unmapped and failed reads are both counted as unreadable.
+fn read_err(r: &mut Rejected, _: ReadError) {
     r.unreadable += 1;
 }
 
