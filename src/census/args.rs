@@ -42,8 +42,9 @@ pub struct Args {
     /// found each one with its count (exactly on a full walk, within the interval on a sample; exit 1 if not).
     #[arg(long, value_name = "SPEC", value_parser = parse_plants, action = clap::ArgAction::Append)]
     pub plant: Vec<Vec<Plant>>,
-    /// With --plant: names created and deleted per second in a planted directory while the census walks
-    /// (a walk under change; its rejected reads are counted).
+    /// With --plant: names created and deleted per second beside the first planted directory while the census
+    /// walks, in subdirectories removed after each round, so dentries are freed under the walk (its rejected
+    /// reads are counted).
     #[arg(long, value_name = "PER_SECOND", requires = "plant", value_parser = crate::size::parse_count)]
     pub churn: Option<u64>,
     /// The kernel memory file to read [default: /proc/kcore].

@@ -102,7 +102,10 @@ pub struct Check {
     pub ok: bool,
 }
 
-/// Creates and deletes names in `dir` at about `per_second` each until stopped.
+/// Creates and deletes names in `dir` at about `per_second` each until
+/// stopped: in rounds of a subdirectory, 64 files created and unlinked in
+/// it, and the subdirectory removed, so that `rmdir` frees its dentries
+/// (`shrink_dcache_parent()` in `vfs_rmdir()`) while the census reads.
 pub struct Churn {
     stop: Arc<AtomicBool>,
     pub ops: Arc<AtomicU64>,
@@ -116,13 +119,20 @@ impl Churn {
         let (s, o) = (stop.clone(), ops.clone());
         let thread = std::thread::spawn(move || {
             let t0 = std::time::Instant::now();
-            let mut i: u64 = 0;
+            let mut round: u64 = 0;
             while !s.load(Ordering::Relaxed) {
-                let p = dir.join(format!("churn{}", i % 1024));
-                if std::fs::File::create(&p).is_ok() && std::fs::remove_file(&p).is_ok() {
-                    o.fetch_add(2, Ordering::Relaxed);
+                let sub = dir.join(format!("churn{}", round % 64));
+                round += 1;
+                if std::fs::create_dir(&sub).is_err() {
+                    continue;
                 }
-                i += 1;
+                for i in 0..64 {
+                    let p = sub.join(i.to_string());
+                    if std::fs::File::create(&p).is_ok() && std::fs::remove_file(&p).is_ok() {
+                        o.fetch_add(2, Ordering::Relaxed);
+                    }
+                }
+                let _ = std::fs::remove_dir(&sub);
                 // Paced: ops done ahead of the rate wait.
                 let due = std::time::Duration::from_secs_f64(o.load(Ordering::Relaxed) as f64 / per_second as f64);
                 if let Some(w) = due.checked_sub(t0.elapsed()) {
