@@ -12,6 +12,7 @@
 
 mod analysis;
 mod bench;
+mod census;
 mod cli;
 mod duration;
 mod env;
@@ -100,6 +101,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Exporter(a) => handlers::node::exporter(a),
         Command::Report(a) => handlers::report::run(a),
         Command::Vm(a) => handlers::vm::run(a),
+        Command::Census(a) => handlers::census::run(a),
         Command::Internal { command } => command.run(),
     }
 }

@@ -29,7 +29,7 @@ const LAYERS: &[&[&str]] = &[
     // status reads the kernel and the calibration beside the benchmarks, and
     // needs none of them; report renders every result, status's included;
     // exporter serves status.
-    &["bench", "status"],
+    &["bench", "status", "census"],
     &["report"],
     &["exporter"],
     &["cli"],

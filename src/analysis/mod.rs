@@ -10,6 +10,7 @@
 //! below `weighted` (the weighted fit and the band's predictions), and
 //! those below `verdict` and `edge`.
 
+pub mod census;
 pub mod edge;
 pub mod fit;
 pub mod folded;

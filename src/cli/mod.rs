@@ -62,6 +62,9 @@ pub enum Command {
     /// Run a dentrylab command in a virtual machine per kernel and preemption model; one matrix of the results.
     #[command(long_about = vm::VM_ABOUT, display_order = 11)]
     Vm(vm::VmArgs),
+    /// Where the node's dentries are: per filesystem and per directory, positive and negative, from the kernel's own hash table (root, needs /proc/kcore and BTF).
+    #[command(long_about = crate::census::args::ABOUT, display_order = 12)]
+    Census(crate::census::Args),
     /// Internal: dentrylab re-executing itself (children, workers, guardians, the guest's init).
     #[command(name = crate::sys::INTERNAL_COMMAND, hide = true)]
     Internal {

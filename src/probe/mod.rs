@@ -1,14 +1,19 @@
 //! What is watched while a reclaim runs: the latency probe on the
 //! reclaiming CPU (and a control on another CPU), the kernel log, and the
-//! dentry counters; and, for `scale`, perf.
+//! dentry counters; and, for `scale`, perf. For `census`: read-only reads
+//! of kernel memory (`kcore`), the structures' layouts from BTF (`btf`)
+//! and the walk of the dentry hash table (`census`).
 //!
 //! In: a CPU to watch, a time window, the proc root. Out: gap statistics,
-//! kernel messages attributed to a run, dentry counts, perf samples. Imports
-//! `procfs`, `env`, `sys` and the utilities; imported by `analysis` (plain
-//! types only), `bench` and `cli`.
+//! kernel messages attributed to a run, dentry counts, perf samples, the
+//! hash table's counts. Imports `procfs`, `env`, `sys` and the utilities;
+//! imported by `analysis` (plain types only), `bench`, `census` and `cli`.
 
+pub mod btf;
+pub mod census;
 pub mod counters;
 pub mod gap;
+pub mod kcore;
 pub mod kmsg;
 pub mod oom;
 pub mod perf;

@@ -10,9 +10,11 @@
 
 pub mod cgroup;
 pub mod dentry_state;
+pub mod kallsyms;
 pub mod kernel_log;
 pub mod kmsg;
 pub mod meminfo;
+pub mod mountinfo;
 pub mod oom;
 pub mod shrinker;
 pub mod slabinfo;

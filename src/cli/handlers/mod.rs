@@ -8,6 +8,7 @@
 //! In: the parsed arguments and the proc root. Out: the exit code. Only
 //! `main` calls these; nothing imports them.
 
+pub mod census;
 pub mod node;
 pub mod report;
 pub mod vm;

@@ -17,8 +17,24 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
     let announce = |m: &str| eprintln!("dentrylab vm: {m}");
     let matrix = crate::bench::vm::run(&o, &proc, &announce)?;
     // One renderer for the matrix: the one `report` uses on a saved matrix.
-    let doc: crate::report::matrix::VmMatrix = serde_json::from_value(serde_json::to_value(&matrix)?)?;
-    out.emit(&crate::report::matrix::table(&doc), &matrix)?;
+    // One renderer for the matrix: the one `report` uses on a saved matrix;
+    // another command's results (census): one line per row, the results in --json.
+    let table = match serde_json::from_value::<crate::report::matrix::VmMatrix>(serde_json::to_value(&matrix)?) {
+        Ok(doc) => crate::report::matrix::table(&doc),
+        Err(_) => matrix
+            .rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}  {:.0} s  {}\n",
+                    r.label(),
+                    r.wall_seconds,
+                    r.error.as_deref().unwrap_or("result in --json")
+                )
+            })
+            .collect(),
+    };
+    out.emit(&table, &matrix)?;
     let failed = matrix.rows.iter().filter(|r| r.error.is_some()).count();
     if failed > 0 {
         eprintln!("dentrylab: error: {failed} of {} rows have no result (see the error column)", matrix.rows.len());

@@ -1,0 +1,110 @@
+//! `census`'s clap arguments and their parsers.
+
+use std::path::PathBuf;
+
+use clap::Args as ClapArgs;
+
+use super::plant::Plant;
+
+pub const ABOUT: &str = "Where the node's dentries are: every hashed dentry (or a uniform sample of the hash \
+buckets) counted positive and negative, per filesystem (type, device, mount point) and per parent directory \
+(named by its path), the top K directories by negative and by total children, per filesystem and overall, and \
+what the hash table does not hold (nr_dentry less what was found).\n\n\
+Reads the running kernel's memory read-only through /proc/kcore: dentry_hashtable and d_hash_shift are found in \
+/proc/kallsyms, and the layouts of struct dentry, qstr, hlist_bl_node, super_block and file_system_type in the \
+kernel's own BTF (/sys/kernel/btf/vmlinux): no debug info, no module, no BPF. The walk is racy by nature: every \
+pointer is checked before it is followed, chains are bounded, and what fails is skipped and counted (rejected \
+reads). Needs root, a kernel with /proc/kcore (CONFIG_PROC_KCORE) and BTF, and kernel.kptr_restrict letting root \
+see addresses; each missing piece is one line (exit 1).\n\n\
+--sample FRACTION walks that fraction of the buckets: each count is an estimate with its 90% interval. \
+--plant makes directories with known counts in dentrylab's sandbox first and checks what the census found \
+there. See docs/census.md.";
+
+/// Most directories listed per ranking.
+pub const MAX_TOP: u32 = 1000;
+
+#[derive(Debug, Clone, ClapArgs)]
+pub struct Args {
+    /// How many directories each ranking lists (overall by negative and by total children, and per filesystem).
+    #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=MAX_TOP as i64))]
+    pub top: u32,
+    /// Walk a uniform sample of this fraction of the hash buckets (0.01 = 1%) and estimate every count with its 90% interval.
+    #[arg(long, value_name = "FRACTION", value_parser = parse_fraction, conflicts_with = "full")]
+    pub sample: Option<f64>,
+    /// Walk every hash bucket (the default): exact counts of what was hashed during the walk.
+    #[arg(long)]
+    pub full: bool,
+    /// Only list filesystems of this type (as /proc/filesystems names it: ext4, tmpfs, overlay, ...).
+    #[arg(long, value_name = "TYPE", value_parser = parse_fs_type)]
+    pub fs: Option<String>,
+    /// A check: first make directories with known counts in dentrylab's sandbox (FS:KIND:COUNT[:dirs=K], e.g.
+    /// ext4:negative:300k or tmpfs:hardlink:50k; repeat or separate with `+`), then report whether the census
+    /// found each one with its count (exactly on a full walk, within the interval on a sample; exit 1 if not).
+    #[arg(long, value_name = "SPEC", value_parser = parse_plants, action = clap::ArgAction::Append)]
+    pub plant: Vec<Vec<Plant>>,
+    /// With --plant: names created and deleted per second beside the first planted directory while the census
+    /// walks, in subdirectories removed after each round, so dentries are freed under the walk (its rejected
+    /// reads are counted).
+    #[arg(long, value_name = "PER_SECOND", requires = "plant", value_parser = crate::size::parse_count)]
+    pub churn: Option<u64>,
+    /// The kernel memory file to read [default: /proc/kcore].
+    #[arg(long, value_name = "FILE", default_value = "/proc/kcore", hide = true)]
+    pub kcore: PathBuf,
+    /// The kernel's BTF [default: /sys/kernel/btf/vmlinux].
+    #[arg(long, value_name = "FILE", default_value = "/sys/kernel/btf/vmlinux", hide = true)]
+    pub btf: PathBuf,
+    /// Write the result as JSON to FILE ('-' for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl Args {
+    /// The fraction of buckets walked: 1 unless --sample.
+    pub fn fraction(&self) -> f64 {
+        self.sample.unwrap_or(1.0)
+    }
+
+    pub fn plants(&self) -> Vec<Plant> {
+        self.plant.iter().flatten().cloned().collect()
+    }
+}
+
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = match s.strip_suffix('%') {
+        Some(p) => p.parse::<f64>().map(|p| p / 100.0),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("{s:?} is not a fraction: write for example 0.01 or 1%"))?;
+    if v > 0.0 && v <= 1.0 && v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("{s} is outside (0, 1]: write for example 0.01 or 1%"))
+    }
+}
+
+fn parse_fs_type(s: &str) -> Result<String, String> {
+    if !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?} is not a filesystem type name (for example ext4, tmpfs, overlay)"))
+    }
+}
+
+fn parse_plants(s: &str) -> Result<Vec<Plant>, String> {
+    s.split('+').map(str::parse).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions() {
+        assert_eq!(parse_fraction("0.01"), Ok(0.01));
+        assert_eq!(parse_fraction("5%"), Ok(0.05));
+        assert_eq!(parse_fraction("1"), Ok(1.0));
+        for bad in ["0", "-0.1", "1.5", "x", "NaN", "inf"] {
+            assert!(parse_fraction(bad).is_err(), "{bad}");
+        }
+    }
+}

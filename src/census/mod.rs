@@ -1,0 +1,299 @@
+//! `dentrylab census`: where the node's dentries are. Reads the running
+//! kernel's memory read-only through `/proc/kcore` (`probe::kcore`), finds
+//! the dentry hash table through `/proc/kallsyms` (`procfs::kallsyms`),
+//! learns the structures' layouts from the kernel's BTF (`probe::btf`),
+//! walks the table's chains (`probe::census`) and ranks the directories by
+//! their negative and total children, per filesystem and overall, each
+//! count with its 90% interval on a sampled walk (`analysis::census`).
+//!
+//! In: the arguments, `/proc`, `/sys/kernel/btf/vmlinux`. Out:
+//! [`CensusResult`]. Imports `probe`, `analysis`, `procfs`, `sandbox` and
+//! `workload` (for `--plant`); imported by `cli`.
+
+pub mod args;
+pub mod plant;
+pub mod rank;
+pub mod table;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::analysis::census::{Estimate, estimate};
+use crate::probe::btf::Layout;
+use crate::probe::census::{Census, Rejected, Roots, Tally};
+use crate::probe::kcore::Kcore;
+use crate::procfs::{ProcRoot, kallsyms, mountinfo};
+pub use args::Args;
+pub use rank::{DirRow, FsRow};
+
+/// Buckets per block: the unit of sampling and of reading the table.
+pub const BLOCK: u64 = 512;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Walk {
+    /// "full" or "sample".
+    pub mode: String,
+    /// Buckets walked ÷ buckets in the table.
+    pub fraction: f64,
+    pub buckets_total: u64,
+    pub buckets_walked: u64,
+    pub dentries_walked: u64,
+    pub seconds: f64,
+    pub dentries_per_second: f64,
+    pub rejected: Rejected,
+    pub superblocks: u64,
+    pub superblocks_rejected: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CensusResult {
+    #[serde(flatten)]
+    pub header: crate::result::Header,
+    pub kernel: String,
+    pub layout: Layout,
+    pub walk: Walk,
+    /// `nr_dentry` of /proc/sys/fs/dentry-state after the walk.
+    pub nr_dentry: u64,
+    /// Hashed dentries found (estimated on a sample).
+    pub hashed: Estimate,
+    /// `nr_dentry` less the hashed estimate: dentries not on a hash chain
+    /// (roots, unhashed, being freed) and what changed during the walk.
+    pub unhashed_remainder: f64,
+    pub filesystems: Vec<FsRow>,
+    pub top_negative: Vec<DirRow>,
+    pub top_total: Vec<DirRow>,
+    pub planted: Vec<plant::Check>,
+    /// With --churn: names created and deleted during the walk.
+    pub churn_operations: Option<u64>,
+}
+
+const SYMBOLS: [&str; 4] = ["dentry_hashtable", "d_hash_shift", "super_blocks", "page_offset_base"];
+
+/// The one-line refusals, checked before anything else is done.
+fn open_kernel(a: &Args, proc: &ProcRoot) -> Result<(Kcore, Layout, Roots)> {
+    if !a.kcore.exists() {
+        bail!(
+            "{} does not exist: this kernel was built without CONFIG_PROC_KCORE, so its memory cannot be read; \
+             run the census on a kernel that has it (Debian's do), e.g. in a guest: \
+             dentrylab vm --kernel linux-image-cloud-amd64 -- census",
+            a.kcore.display()
+        );
+    }
+    let kcore = Kcore::open(&a.kcore).map_err(|e| {
+        let root = nix::unistd::geteuid().is_root();
+        anyhow::anyhow!("{e:#}{}", if root { "" } else { ": the census reads kernel memory and needs root" })
+    })?;
+    if !a.btf.exists() {
+        bail!(
+            "{} does not exist: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF), which the census needs to learn \
+             struct dentry's layout; use a kernel built with it (Debian's 6.1 and later are)",
+            a.btf.display()
+        );
+    }
+    let layout = Layout::load(&a.btf)?;
+    let syms = kallsyms::parse(proc.open("kallsyms")?, &SYMBOLS)?;
+    if syms.hidden() {
+        let k = proc.read_line("sys/kernel/kptr_restrict").unwrap_or_else(|_| "?".into());
+        bail!(
+            "/proc/kallsyms shows every address as 0: kernel.kptr_restrict is {k}, which hides kernel addresses \
+             from this process; as root, sysctl kernel.kptr_restrict=1 lets root see them (0: everyone)"
+        );
+    }
+    let need = |n: &str| {
+        syms.get(n).with_context(|| {
+            format!("/proc/kallsyms has no {n}: the kernel was built without CONFIG_KALLSYMS_ALL (data symbols)")
+        })
+    };
+    let roots = Roots {
+        hashtable: need("dentry_hashtable")?,
+        hash_shift: need("d_hash_shift")?,
+        super_blocks: need("super_blocks")?,
+        page_offset_base: syms.get("page_offset_base"),
+    };
+    Ok((kcore, layout, roots))
+}
+
+/// splitmix64: a block's draw for the sample.
+fn draw(seed: u64, i: u64) -> u64 {
+    let mut z = seed.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The blocks of a walk: all of them, or a uniform sample without
+/// replacement of `round(fraction × nblocks)` (at least one), in table order.
+pub fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
+    if fraction >= 1.0 {
+        return (0..nblocks).collect();
+    }
+    let m = ((fraction * nblocks as f64).round() as u64).clamp(1, nblocks.max(1)) as usize;
+    let mut by_draw: Vec<(u64, u64)> = (0..nblocks).map(|i| (draw(seed, i), i)).collect();
+    by_draw.sort_unstable();
+    let mut v: Vec<u64> = by_draw.into_iter().take(m).map(|(_, i)| i).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Runs the census (planting first with `--plant`).
+pub fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult> {
+    let (kcore, layout, roots) = open_kernel(a, proc)?;
+    let plants = a.plants();
+    let mut sandbox = None;
+    let mut planted = Vec::new();
+    if !plants.is_empty() {
+        let mut s = crate::sandbox::Sandbox::enter()?;
+        planted = plant::make(&mut s, &plants, crate::env::cpus(), say)?;
+        sandbox = Some(s);
+    }
+    // After planting: the planted filesystems' superblocks are on the list.
+    let census = Census::open(&kcore, layout, roots)?;
+    let churn = match (a.churn, planted.first()) {
+        (Some(rate), Some(p)) => Some(plant::Churn::start(p.mount.path().to_path_buf(), rate)),
+        _ => None,
+    };
+    let nblocks = census.buckets.div_ceil(BLOCK);
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+    let chosen = blocks(nblocks, a.fraction(), seed);
+    say(&format!(
+        "census: {} of {} hash buckets ({}), {} superblocks",
+        chosen.len() as u64 * BLOCK,
+        census.buckets,
+        if a.fraction() >= 1.0 { "full walk".to_string() } else { format!("a {:.3}% sample", a.fraction() * 100.0) },
+        census.superblocks.len()
+    ));
+    let mut tally = Tally::default();
+    let t0 = Instant::now();
+    let pilot = (chosen.len() / 50).max(1);
+    for (i, &b) in chosen.iter().enumerate() {
+        census.walk(b * BLOCK, BLOCK, &mut tally);
+        if i + 1 == pilot && chosen.len() > pilot {
+            let per = t0.elapsed().as_secs_f64() / pilot as f64;
+            say(&format!(
+                "census: {} dentries in the first {} blocks; the walk will take about {:.0} s more",
+                tally.walked,
+                pilot,
+                per * (chosen.len() - pilot) as f64
+            ));
+        }
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let churn_operations = churn.map(plant::Churn::stop);
+    let fraction = (tally.buckets as f64 / census.buckets as f64).min(1.0);
+    let nr_dentry = proc.dentry_state().map(|d| d.nr_dentry).unwrap_or(0);
+    let mounts = mountinfo::parse(proc.open("self/mountinfo")?)?;
+    let found: u64 = tally.by_parent.values().map(|c| c[0] + c[1]).sum();
+    let hashed = estimate(found, fraction);
+    let mut paths = HashMap::new();
+    let ranked = rank::rank(&census, &tally, &mounts, fraction, a.top as usize, a.fs.as_deref(), &mut paths);
+    let checks = rank::check(&census, &tally, &mounts, fraction, &planted, &mut paths);
+    drop(planted);
+    drop(sandbox);
+    Ok(CensusResult {
+        header: crate::result::Header::new("census"),
+        kernel: proc.read_line("sys/kernel/osrelease").unwrap_or_default(),
+        layout,
+        walk: Walk {
+            mode: if fraction >= 1.0 { "full" } else { "sample" }.into(),
+            fraction,
+            buckets_total: census.buckets,
+            buckets_walked: tally.buckets,
+            dentries_walked: tally.walked,
+            seconds,
+            dentries_per_second: tally.walked as f64 / seconds.max(1e-9),
+            rejected: tally.rejected,
+            superblocks: census.superblocks.len() as u64,
+            superblocks_rejected: census.superblocks_rejected,
+        },
+        nr_dentry,
+        hashed,
+        unhashed_remainder: nr_dentry as f64 - hashed.estimate,
+        filesystems: ranked.0,
+        top_negative: ranked.1,
+        top_total: ranked.2,
+        planted: checks,
+        churn_operations,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A proc tree with `kallsyms` and `kptr_restrict`, a fake kcore and the
+    /// recorded 6.12 BTF: the refusals that come after /proc/kcore opened.
+    fn refusal(kallsyms: &str) -> String {
+        use clap::Parser;
+        use std::io::Read;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            a: Args,
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
+        std::fs::write(root.join("proc/kallsyms"), kallsyms).unwrap();
+        std::fs::write(root.join("proc/sys/kernel/kptr_restrict"), "2\n").unwrap();
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/btf/6.12.118+deb13-cloud-amd64.btf.gz");
+        let mut btf = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(fixture).unwrap()).read_to_end(&mut btf).unwrap();
+        std::fs::write(root.join("btf"), btf).unwrap();
+        // An ELF64 core header with one PT_LOAD segment.
+        let mut d = vec![0u8; 64];
+        d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+        d[16..18].copy_from_slice(&4u16.to_le_bytes());
+        d[18..20].copy_from_slice(&62u16.to_le_bytes());
+        d[20..24].copy_from_slice(&1u32.to_le_bytes());
+        d[32..40].copy_from_slice(&64u64.to_le_bytes());
+        d[54..56].copy_from_slice(&56u16.to_le_bytes());
+        d[56..58].copy_from_slice(&1u16.to_le_bytes());
+        let mut ph = vec![0u8; 56];
+        ph[..4].copy_from_slice(&1u32.to_le_bytes());
+        ph[16..24].copy_from_slice(&PAGE_OFFSET.to_le_bytes());
+        ph[32..40].copy_from_slice(&4096u64.to_le_bytes());
+        d.extend(ph);
+        std::fs::write(root.join("kcore"), d).unwrap();
+        let (k, b) = (root.join("kcore"), root.join("btf"));
+        let t = T::parse_from(["census", "--kcore", k.to_str().unwrap(), "--btf", b.to_str().unwrap()]);
+        let e = open_kernel(&t.a, &ProcRoot::new(root.join("proc"))).err().expect("refused");
+        format!("{e:#}")
+    }
+    const PAGE_OFFSET: u64 = crate::probe::census::PAGE_OFFSET_L4;
+
+    #[test]
+    fn kptr_restrict_hiding_addresses_is_one_line_naming_its_value() {
+        let e = refusal("0000000000000000 T _text\n0000000000000000 b dentry_hashtable\n");
+        assert!(e.contains("kptr_restrict is 2") && e.contains("sysctl kernel.kptr_restrict=1"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+    }
+
+    #[test]
+    fn a_kernel_without_data_symbols_is_one_line() {
+        let e = refusal("ffffffff81000000 T _text\n");
+        assert!(e.contains("no dentry_hashtable") && e.contains("CONFIG_KALLSYMS_ALL"), "{e}");
+    }
+
+    #[test]
+    fn a_sample_draws_its_fraction_of_blocks_uniformly_and_a_full_walk_all() {
+        assert_eq!(blocks(1000, 1.0, 7).len(), 1000);
+        let b = blocks(2048, 0.01, 7);
+        assert_eq!(b.len(), 20);
+        assert!(b.windows(2).all(|w| w[0] < w[1]) && b[19] < 2048, "{b:?}");
+        assert_eq!(blocks(3, 1e-9, 7).len(), 1, "never an empty sample");
+        assert_ne!(blocks(10_000, 0.1, 1), blocks(10_000, 0.1, 2));
+        // Uniform: over many seeds each block is drawn about as often.
+        let mut hits = [0u32; 16];
+        for seed in 0..4000 {
+            for i in blocks(16, 0.25, seed) {
+                hits[i as usize] += 1;
+            }
+        }
+        assert!(hits.iter().all(|&h| (850..1150).contains(&h)), "{hits:?}");
+    }
+}

@@ -1,0 +1,172 @@
+//! `--plant`: directories with known counts, made in dentrylab's sandbox
+//! before the census, and the check of what the census found in them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::analysis::census::Estimate;
+use crate::sandbox::{FsType, Mount, Sandbox};
+use crate::workload::{self, CreateSpec, Kind, Layout};
+
+/// One `FS:KIND:COUNT[:dirs=K]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plant {
+    pub fs: FsType,
+    pub kind: Kind,
+    pub count: u64,
+    pub layout: Layout,
+}
+
+impl std::str::FromStr for Plant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Plant, String> {
+        let parts: Vec<&str> = s.split(':').collect();
+        if !(3..=4).contains(&parts.len()) {
+            return Err(format!("{s:?}: write FS:KIND:COUNT[:dirs=K], for example ext4:negative:300k"));
+        }
+        let fs: FsType = parts[0].parse()?;
+        let kind: Kind = parts[1].parse()?;
+        if kind.is_negative() && !fs.is_disk() {
+            return Err(format!("{s:?}: {} dentries need a disk filesystem (ext4 or xfs)", kind.name()));
+        }
+        let count = crate::size::parse_count(parts[2])?;
+        if count == 0 || count > 50_000_000 {
+            return Err(format!("{s:?}: COUNT must be from 1 to 50M"));
+        }
+        let layout = parts.get(3).map(|l| l.parse()).transpose()?.unwrap_or(Layout::Flat);
+        if u64::from(layout.dirs()) > count {
+            return Err(format!("{s:?}: more directories than entries"));
+        }
+        Ok(Plant { fs, kind, count, layout })
+    }
+}
+
+/// A planted filesystem, mounted in the sandbox until it is dropped.
+pub struct Planted {
+    pub plant: Plant,
+    pub mount: Mount,
+}
+
+impl Planted {
+    /// The directories and how many entries each holds (`workload::plan`'s split).
+    pub fn directories(&self) -> Vec<(PathBuf, u64)> {
+        let n = self.plant.layout.dirs();
+        let c = self.plant.count;
+        (0..n)
+            .map(|d| {
+                let q = c / u64::from(n) + u64::from(u64::from(d) < c % u64::from(n));
+                (self.mount.path().join(workload::dir_name(d)), q)
+            })
+            .collect()
+    }
+}
+
+/// Mounts and fills each plant.
+pub fn make(sandbox: &mut Sandbox, plants: &[Plant], threads: usize, say: &dyn Fn(&str)) -> Result<Vec<Planted>> {
+    let mut out = Vec::new();
+    for p in plants {
+        let spec = CreateSpec { kind: p.kind, layout: p.layout, count: p.count, threads };
+        let mount = sandbox.mount(p.fs, &spec.capacity())?;
+        say(&format!(
+            "census: planting {} {} dentries in {} ({}) at {}",
+            p.count,
+            p.kind.name(),
+            p.layout,
+            p.fs,
+            mount.path().display()
+        ));
+        let progress = Arc::new(workload::Progress::default());
+        let o = workload::create(mount.path(), &spec, &progress)
+            .with_context(|| format!("planting {} {} in {}", p.count, p.kind.name(), p.fs))?;
+        anyhow::ensure!(o.entries == p.count, "planted {} of {} entries", o.entries, p.count);
+        out.push(Planted { plant: p.clone(), mount });
+    }
+    Ok(out)
+}
+
+/// What the census found in one planted directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub path: String,
+    pub kind: String,
+    pub planted: u64,
+    /// The planted kind's count (negative or positive) as the census saw it.
+    pub found: Estimate,
+    /// The other kind's count, expected 0.
+    pub other: Estimate,
+    /// Exact on a full walk, inside the interval on a sample.
+    pub ok: bool,
+}
+
+/// Creates and deletes names in `dir` at about `per_second` each until
+/// stopped: in rounds of a subdirectory, 64 files created and unlinked in
+/// it, and the subdirectory removed, so that `rmdir` frees its dentries
+/// (`shrink_dcache_parent()` in `vfs_rmdir()`) while the census reads.
+pub struct Churn {
+    stop: Arc<AtomicBool>,
+    pub ops: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Churn {
+    pub fn start(dir: PathBuf, per_second: u64) -> Churn {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ops = Arc::new(AtomicU64::new(0));
+        let (s, o) = (stop.clone(), ops.clone());
+        let thread = std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            let mut round: u64 = 0;
+            while !s.load(Ordering::Relaxed) {
+                let sub = dir.join(format!("churn{}", round % 64));
+                round += 1;
+                if std::fs::create_dir(&sub).is_err() {
+                    continue;
+                }
+                for i in 0..64 {
+                    let p = sub.join(i.to_string());
+                    if std::fs::File::create(&p).is_ok() && std::fs::remove_file(&p).is_ok() {
+                        o.fetch_add(2, Ordering::Relaxed);
+                    }
+                }
+                let _ = std::fs::remove_dir(&sub);
+                // Paced: ops done ahead of the rate wait.
+                let due = std::time::Duration::from_secs_f64(o.load(Ordering::Relaxed) as f64 / per_second as f64);
+                if let Some(w) = due.checked_sub(t0.elapsed()) {
+                    std::thread::sleep(w.min(std::time::Duration::from_millis(50)));
+                }
+            }
+        });
+        Churn { stop, ops, thread: Some(thread) }
+    }
+
+    /// Stops the churn; the operations it made.
+    pub fn stop(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.ops.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs() {
+        let p: Plant = "ext4:negative:300k".parse().unwrap();
+        assert_eq!((p.fs, p.kind, p.count, p.layout), (FsType::Ext4, Kind::Negative, 300_000, Layout::Flat));
+        let p: Plant = "ext4:negative:1M:dirs=1000".parse().unwrap();
+        assert_eq!(p.layout, Layout::Dirs(1000));
+        for bad in
+            ["tmpfs:negative:10", "ext4:negative", "ext4:x:10", "ext4:file:0", "ext4:file:5:dirs=10", "nfs:file:3"]
+        {
+            assert!(bad.parse::<Plant>().is_err(), "{bad}");
+        }
+    }
+}

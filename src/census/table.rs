@@ -1,0 +1,138 @@
+//! The census as text: the walk, the filesystems, the top directories, the
+//! planted checks.
+
+use std::fmt::Write;
+
+use super::{CensusResult, DirRow};
+use crate::analysis::census::Estimate;
+use crate::size::human;
+
+fn est(e: &Estimate, exact: bool) -> String {
+    if exact {
+        e.found.to_string()
+    } else {
+        format!(
+            "{} ({}–{})",
+            human(e.estimate.round() as u64),
+            human(e.low.floor() as u64),
+            human(e.high.ceil() as u64)
+        )
+    }
+}
+
+fn dirs(out: &mut String, title: &str, rows: &[DirRow], exact: bool) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n{title}");
+    let _ = writeln!(out, "  {:>22} {:>22} {:>22}  {:<8} directory", "negative", "positive", "total", "fs");
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "  {:>22} {:>22} {:>22}  {:<8} {}",
+            est(&r.negative, exact),
+            est(&r.positive, exact),
+            est(&r.total, exact),
+            r.fs_type,
+            r.path
+        );
+    }
+}
+
+pub fn text(r: &CensusResult) -> String {
+    let w = &r.walk;
+    let exact = w.mode == "full";
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "census of {} ({}): {} of {} hash buckets, {} dentries in {:.2} s ({:.0} dentries/s)",
+        r.kernel,
+        if exact { "full walk".to_string() } else { format!("{:.3}% sample", w.fraction * 100.0) },
+        w.buckets_walked,
+        w.buckets_total,
+        w.dentries_walked,
+        w.seconds,
+        w.dentries_per_second
+    );
+    let rj = &w.rejected;
+    let _ = writeln!(
+        out,
+        "rejected reads: {} (bad pointer {}, unreadable {}, unknown superblock {}, bad name {}, chains cut {}); superblocks read {} ({} rejected)",
+        rj.total(),
+        rj.bad_pointer,
+        rj.unreadable,
+        rj.unknown_superblock,
+        rj.bad_name,
+        rj.chains_cut,
+        w.superblocks,
+        w.superblocks_rejected
+    );
+    let _ = writeln!(
+        out,
+        "hashed dentries: {}; nr_dentry {}; not on a hash chain (or changed during the walk): {:.0}{}",
+        est(&r.hashed, exact),
+        r.nr_dentry,
+        r.unhashed_remainder,
+        if exact { "" } else { " (estimate; counts are estimates with their 90% interval)" }
+    );
+    let _ = writeln!(out, "\nfilesystems");
+    let _ = writeln!(
+        out,
+        "  {:>22} {:>22} {:>9}  {:<8} {:<8} mount point (id)",
+        "negative", "positive", "dirs", "fs", "dev"
+    );
+    for f in &r.filesystems {
+        let _ = writeln!(
+            out,
+            "  {:>22} {:>22} {:>9}  {:<8} {:<8} {} ({})",
+            est(&f.negative, exact),
+            est(&f.positive, exact),
+            f.directories,
+            f.fs_type,
+            f.dev,
+            f.mount_point.as_deref().unwrap_or("not mounted here"),
+            f.id
+        );
+    }
+    dirs(&mut out, "top directories by negative children", &r.top_negative, exact);
+    dirs(&mut out, "top directories by total children", &r.top_total, exact);
+    for f in r.filesystems.iter().filter(|f| f.top.len() > 1) {
+        dirs(
+            &mut out,
+            &format!(
+                "top directories of {} {} ({})",
+                f.fs_type,
+                f.dev,
+                f.mount_point.as_deref().unwrap_or("not mounted here")
+            ),
+            &f.top,
+            exact,
+        );
+    }
+    if !r.planted.is_empty() {
+        let bad = r.planted.iter().filter(|c| !c.ok).count();
+        let _ = writeln!(
+            out,
+            "\nplanted directories: {} of {} found with their count{}",
+            r.planted.len() - bad,
+            r.planted.len(),
+            if exact { " (exact)" } else { " (inside the 90% interval)" }
+        );
+        for c in r.planted.iter().filter(|c| !c.ok).take(20).chain(r.planted.iter().filter(|c| c.ok).take(3)) {
+            let _ = writeln!(
+                out,
+                "  {} {} planted {} found {} other {} {}",
+                if c.ok { "ok  " } else { "FAIL" },
+                c.path,
+                c.planted,
+                est(&c.found, exact),
+                est(&c.other, exact),
+                c.kind
+            );
+        }
+    }
+    if let Some(n) = r.churn_operations {
+        let _ = writeln!(out, "\nchurn during the walk: {n} creates and unlinks");
+    }
+    out
+}

@@ -1,0 +1,305 @@
+//! The census walk: every chain of the dentry hash table (`dentry_hashtable`,
+//! `1 << (32 - d_hash_shift)` buckets of `struct hlist_bl_head`, whose
+//! `first` pointer carries the bucket's lock in bit 0: `hlist_bl_first` in
+//! `include/linux/list_bl.h`), read through `/proc/kcore`, each dentry
+//! counted positive (`d_inode` set) or negative under its superblock and
+//! its parent.
+//!
+//! The kernel changes the table while it is read. Every pointer is checked
+//! before it is followed (inside the direct map, 8-byte aligned, mapped by
+//! kcore), a dentry counts only if its `d_sb` is one of the superblocks on
+//! the kernel's `super_blocks` list and its name length is at most
+//! NAME_MAX, and a chain is cut after [`MAX_CHAIN`] nodes: what fails is
+//! counted, never followed. The walk never writes and always ends.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use super::btf::Layout;
+use super::kcore::{Kcore, ReadError};
+
+/// Longest chain followed. A kernel's chains hold a few dentries (the
+/// table has about one bucket per dentry of memory's worth); a longer one
+/// is a chain rewritten under the walk.
+pub const MAX_CHAIN: usize = 4096;
+/// Most superblocks read from `super_blocks`.
+pub const MAX_SUPERBLOCKS: usize = 65536;
+/// Deepest path rebuilt from `d_parent`.
+pub const MAX_DEPTH: usize = 256;
+const NAME_MAX: u32 = 255;
+
+/// The kernel addresses the walk starts from (from `/proc/kallsyms`).
+#[derive(Debug, Clone, Copy)]
+pub struct Roots {
+    /// `&dentry_hashtable`, `&d_hash_shift`, `&super_blocks`.
+    pub hashtable: u64,
+    pub hash_shift: u64,
+    pub super_blocks: u64,
+    /// `&page_offset_base` (KASLR kernels), else the direct map starts at
+    /// x86-64's fixed `__PAGE_OFFSET_BASE_L4`.
+    pub page_offset_base: Option<u64>,
+}
+
+/// x86-64's direct map without KASLR (`arch/x86/include/asm/page_64_types.h`).
+pub const PAGE_OFFSET_L4: u64 = 0xffff_8880_0000_0000;
+/// The direct map's size limit on 4-level paging: 64 TiB.
+const DIRECT_MAP_SPAN: u64 = 64 << 40;
+
+/// A superblock on the kernel's list.
+#[derive(Debug, Clone, Serialize)]
+pub struct Superblock {
+    #[serde(skip)]
+    pub addr: u64,
+    /// `s_dev`: `major << 20 | minor`.
+    pub dev: u32,
+    pub fs_type: String,
+    /// `s_id`: the device name or the filesystem's own id.
+    pub id: String,
+}
+
+/// Reads skipped, by reason.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Rejected {
+    /// A pointer outside the direct map or not 8-byte aligned.
+    pub bad_pointer: u64,
+    /// kcore maps no segment there, or the read failed.
+    pub unreadable: u64,
+    /// `d_sb` is not a superblock on the list.
+    pub unknown_superblock: u64,
+    /// A name longer than NAME_MAX, or a name pointer that is not a kernel address.
+    pub bad_name: u64,
+    /// Chains cut at MAX_CHAIN nodes.
+    pub chains_cut: u64,
+}
+
+impl Rejected {
+    pub fn total(&self) -> u64 {
+        self.bad_pointer + self.unreadable + self.unknown_superblock + self.bad_name + self.chains_cut
+    }
+}
+
+/// What a walk of some buckets found: per (superblock, parent) the
+/// positive and negative dentries hashed under that parent.
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    pub by_parent: HashMap<(u64, u64), [u64; 2]>,
+    pub walked: u64,
+    pub buckets: u64,
+    pub rejected: Rejected,
+}
+
+/// The table, the superblocks and the layout: what every walk needs.
+pub struct Census<'k> {
+    pub kcore: &'k Kcore,
+    pub layout: Layout,
+    pub table: u64,
+    pub buckets: u64,
+    pub direct_map: (u64, u64),
+    pub superblocks: HashMap<u64, Superblock>,
+    /// Superblock list entries that could not be read.
+    pub superblocks_rejected: u64,
+}
+
+/// Unmapped and failed reads are both counted as unreadable.
+fn read_err(r: &mut Rejected, _: ReadError) {
+    r.unreadable += 1;
+}
+
+impl<'k> Census<'k> {
+    /// Reads the table's address and size, the direct map's start and
+    /// every superblock on `super_blocks`.
+    pub fn open(kcore: &'k Kcore, layout: Layout, roots: Roots) -> anyhow::Result<Census<'k>> {
+        use anyhow::{Context, bail};
+        let r = |a: u64, what: &str| {
+            kcore.read_u64(a).map_err(|e| anyhow::anyhow!("cannot read {what} at {a:#x} through /proc/kcore ({e:?})"))
+        };
+        let table = r(roots.hashtable, "dentry_hashtable")?;
+        let shift = kcore
+            .read_u32(roots.hash_shift)
+            .map_err(|e| anyhow::anyhow!("cannot read d_hash_shift through /proc/kcore ({e:?})"))?;
+        if !(4..32).contains(&shift) {
+            bail!("d_hash_shift reads {shift}: not a hash shift (expected 4 to 31)");
+        }
+        let buckets = 1u64 << (32 - shift);
+        let base = match roots.page_offset_base {
+            Some(a) => r(a, "page_offset_base")?,
+            None => PAGE_OFFSET_L4,
+        };
+        if !kcore.maps(table, buckets * 8) {
+            bail!("dentry_hashtable ({buckets} buckets at {table:#x}) is not mapped by /proc/kcore");
+        }
+        let mut c = Census {
+            kcore,
+            layout,
+            table,
+            buckets,
+            direct_map: (base, base.saturating_add(DIRECT_MAP_SPAN)),
+            superblocks: HashMap::new(),
+            superblocks_rejected: 0,
+        };
+        c.read_superblocks(roots.super_blocks).context("reading the super_blocks list")?;
+        Ok(c)
+    }
+
+    /// A pointer the walk may follow: in the direct map and 8-byte aligned.
+    pub fn valid(&self, p: u64) -> bool {
+        p.is_multiple_of(8) && p >= self.direct_map.0 && p < self.direct_map.1
+    }
+
+    fn read_cstr(&self, addr: u64, max: usize) -> Option<String> {
+        let mut buf = vec![0u8; max];
+        // A string may end near the end of a mapping: read less then.
+        let mut n = max;
+        while n > 0 && self.kcore.read(addr, &mut buf[..n]).is_err() {
+            n /= 2;
+        }
+        let s = &buf[..n];
+        let end = s.iter().position(|&b| b == 0)?;
+        Some(String::from_utf8_lossy(&s[..end]).into_owned())
+    }
+
+    fn read_superblocks(&mut self, head: u64) -> anyhow::Result<()> {
+        let l = self.layout;
+        let mut next = self.kcore.read_u64(head).map_err(|e| anyhow::anyhow!("cannot read super_blocks ({e:?})"))?;
+        let mut seen = HashSet::new();
+        while next != head && seen.len() < MAX_SUPERBLOCKS {
+            if !self.valid(next) || !seen.insert(next) {
+                self.superblocks_rejected += 1;
+                break;
+            }
+            let sb = next - l.s_list;
+            let mut id = vec![0u8; l.s_id_len as usize];
+            let fields = (
+                self.kcore.read_u32(sb + l.s_dev),
+                self.kcore.read_u64(sb + l.s_type),
+                self.kcore.read(sb + l.s_id, &mut id),
+                self.kcore.read_u64(next),
+            );
+            let (Ok(dev), Ok(ty), Ok(()), Ok(n)) = fields else {
+                self.superblocks_rejected += 1;
+                break;
+            };
+            let fs_type = self
+                .kcore
+                .read_u64(ty + l.fs_name)
+                .ok()
+                .and_then(|p| self.read_cstr(p, 64))
+                .unwrap_or_else(|| "?".into());
+            let end = id.iter().position(|&b| b == 0).unwrap_or(id.len());
+            let id = String::from_utf8_lossy(&id[..end]).into_owned();
+            self.superblocks.insert(sb, Superblock { addr: sb, dev, fs_type, id });
+            next = n;
+        }
+        Ok(())
+    }
+
+    /// Walks buckets `[first, first + count)`, reading the heads in blocks.
+    pub fn walk(&self, first: u64, count: u64, tally: &mut Tally) {
+        const BLOCK: u64 = 512;
+        let l = self.layout;
+        let len = l.dentry_read_len() as usize;
+        let mut heads = vec![0u8; (BLOCK * 8) as usize];
+        let mut dentry = vec![0u8; len];
+        let u64_at = |b: &[u8], o: u64| u64::from_le_bytes(b[o as usize..o as usize + 8].try_into().unwrap());
+        let u32_at = |b: &[u8], o: u64| u32::from_le_bytes(b[o as usize..o as usize + 4].try_into().unwrap());
+        let end = (first + count).min(self.buckets);
+        let mut b = first;
+        while b < end {
+            let n = BLOCK.min(end - b);
+            let heads = &mut heads[..(n * 8) as usize];
+            if let Err(e) = self.kcore.read(self.table + b * 8, heads) {
+                read_err(&mut tally.rejected, e);
+                b += n;
+                continue;
+            }
+            for i in 0..n {
+                tally.buckets += 1;
+                // hlist_bl_first: the lock bit masked off.
+                let mut node = u64_at(heads, i * 8) & !1;
+                let mut steps = 0;
+                while node != 0 {
+                    steps += 1;
+                    if steps > MAX_CHAIN {
+                        tally.rejected.chains_cut += 1;
+                        break;
+                    }
+                    if !self.valid(node) {
+                        tally.rejected.bad_pointer += 1;
+                        break;
+                    }
+                    let d = node - l.d_hash;
+                    if let Err(e) = self.kcore.read(d, &mut dentry) {
+                        read_err(&mut tally.rejected, e);
+                        break;
+                    }
+                    let next = u64_at(&dentry, l.d_hash + l.bl_next);
+                    let sb = u64_at(&dentry, l.d_sb);
+                    let parent = u64_at(&dentry, l.d_parent);
+                    let name_len = u32_at(&dentry, l.d_name + l.qstr_len);
+                    let name = u64_at(&dentry, l.d_name + l.qstr_name);
+                    if !self.superblocks.contains_key(&sb) {
+                        tally.rejected.unknown_superblock += 1;
+                    } else if name_len > NAME_MAX || name < self.direct_map.0 {
+                        tally.rejected.bad_name += 1;
+                    } else if !self.valid(parent) {
+                        tally.rejected.bad_pointer += 1;
+                    } else {
+                        let negative = u64_at(&dentry, l.d_inode) == 0;
+                        tally.by_parent.entry((sb, parent)).or_default()[usize::from(negative)] += 1;
+                        tally.walked += 1;
+                    }
+                    node = next;
+                }
+            }
+            b += n;
+        }
+    }
+
+    /// The path of directory `d` from its superblock's root, rebuilt from
+    /// `d_parent` and `d_name`; `None` when a read fails, the chain leaves
+    /// the superblock or is deeper than MAX_DEPTH.
+    pub fn path(&self, sb: u64, mut d: u64, cache: &mut HashMap<u64, Option<(String, u64)>>) -> Option<String> {
+        let l = self.layout;
+        let mut parts = Vec::new();
+        for _ in 0..MAX_DEPTH {
+            let entry = cache.entry(d).or_insert_with(|| {
+                if !self.valid(d) {
+                    return None;
+                }
+                let mut buf = vec![0u8; l.dentry_read_len() as usize];
+                self.kcore.read(d, &mut buf).ok()?;
+                let g = |o: u64| u64::from_le_bytes(buf[o as usize..o as usize + 8].try_into().unwrap());
+                if g(l.d_sb) != sb {
+                    return None;
+                }
+                let len = u32::from_le_bytes(buf[(l.d_name + l.qstr_len) as usize..][..4].try_into().unwrap());
+                if len > NAME_MAX {
+                    return None;
+                }
+                let mut name = vec![0u8; len as usize];
+                self.kcore.read(g(l.d_name + l.qstr_name), &mut name).ok()?;
+                Some((String::from_utf8_lossy(&name).into_owned(), g(l.d_parent)))
+            });
+            let (name, parent) = entry.clone()?;
+            if parent == d {
+                parts.reverse();
+                return Some(format!("/{}", parts.join("/")));
+            }
+            parts.push(name);
+            d = parent;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejected_reads_add_up() {
+        let r = Rejected { bad_pointer: 1, unreadable: 2, unknown_superblock: 3, bad_name: 4, chains_cut: 5 };
+        assert_eq!(r.total(), 15);
+    }
+}

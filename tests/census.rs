@@ -1,0 +1,133 @@
+//! `dentrylab census`: the refusals (no /proc/kcore, no BTF: one line,
+//! exit 1), bad input (one line, exit 2), and a census in a Debian guest
+//! (`dentrylab vm`, one boot under TCG) that plants directories with known
+//! counts, walks the whole hash table while names are created and deleted
+//! beside them, and must find every planted directory with its exact count.
+//!
+//! The guest kernel is Debian's cloud metapackage, or `DENTRYLAB_VM_TEST_KERNEL`.
+
+mod common;
+
+use common::{bin, has, kernel_lock, usage_error};
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    usage_error("census", &["--sample", "0"], &["--sample", "0"]);
+    usage_error("census", &["--sample", "1.5"], &["--sample", "(0, 1]"]);
+    usage_error("census", &["--sample", "1%", "--full"], &["--full"]);
+    usage_error("census", &["--top", "0"], &["--top"]);
+    usage_error("census", &["--fs", "ext4;rm"], &["--fs", "filesystem type"]);
+    usage_error("census", &["--plant", "tmpfs:negative:10"], &["--plant", "disk filesystem"]);
+    usage_error("census", &["--plant", "ext4:negative"], &["--plant", "FS:KIND:COUNT"]);
+    usage_error("census", &["--churn", "1000"], &["--plant"]);
+}
+
+fn refusal(args: &[&str]) -> String {
+    let out = bin().arg("census").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    err
+}
+
+#[test]
+fn no_kcore_is_one_line_saying_what_to_do() {
+    let err = refusal(&["--kcore", "/nonexistent/kcore"]);
+    for n in ["/nonexistent/kcore does not exist", "CONFIG_PROC_KCORE", "dentrylab vm --kernel"] {
+        assert!(err.contains(n), "{err} lacks {n:?}");
+    }
+    // This machine's own kernel: the same line when it has no /proc/kcore.
+    if !std::path::Path::new("/proc/kcore").exists() {
+        let err = refusal(&[]);
+        assert!(err.contains("/proc/kcore does not exist"), "{err}");
+    }
+}
+
+/// An ELF64 core header with one PT_LOAD segment, as fs/proc/kcore.c writes it.
+fn fake_kcore() -> Vec<u8> {
+    let mut d = vec![0u8; 64];
+    d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+    d[16..18].copy_from_slice(&4u16.to_le_bytes());
+    d[18..20].copy_from_slice(&62u16.to_le_bytes());
+    d[20..24].copy_from_slice(&1u32.to_le_bytes());
+    d[32..40].copy_from_slice(&64u64.to_le_bytes());
+    d[52..54].copy_from_slice(&64u16.to_le_bytes());
+    d[54..56].copy_from_slice(&56u16.to_le_bytes());
+    d[56..58].copy_from_slice(&1u16.to_le_bytes());
+    let mut p = vec![0u8; 56];
+    p[..4].copy_from_slice(&1u32.to_le_bytes());
+    p[8..16].copy_from_slice(&4096u64.to_le_bytes());
+    p[16..24].copy_from_slice(&0xffff_8880_0000_0000u64.to_le_bytes());
+    p[32..40].copy_from_slice(&4096u64.to_le_bytes());
+    p[40..48].copy_from_slice(&4096u64.to_le_bytes());
+    d.extend(p);
+    d.resize(8192, 0);
+    d
+}
+
+#[test]
+fn no_btf_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let kcore = dir.path().join("kcore");
+    std::fs::write(&kcore, fake_kcore()).unwrap();
+    let err = refusal(&["--kcore", kcore.to_str().unwrap(), "--btf", "/nonexistent/vmlinux"]);
+    for n in ["/nonexistent/vmlinux does not exist", "no BTF", "CONFIG_DEBUG_INFO_BTF"] {
+        assert!(err.contains(n), "{err} lacks {n:?}");
+    }
+    // Not an ELF core: one line naming the file.
+    std::fs::write(&kcore, b"not a core").unwrap();
+    let err = refusal(&["--kcore", kcore.to_str().unwrap()]);
+    assert!(err.contains("ELF"), "{err}");
+}
+
+fn test_kernel() -> String {
+    std::env::var("DENTRYLAB_VM_TEST_KERNEL").unwrap_or_else(|_| "linux-image-cloud-amd64".into())
+}
+
+#[test]
+fn a_guest_census_finds_every_planted_directory_with_its_exact_count() {
+    for t in ["qemu-system-x86_64", "apt-get", "dpkg-deb", "depmod", "ldd"] {
+        require!(has(t), "needs {t} (see .ci/run for its package)");
+    }
+    let _k = kernel_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    let plant = "ext4:negative:20k+ext4:hardlink:5k+ext4:negative:5k:dirs=50";
+    let out = bin()
+        .args(["vm", "--kernel", &test_kernel(), "--accel", "tcg", "--timeout", "10m", "--json"])
+        .arg(&json)
+        .args(["--", "census", "--top", "5", "--plant", plant, "--churn", "20k"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let row = &m["rows"][0];
+    assert_eq!(row["error"], serde_json::Value::Null, "{row}");
+    let r = &row["result"];
+    assert_eq!(r["benchmark"], "census");
+    assert_eq!(r["walk"]["mode"], "full");
+    assert_eq!(r["walk"]["buckets_walked"], r["walk"]["buckets_total"]);
+    // 1 + 1 + 50 planted directories, each found with its exact count.
+    let planted = r["planted"].as_array().unwrap();
+    assert_eq!(planted.len(), 52, "{r}");
+    let bad: Vec<_> = planted.iter().filter(|c| c["ok"] != true).collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    let find = |p: &serde_json::Value| p["found"]["found"].as_u64().unwrap();
+    assert_eq!((find(&planted[0]), planted[0]["kind"].as_str()), (20_000, Some("negative")));
+    assert_eq!((find(&planted[1]), planted[1]["kind"].as_str()), (5_000, Some("hardlink")));
+    assert!(planted[2..].iter().all(|p| find(p) == 100), "{r}");
+    // The ranking: the 20k negatives lead both lists, named by path.
+    let first = &r["top_negative"][0];
+    assert_eq!(first["negative"]["found"], 20_000, "{r}");
+    assert!(first["path"].as_str().unwrap().ends_with("/d0"), "{first}");
+    assert_eq!(r["top_total"][0]["path"], first["path"]);
+    // The walk ran while names were created and deleted beside it; the
+    // hashed count cannot exceed what the kernel holds by more than the churn.
+    assert!(r["churn_operations"].as_u64().unwrap() > 0, "{r}");
+    let hashed = r["hashed"]["found"].as_u64().unwrap();
+    assert!(hashed >= 30_050, "{hashed}");
+    assert!(r["walk"]["rejected"].is_object(), "{r}");
+    assert!(stdout.contains("result in --json"), "{stdout}");
+}
