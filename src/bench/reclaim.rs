@@ -248,8 +248,8 @@ impl ReclaimResult {
             largest_size: self.sizes.last().map(|s| s.target).unwrap_or(0),
             bytes_per_dentry: self.bytes_per_dentry,
             time_linear: self.fits.time_linear,
-            time_power: self.fits.time_power,
-            gap_power: self.fits.gap_power,
+            time_power: self.fits.time_governing(),
+            gap_power: self.fits.gap_governing(),
             governs: Some(v.governs),
             watchdog_thresh_seconds: self.environment.watchdog_thresh_seconds,
             validated_by_watchdog: self.watchdog.as_ref().is_some_and(|w| w.validated),
@@ -341,6 +341,18 @@ pub struct Fits {
     /// Whether the time fits come from unobserved repetitions.
     #[serde(default)]
     pub time_unobserved: bool,
+    /// The linear models (value = c·N: the power law with its exponent
+    /// fixed at 1) beside the power laws above, and each series' linearity
+    /// test, which says which of the two governs (`analysis::linearity`;
+    /// absent from results saved before them: the power law governs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_proportional: Option<PowerFit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_linearity: Option<crate::analysis::linearity::LinearityTest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_proportional: Option<PowerFit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_linearity: Option<crate::analysis::linearity::LinearityTest>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -539,12 +551,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
     }
     let opts = &if opts.auto.is_some() { Options { sizes: ran, ..opts.clone() } } else { opts.clone() };
     let sizes = analyse::summarise(&runs, &unobserved, &unpinned, opts);
-    let mut per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
-    for m in &mut per_method {
-        if let (Some(v), Some(line)) = (m.verdict.as_mut(), profile::verdict_line(&runs, m.method)) {
-            v.summary.push(line);
-        }
-    }
+    let per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
     let comparison = analyse::compare(&per_method, &sizes);
     let (fits, verdict) =
         per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));

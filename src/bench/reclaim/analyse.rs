@@ -5,10 +5,11 @@
 
 use super::{Fits, Method, MethodAnalysis, Options, Run, SizeSummary, Unobserved};
 use crate::analysis::fit;
+use crate::analysis::fit::PowerFit;
 use crate::analysis::interval::{self, GapSize, SizeValues};
+use crate::analysis::linearity::{self, LinearityTest, Model};
 use crate::analysis::run_scatter;
 use crate::analysis::verdict::{self, Verdict};
-use crate::analysis::weighted;
 use crate::env::Environment;
 use crate::procfs::kmsg::Kind as AlertKind;
 use crate::stats::{Spread, median};
@@ -162,14 +163,53 @@ pub fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
     let (kept, gap_left_out) = interval::above_noise(&gap_sizes);
     let time_values: Vec<SizeValues> =
         time_sizes.into_iter().map(|(_, count, values)| SizeValues { count, values }).collect();
+    let time = linearity::choose(&time_values, run_scatter::TIME);
+    let gap_model = linearity::choose(&kept, run_scatter::GAP);
     Fits {
         time_linear: fit::linear(&time_pts),
-        time_power: weighted::weighted_power(&time_values).map(|f| f.across_runs(run_scatter::TIME)),
+        time_power: time.and_then(|m| m.power),
         gap_linear: fit::linear(&gap),
-        gap_power: weighted::weighted_power(&kept).map(|f| f.across_runs(run_scatter::GAP)),
+        gap_power: gap_model.and_then(|m| m.power),
         gap_left_out,
         time_unobserved,
+        time_proportional: time.and_then(|m| m.linear),
+        time_linearity: time.map(|m| m.test),
+        gap_proportional: gap_model.and_then(|m| m.linear),
+        gap_linearity: gap_model.map(|m| m.test),
     }
+}
+
+impl Fits {
+    /// The reclaim time's two fits and which governs (results saved before
+    /// the linear model: the power law alone).
+    pub fn time_model(&self) -> Option<Model> {
+        model(self.time_proportional, self.time_power, self.time_linearity)
+    }
+
+    /// The longest gap's, likewise.
+    pub fn gap_model(&self) -> Option<Model> {
+        model(self.gap_proportional, self.gap_power, self.gap_linearity)
+    }
+
+    /// The longest gap's fit that predictions are made with.
+    pub fn gap_governing(&self) -> Option<PowerFit> {
+        self.gap_model().and_then(|m| m.governing())
+    }
+
+    /// The reclaim time's, likewise.
+    pub fn time_governing(&self) -> Option<PowerFit> {
+        self.time_model().and_then(|m| m.governing())
+    }
+}
+
+fn model(linear: Option<PowerFit>, power: Option<PowerFit>, test: Option<LinearityTest>) -> Option<Model> {
+    if linear.is_none() && power.is_none() {
+        return None;
+    }
+    Some(match test {
+        Some(test) => Model { linear, power, test },
+        None => linearity::test(linear, power),
+    })
 }
 
 /// Fit and verdict of each method, on its uncontended repetitions.
@@ -209,8 +249,8 @@ fn decide(
         .collect();
     Some(verdict::decide(&verdict::Inputs {
         time_linear: fits.time_linear,
-        time_power: fits.time_power,
-        gap_power: fits.gap_power,
+        time: fits.time_model(),
+        gap: fits.gap_model(),
         gap_to_time_ratio: median(&ratios),
         largest_size: largest.target,
         watchdog_thresh_seconds: env.watchdog_thresh_seconds.unwrap_or(10).max(1),

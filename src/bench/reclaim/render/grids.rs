@@ -2,6 +2,7 @@
 //! reclaim paths compared, the threshold table, several results side by
 //! side, the fits, and the `--watchdog-check` table.
 
+use crate::analysis::linearity::{LinearityTest, Shape};
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::reclaim::watchdog::{Agreement, Expect, WatchdogReport};
 use crate::duration::secs;
@@ -170,7 +171,7 @@ pub fn threshold_grid(r: &ReclaimResult) -> Option<Grid> {
                     yes(t.exceeds_by_time, t.reclaim_seconds),
                     yes(t.exceeds_by_gap, t.max_gap_seconds)
                 ),
-                t.label.clone(),
+                super::verdict::row_label(t),
             ]
         })
         .collect();
@@ -320,6 +321,22 @@ fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
             exponent(&p)
         ));
     }
+    let linear = |what: &str, f: Option<crate::analysis::fit::PowerFit>, t: Option<LinearityTest>| {
+        let (f, t) = (f?, t?);
+        Some(format!(
+            "{what} ≈ {:.1} ns · N (linear model, R² {:.4}): {}",
+            f.coefficient * 1e9,
+            f.r2,
+            match (t.governs, t.rejected) {
+                (Shape::Linear, _) => "governs (the power law's exponent does not stand above 1)".to_string(),
+                (_, true) =>
+                    format!("rejected: the power law's exponent stands above 1 (one-sided {:.0}%)", t.level * 100.0),
+                _ => "not used".to_string(),
+            }
+        ))
+    };
+    out.extend(linear("reclaim time", fits.time_proportional, fits.time_linearity));
+    out.extend(linear("longest gap ", fits.gap_proportional, fits.gap_linearity));
     for l in &fits.gap_left_out {
         out.push(format!("gap fit leaves out {}: {}", human(l.target), l.reason));
     }

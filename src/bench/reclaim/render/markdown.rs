@@ -81,7 +81,7 @@ pub fn body(r: &ReclaimResult, level: usize) -> Doc {
     }
     if let Some(v) = &r.verdict {
         let _ = writeln!(s, "\n{h} Verdict\n");
-        for l in &v.summary {
+        for l in super::verdict::lines(v, &r.runs, r.options.methods.first().copied()) {
             let _ = writeln!(s, "- {l}");
         }
     }

@@ -54,7 +54,7 @@ pub fn text(r: &ReclaimResult) -> Doc {
     }
     if let Some(v) = &r.verdict {
         let _ = writeln!(s, "\nVerdict{of}");
-        for l in &v.summary {
+        for l in super::verdict::lines(v, &r.runs, r.options.methods.first().copied()) {
             let _ = writeln!(s, "  {l}");
         }
     }
