@@ -22,7 +22,7 @@ pub fn run(a: cli::ContainersArgs, proc: &ProcRoot) -> Result<ExitCode> {
     let opts = a.containers.options(cpu);
     bench::containers::validate(&opts)?;
     bench::containers::preflight(&opts, proc)?;
-    let edge = containers_edge(a.containers.state_dir.unwrap_or_else(state::default_dir), proc)?;
+    let edge = containers_edge(a.containers.state_dir.map_or_else(state::read_dirs, |d| vec![d]), proc)?;
     let mut json = output::open_opt(a.output.json.as_deref())?;
     let mut sandbox = sandbox::Sandbox::enter()?;
     let announce = |m: &str| eprintln!("{m}");
@@ -32,8 +32,8 @@ pub fn run(a: cli::ContainersArgs, proc: &ProcRoot) -> Result<ExitCode> {
 }
 
 /// The lockup count of the calibration `status` uses, for the projection.
-fn containers_edge(state_dir: std::path::PathBuf, proc: &ProcRoot) -> Result<bench::containers::Edge> {
-    let used = status::calibration::Store::new(&state_dir).current()?;
+fn containers_edge(state_dirs: Vec<std::path::PathBuf>, proc: &ProcRoot) -> Result<bench::containers::Edge> {
+    let used = status::calibration::Store::search(state_dirs).current()?;
     let thresh = proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
     let p = analysis::edge::predict(&used.model(), 0, thresh);
     Ok(bench::containers::Edge {

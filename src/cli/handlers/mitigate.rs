@@ -32,8 +32,8 @@ pub fn run(a: cli::MitigateArgs, proc: &ProcRoot) -> Result<ExitCode> {
         None => *cpus.last().context("no CPU is available to this process")?,
     };
     // This node's lockup edge, from its calibration (as `status` finds it).
-    let state_dir = a.mitigate.state_dir.clone().unwrap_or_else(state::default_dir);
-    let edge = status::calibration::Store::new(&state_dir).current().ok().and_then(|cal| {
+    let state_dirs = a.mitigate.state_dir.clone().map_or_else(state::read_dirs, |d| vec![d]);
+    let edge = status::calibration::Store::search(state_dirs).current().ok().and_then(|cal| {
         let thresh = proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
         analysis::edge::predict(&cal.model(), 0, thresh)
             .lockup_dentries
