@@ -136,13 +136,21 @@ impl Band {
         if self.fixed_exponent { 0.0 } else { 1.0 / self.size_sxx }
     }
 
+    /// The run scatter's share at the sizes' mean: 1/k for a fitted
+    /// exponent (the error taken independent between sizes), whole for a
+    /// fixed one: a shift common to every size of a run is exactly what the
+    /// prefactor takes up, and the run scatter, measured per size, does not
+    /// tell a common shift from independent ones.
+    fn size_mean_weight(&self) -> f64 {
+        if self.fixed_exponent { 1.0 } else { 1.0 / self.sizes.max(1) as f64 }
+    }
+
     /// Variance of the fitted ln value at x = ln n, and the degrees of
     /// freedom its t quantile takes (the run scatter's share included).
     pub(super) fn var_dof_at(&self, x: f64) -> (f64, f64) {
         let fit = self.resid_var * (1.0 / self.sum_w + (x - self.x_mean).powi(2) * self.slope_weight());
         let run = if self.run_sd > 0.0 {
-            self.run_sd.powi(2)
-                * (1.0 / self.sizes.max(1) as f64 + (x - self.size_x_mean).powi(2) * self.size_slope_weight())
+            self.run_sd.powi(2) * (self.size_mean_weight() + (x - self.size_x_mean).powi(2) * self.size_slope_weight())
         } else {
             0.0
         };

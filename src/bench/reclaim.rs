@@ -165,6 +165,10 @@ pub struct Run {
     pub watch: Option<methods::WatchOutcome>,
     pub reclaim_seconds: f64,
     pub reclaim_sys_seconds: f64,
+    /// Busy share of the CPUs other than the reclaiming one while the
+    /// reclaim ran (/proc/stat; `None`: unreadable, or no tick passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_busy: Option<f64>,
     pub ns_per_dentry: f64,
     pub bytes_per_dentry: f64,
     pub probe: GapStats,
@@ -200,6 +204,9 @@ pub struct Unobserved {
     pub freed_fraction: f64,
     pub reclaim_seconds: f64,
     pub reclaim_sys_seconds: f64,
+    /// As [`Run::others_busy`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_busy: Option<f64>,
     pub ns_per_dentry: f64,
     pub soft_lockups: usize,
     /// On which CPU the reclaim ran, and whether it was pinned there.
@@ -217,6 +224,7 @@ impl Unobserved {
             freed_fraction: r.freed_fraction,
             reclaim_seconds: r.reclaim_seconds,
             reclaim_sys_seconds: r.reclaim_sys_seconds,
+            others_busy: r.others_busy,
             ns_per_dentry: r.ns_per_dentry,
             soft_lockups: r.kernel_messages.iter().filter(|a| a.kind == crate::procfs::kmsg::Kind::SoftLockup).count(),
             placement: r.placement.clone(),
@@ -306,6 +314,18 @@ pub struct SizeSummary {
     pub reclaim_seconds: Spread,
     pub reclaim_sys_seconds: f64,
     pub ns_per_dentry: Spread,
+    /// The reclaim's own CPU time (its system time) per dentry, from the
+    /// same repetitions: what the walk costs whatever else ran (`ns_per_dentry`
+    /// is wall time, which other tasks on the reclaiming CPU stretch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns_per_dentry: Option<Spread>,
+    /// Median wall ÷ CPU time of the reclaim: near 1 when it had its CPU
+    /// to itself (the RCU frees it leaves run there too, off its clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_over_cpu: Option<f64>,
+    /// Median busy share of the other CPUs during the reclaims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_busy: Option<f64>,
     /// How many unobserved repetitions the times above come from (0: they
     /// come from the probed ones).
     #[serde(default)]

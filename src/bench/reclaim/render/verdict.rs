@@ -2,6 +2,7 @@
 //! kinds; the sentences people read are made here. Results saved before
 //! that carry their sentences, which are printed as they were.
 
+use crate::analysis::fit::SUPERLINEAR_EXPONENT;
 use crate::analysis::interval::{Interval, count_with_interval};
 use crate::analysis::linearity::Shape;
 use crate::analysis::verdict::{Governs, RowKind, ThresholdRow, Verdict};
@@ -115,6 +116,11 @@ fn model_lines(v: &Verdict) -> Vec<String> {
             "Linearity is rejected: the {what}'s power-law exponent, {exponent}, stands above 1 (one-sided test \
              at {:.0}%), so the power law governs, with its wider and earlier interval.",
             t.level * 100.0
+        ),
+        (Shape::PowerLaw, false) if !t.testable => format!(
+            "This run cannot test linearity: the {what}'s power-law exponent, {exponent}, is not pinned within \
+             {SUPERLINEAR_EXPONENT} (too few or too scattered sizes), so the power law governs, with its wider \
+             interval; measure more sizes or repetitions."
         ),
         (Shape::PowerLaw, false) => format!("The {what} is predicted with the power law: there is no linear fit."),
     }];
