@@ -314,13 +314,11 @@ pub struct SizeSummary {
     pub reclaim_seconds: Spread,
     pub reclaim_sys_seconds: f64,
     pub ns_per_dentry: Spread,
-    /// The reclaim's own CPU time (its system time) per dentry, from the
-    /// same repetitions: what the walk costs whatever else ran (`ns_per_dentry`
-    /// is wall time, which other tasks on the reclaiming CPU stretch).
+    /// The reclaim's own CPU (system) time per dentry, same repetitions:
+    /// the walk's cost whatever else ran (`ns_per_dentry` is wall time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_ns_per_dentry: Option<Spread>,
-    /// Median wall ÷ CPU time of the reclaim: near 1 when it had its CPU
-    /// to itself (the RCU frees it leaves run there too, off its clock).
+    /// Median wall ÷ CPU time of the reclaim (about 1.1 with its CPU to itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_over_cpu: Option<f64>,
     /// Median busy share of the other CPUs during the reclaims.
@@ -361,10 +359,9 @@ pub struct Fits {
     /// Whether the time fits come from unobserved repetitions.
     #[serde(default)]
     pub time_unobserved: bool,
-    /// The linear models (value = c·N: the power law with its exponent
-    /// fixed at 1) beside the power laws above, and each series' linearity
-    /// test, which says which of the two governs (`analysis::linearity`;
-    /// absent from results saved before them: the power law governs).
+    /// The linear models (c·N, exponent fixed at 1) and each series'
+    /// linearity test, which says which fit governs (`analysis::linearity`;
+    /// absent from results saved before: the power law governs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_proportional: Option<PowerFit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
