@@ -93,7 +93,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let proc = ProcRoot::default();
-    let lockup_edge = |dir: &std::path::Path| handlers::lockup_edge(dir, &proc);
+    let lockup_edge = |dir: Option<&std::path::Path>| handlers::lockup_edge(dir, &proc);
     let cx = Context { proc: &proc, lockup_edge: &lockup_edge };
     match cli.command {
         Command::Bench(b) => b.run(&cx),

@@ -2,6 +2,10 @@
 //! reads, under the state directory:
 //! `$DENTRYLAB_STATE_DIR`, else `/var/lib/dentrylab` as root, else
 //! `$XDG_STATE_HOME/dentrylab` or `~/.local/state/dentrylab`.
+//!
+//! Readers ([`read_dirs`]) look further: a user's own calibration first,
+//! then the node's in `/var/lib/dentrylab`, so that one `sudo dentrylab
+//! reclaim` serves every user (calibrate once as root, watch as any user).
 
 use std::fs::File;
 use std::io::Write;
@@ -31,6 +35,10 @@ pub struct Calibration {
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub bytes_per_dentry: f64,
     pub time_linear: Option<LinearFit>,
+    /// The reclaim time's and the longest stretch's fits the verdict used:
+    /// the linear model (exponent 1, its band's `fixed_exponent` set)
+    /// unless the run rejected linearity, then the power law
+    /// (`analysis::linearity`).
     pub time_power: Option<PowerFit>,
     pub gap_power: Option<PowerFit>,
     pub governs: Option<Governs>,
@@ -40,18 +48,41 @@ pub struct Calibration {
     pub command: String,
 }
 
+/// The node's state directory, where root saves.
+pub const NODE_DIR: &str = "/var/lib/dentrylab";
+
 pub fn default_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("DENTRYLAB_STATE_DIR") {
         return PathBuf::from(d);
     }
     if crate::sys::is_root() {
-        return PathBuf::from("/var/lib/dentrylab");
+        return PathBuf::from(NODE_DIR);
     }
+    user_dir().unwrap_or_else(|| PathBuf::from("./.local/state/dentrylab"))
+}
+
+/// `$XDG_STATE_HOME/dentrylab`, else `$HOME/.local/state/dentrylab`; none
+/// without either.
+fn user_dir() -> Option<PathBuf> {
     if let Some(x) = std::env::var_os("XDG_STATE_HOME") {
-        return PathBuf::from(x).join("dentrylab");
+        return Some(PathBuf::from(x).join("dentrylab"));
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-    home.join(".local/state/dentrylab")
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/dentrylab"))
+}
+
+/// Where readers look for a calibration, the first found wins:
+/// `$DENTRYLAB_STATE_DIR` alone when set; else the user's own directory
+/// (not for root) and then the node's, [`NODE_DIR`].
+pub fn read_dirs() -> Vec<PathBuf> {
+    if let Some(d) = std::env::var_os("DENTRYLAB_STATE_DIR") {
+        return vec![PathBuf::from(d)];
+    }
+    let mut dirs = Vec::new();
+    if !crate::sys::is_root() {
+        dirs.extend(user_dir());
+    }
+    dirs.push(PathBuf::from(NODE_DIR));
+    dirs
 }
 
 /// The state directory, opened (and created) before the sandbox is

@@ -60,3 +60,42 @@ fn unprivileged_user_runs_in_a_user_namespace() {
     let notes = v["notes"].to_string();
     assert!(notes.contains("/dev/kmsg") && notes.contains("slabinfo"), "{notes}");
 }
+
+/// "Calibrate once as root, then watch as any user": root's `reclaim` saves
+/// the node's calibration in /var/lib/dentrylab; `status` as nobody with an
+/// empty environment (no HOME: its own directory is
+/// /nonexistent/.local/state/dentrylab) must find that file, say it read
+/// it, and predict from it. Run in a private mount namespace with a
+/// temporary directory over /var/lib, so the host's state is not touched.
+#[test]
+fn root_calibrates_and_nobody_reads_the_node_calibration() {
+    require_root_and!("unshare", "setpriv", "env");
+    let _g = kernel_lock();
+    let _ = bin();
+    let lib = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(lib.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = env!("CARGO_BIN_EXE_dentrylab");
+    let clean = "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+    let script = format!(
+        "set -e; mount --bind {lib} /var/lib; \
+         {clean} {exe} reclaim --sizes 20k,40k,80k --reps 2 --unpinned-reps 0 >/dev/null; \
+         ls -l /var/lib/dentrylab/calibration.json >&2; \
+         setpriv --reuid=65534 --regid=65534 --clear-groups {clean} {exe} status --json -",
+        lib = lib.path().display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(lib.path().join("dentrylab/calibration.json").is_file(), "root saved under /var/lib/dentrylab: {err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["calibration"];
+    assert_eq!(c["source"], "file", "{c}");
+    assert_eq!(c["path"], "/var/lib/dentrylab/calibration.json", "{c}");
+    assert!(c["name"].as_str().unwrap().starts_with("/var/lib/dentrylab/calibration.json ("), "{c}");
+    assert!(c["calibration"]["command"].as_str().unwrap().contains("reclaim"), "{c}");
+    assert!(v["prediction"]["lockup_dentries"].as_f64().is_some_and(|n| n > 0.0), "{}", v["prediction"]);
+}

@@ -94,6 +94,11 @@ pub struct Band {
     pub size_x_mean: f64,
     #[serde(default)]
     pub size_sxx: f64,
+    /// The exponent was fixed (at 1: the linear model of
+    /// [`super::linearity`]), not fitted: only the prefactor is uncertain,
+    /// so the band does not widen with the distance from the sizes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fixed_exponent: bool,
 }
 
 fn one() -> f64 {
@@ -109,8 +114,9 @@ pub struct Interval {
 
 impl Band {
     pub fn with_run_scatter(self, rs: RunScatter) -> Band {
-        // Fewer than two distinct sizes: no slope to carry it through.
-        if self.size_sxx <= 0.0 || self.sizes < 2 {
+        // Fewer than two distinct sizes: no slope to carry it through
+        // (with a fixed exponent one size carries it: into the prefactor).
+        if !self.fixed_exponent && (self.size_sxx <= 0.0 || self.sizes < 2) {
             return self;
         }
         Band { run_sd: rs.sd, run_dof: rs.dof, ..self }
@@ -120,12 +126,31 @@ impl Band {
         t90(self.dof)
     }
 
+    /// 1/Σw(x − x̄)², the slope's share of the band (0 with a fixed exponent).
+    pub(super) fn slope_weight(&self) -> f64 {
+        if self.fixed_exponent { 0.0 } else { 1.0 / self.sxx_w }
+    }
+
+    /// 1/Σ(xᵢ − x̄)² over the sizes, the run scatter's slope share.
+    fn size_slope_weight(&self) -> f64 {
+        if self.fixed_exponent { 0.0 } else { 1.0 / self.size_sxx }
+    }
+
+    /// The run scatter's share at the sizes' mean: 1/k for a fitted
+    /// exponent (the error taken independent between sizes), whole for a
+    /// fixed one: a shift common to every size of a run is exactly what the
+    /// prefactor takes up, and the run scatter, measured per size, does not
+    /// tell a common shift from independent ones.
+    fn size_mean_weight(&self) -> f64 {
+        if self.fixed_exponent { 1.0 } else { 1.0 / self.sizes.max(1) as f64 }
+    }
+
     /// Variance of the fitted ln value at x = ln n, and the degrees of
     /// freedom its t quantile takes (the run scatter's share included).
     pub(super) fn var_dof_at(&self, x: f64) -> (f64, f64) {
-        let fit = self.resid_var * (1.0 / self.sum_w + (x - self.x_mean).powi(2) / self.sxx_w);
+        let fit = self.resid_var * (1.0 / self.sum_w + (x - self.x_mean).powi(2) * self.slope_weight());
         let run = if self.run_sd > 0.0 {
-            self.run_sd.powi(2) * (1.0 / self.sizes.max(1) as f64 + (x - self.size_x_mean).powi(2) / self.size_sxx)
+            self.run_sd.powi(2) * (self.size_mean_weight() + (x - self.size_x_mean).powi(2) * self.size_slope_weight())
         } else {
             0.0
         };
@@ -134,8 +159,8 @@ impl Band {
 
     /// Variance of the exponent and its degrees of freedom.
     pub(super) fn slope_var_dof(&self) -> (f64, f64) {
-        let run = if self.run_sd > 0.0 { self.run_sd.powi(2) / self.size_sxx } else { 0.0 };
-        super::run_scatter::combine(self.resid_var / self.sxx_w, self.dof, self.birge_ratio, run, self.run_dof)
+        let run = if self.run_sd > 0.0 { self.run_sd.powi(2) * self.size_slope_weight() } else { 0.0 };
+        super::run_scatter::combine(self.resid_var * self.slope_weight(), self.dof, self.birge_ratio, run, self.run_dof)
     }
 }
 

@@ -7,14 +7,16 @@
 //! `probe`'s plain types); imported by `state`, `bench`, `status`,
 //! `report`, `exporter` and `cli`. Inside, one way: `run_scatter` (numbers
 //! only) below `interval` (the band) below `fit` (a fit holds its band)
-//! below `weighted` (the weighted fit and the band's predictions), and
-//! those below `verdict` and `edge`.
+//! below `weighted` (the weighted fit and the band's predictions) below
+//! `linearity` (the linear model, tested against the power law on every
+//! run), and those below `verdict` and `edge`.
 
 pub mod census;
 pub mod edge;
 pub mod fit;
 pub mod folded;
 pub mod interval;
+pub mod linearity;
 pub mod oscillation;
 pub mod run_scatter;
 pub mod scaling;

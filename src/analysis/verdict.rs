@@ -11,7 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::fit::{LinearFit, PowerFit};
-use super::interval::{Interval, count_with_interval};
+use super::interval::{Band, Interval};
+use super::linearity::{LinearityTest, Model, Shape};
 
 /// Gap/total ratio at or above which the reclaim is taken not to yield.
 pub const NO_YIELD_RATIO: f64 = 0.8;
@@ -28,15 +29,32 @@ pub enum Governs {
 /// Everything the analysis needs from a sweep.
 #[derive(Debug, Clone)]
 pub struct Inputs {
+    /// The straight line through the times (the node-lockup report's model).
     pub time_linear: Option<LinearFit>,
-    pub time_power: Option<PowerFit>,
-    pub gap_power: Option<PowerFit>,
+    /// The reclaim time's and the longest stretch's fits, linear unless
+    /// the run rejected it ([`super::linearity`]).
+    pub time: Option<Model>,
+    pub gap: Option<Model>,
     /// max gap / reclaim time at the largest size (median over reps).
     pub gap_to_time_ratio: f64,
     pub largest_size: u64,
     pub watchdog_thresh_seconds: u64,
     pub extrapolate_to: u64,
     pub soft_lockups_observed: usize,
+}
+
+/// Why a count is a row of the threshold table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowKind {
+    /// A round count (10M, 100M, 500M) under the target.
+    Round,
+    /// The extrapolation target (`--extrapolate`).
+    Target,
+    /// Where the reclaim time's fit reaches the threshold.
+    TotalTimeReaches,
+    /// Where the longest stretch's fit reaches it.
+    StretchReaches,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,7 +64,26 @@ pub struct ThresholdRow {
     pub max_gap_seconds: Option<f64>,
     pub exceeds_by_time: bool,
     pub exceeds_by_gap: bool,
+    /// Why the row is there (`None`: saved before kinds, see `label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<RowKind>,
+    /// A crossing row of the quantity that governs: the count's interval
+    /// follows (`interval` `None`: it has none).
+    #[serde(default)]
+    pub governing: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+    /// The row's note as results saved before kinds wrote it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub label: String,
+}
+
+/// The count the model that does not govern puts the edge at, shown beside.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ShapeCount {
+    pub shape: Shape,
+    pub count: Option<f64>,
+    pub interval: Option<Interval>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,17 +98,38 @@ pub struct Verdict {
     pub lockup_count_by_total_time_linear: Option<f64>,
     /// The count that governs on this kernel.
     pub lockup_count: Option<f64>,
-    /// Its 90% interval, from the governing fit's uncertainty (exponent and
-    /// prefactor together; see `analysis::interval`). `None` when the fit
-    /// has no band (fewer than 3 points, or a result saved before
-    /// intervals); `lockup_count_high` is also `None` when unbounded.
+    /// Its 90% interval, from the governing fit's uncertainty (the
+    /// prefactor, and the exponent when the power law governs; see
+    /// `analysis::interval`). `None` when the fit has no band (too few
+    /// points, or a result saved before intervals); `lockup_count_high` is
+    /// also `None` when unbounded.
     #[serde(default)]
     pub lockup_count_low: Option<f64>,
     #[serde(default)]
     pub lockup_count_high: Option<f64>,
-    /// 90% interval of the governing fit's exponent.
+    /// 90% interval of the governing fit's exponent (1–1 for the linear model).
     #[serde(default)]
     pub governing_exponent_interval: Option<Interval>,
+    /// The model the counts above come from (results saved before the
+    /// linear model: the power law).
+    #[serde(default = "power_law")]
+    pub shape: Shape,
+    /// The governing quantity's linearity test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linearity: Option<LinearityTest>,
+    /// The other model's count for the governing quantity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_shape: Option<ShapeCount>,
+    /// The governing fit's band: what its interval carries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governing_band: Option<Band>,
+    /// The reclaim time's free power-law exponent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_exponent: Option<f64>,
+    #[serde(default)]
+    pub largest_size: u64,
+    #[serde(default)]
+    pub soft_lockups_observed: usize,
     pub extrapolate_to: u64,
     pub extrapolated_reclaim_seconds: Option<f64>,
     pub extrapolated_reclaim_seconds_linear: Option<f64>,
@@ -85,143 +143,39 @@ pub struct Verdict {
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub gap_to_time_ratio: f64,
     pub thresholds: Vec<ThresholdRow>,
-    /// Plain sentences for people.
-    pub summary: Vec<String>,
+    /// The sentences results saved before the verdict kept numbers only
+    /// carry; new results are put in words by the renderer.
+    #[serde(default, rename = "summary", skip_serializing_if = "Vec::is_empty")]
+    pub saved_summary: Vec<String>,
+}
+
+fn power_law() -> Shape {
+    Shape::PowerLaw
+}
+
+/// The 90% interval of the count at which `fit` reaches `thr`, its high
+/// end dropped past [`MAX_PREDICTED_COUNT`].
+fn interval_reaching(fit: Option<PowerFit>, thr: f64) -> Option<Interval> {
+    fit.and_then(|p| p.band.and_then(|b| b.count_reaching(&p, thr)))
+        .map(|c| Interval { low: c.low, high: c.high.filter(|&h| h <= MAX_PREDICTED_COUNT) })
 }
 
 pub fn decide(i: &Inputs) -> Verdict {
     let thr = 2.0 * i.watchdog_thresh_seconds as f64;
-    let by_time = i.time_power.and_then(|p| p.solve(thr));
-    let by_gap = i.gap_power.and_then(|p| p.solve(thr));
+    let (time, gap) = (i.time.and_then(|m| m.governing()), i.gap.and_then(|m| m.governing()));
+    let by_time = time.and_then(|p| p.solve(thr));
+    let by_gap = gap.and_then(|p| p.solve(thr));
     let governs = if i.gap_to_time_ratio >= NO_YIELD_RATIO { Governs::TotalTime } else { Governs::LongestStretch };
-    let lockup_count = match governs {
-        Governs::TotalTime => by_time,
-        Governs::LongestStretch => by_gap,
+    let (lockup_count, model) = match governs {
+        Governs::TotalTime => (by_time, i.time),
+        Governs::LongestStretch => (by_gap, i.gap),
     };
-    let governing = match governs {
-        Governs::TotalTime => i.time_power,
-        Governs::LongestStretch => i.gap_power,
-    };
-    let count_interval = governing
-        .and_then(|p| p.band.and_then(|b| b.count_reaching(&p, thr)))
-        .map(|c| Interval { low: c.low, high: c.high.filter(|&h| h <= MAX_PREDICTED_COUNT) });
+    let governing = model.and_then(|m| m.governing());
+    let count_interval = interval_reaching(governing, thr);
     let target = i.extrapolate_to as f64;
     let at_target = |f: Option<PowerFit>| f.and_then(|p| p.band.map(|b| b.value_at(&p, target)));
-    let ext_time = i.time_power.map(|p| p.at(target));
-    let ext_lin = i.time_linear.map(|l| l.at(target));
-    let ext_gap = i.gap_power.map(|p| p.at(target));
-    let superlinear = i.time_power.is_some_and(|p| p.superlinear());
-
-    let mut counts: Vec<(f64, String)> =
-        [1e7, 1e8, 5e8].iter().filter(|&&n| n < target).map(|&n| (n, String::new())).collect();
-    counts.push((target, "extrapolation target".into()));
-    let with_interval = |n: f64, label: &str, g: Governs| match (governs == g, count_interval) {
-        (true, Some(c)) => format!("{label}: {}", count_with_interval(n, Some(c.low), c.high)),
-        (true, None) => format!("{label}: {}", count_with_interval(n, None, None)),
-        _ => label.to_string(),
-    };
-    if let Some(n) = by_time {
-        counts.push((n, with_interval(n, "total time reaches threshold", Governs::TotalTime)));
-    }
-    if let Some(n) = by_gap {
-        counts.push((n, with_interval(n, "longest stretch reaches threshold", Governs::LongestStretch)));
-    }
-    counts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let thresholds = counts
-        .into_iter()
-        .map(|(n, label)| {
-            let t = i.time_power.map(|p| p.at(n));
-            let g = i.gap_power.map(|p| p.at(n));
-            ThresholdRow {
-                dentries: n,
-                reclaim_seconds: t,
-                max_gap_seconds: g,
-                exceeds_by_time: t.is_some_and(|t| t >= thr * 0.999_999),
-                exceeds_by_gap: g.is_some_and(|g| g >= thr * 0.999_999),
-                label,
-            }
-        })
-        .collect();
-
-    let mut summary = Vec::new();
-    match governs {
-        Governs::LongestStretch => summary.push(format!(
-            "The kernel yields inside the reclaim walk: at the largest size the longest stretch without a \
-             reschedule was {:.0}% of the whole reclaim, so the longest stretch, not the total time, decides \
-             whether the soft-lockup watchdog ({thr:.0} s) fires.",
-            i.gap_to_time_ratio * 100.0
-        )),
-        Governs::TotalTime => summary.push(format!(
-            "The reclaim does not yield: the longest stretch was {:.0}% of the whole reclaim, so the total \
-             reclaim time decides whether the soft-lockup watchdog ({thr:.0} s) fires (seed 000's model).",
-            i.gap_to_time_ratio * 100.0
-        )),
-    }
-    match lockup_count {
-        Some(n) => summary.push(format!(
-            "Predicted soft lockup from about {} dentries per reclaim on this kernel{}.",
-            count_with_interval(n, count_interval.map(|c| c.low), count_interval.and_then(|c| c.high)),
-            // Only an interval gets the interval's parenthetical (a calibration without one printed
-            // "398M (no interval) … (90% interval; …)").
-            if count_interval.is_some() {
-                " (90% interval; status and the exporter use its low end)"
-            } else {
-                " (status and the exporter use this point: there is no interval)"
-            }
-        )),
-        None => summary.push("No lockup count could be predicted: the fit does not grow with the count.".into()),
-    }
-    if governing.and_then(|p| p.band).is_some_and(|b| b.sizes == 2) {
-        summary.push(
-            "Only two sizes enter the fit: how far their means lie off the power law cannot be seen, so the \
-             interval carries the repetitions' scatter only; run more sizes (--sizes auto) for an honest one."
-                .into(),
-        );
-    }
-    if let Some(b) = governing.and_then(|p| p.band).filter(|b| b.birge_ratio > 1.0) {
-        summary.push(format!(
-            "The sizes' means scatter around the power law {:.1}× more than their repetitions' spread \
-             explains: the interval is widened by that misfit ({} degrees of freedom, one per size beyond two).",
-            b.birge_ratio, b.dof
-        ));
-    }
-    if let Some(b) = governing.and_then(|p| p.band).filter(|b| b.run_sd > 0.0) {
-        summary.push(format!(
-            "The interval also carries what one run cannot see: a size's mean scatters by {:.1}% between \
-             independent runs (measured with bench/run-scatter.sh; {} degrees of freedom), and the fit \
-             carries that through its {} sizes to the lockup count.",
-            b.run_sd * 100.0,
-            b.run_dof,
-            b.sizes
-        ));
-    }
-    if let (Governs::LongestStretch, Some(t), Some(g)) = (governs, by_time, by_gap) {
-        summary.push(format!(
-            "Total reclaim time alone would put the edge at {}; the measured stretch puts it at {} ({:.1}× {}).",
-            crate::size::human(t as u64),
-            crate::size::human(g as u64),
-            if g > t { g / t } else { t / g },
-            if g > t { "later" } else { "earlier" }
-        ));
-    }
-    if superlinear && let Some(p) = i.time_power {
-        summary.push(format!(
-            "Reclaim cost is super-linear here (exponent {:.2}): ns per dentry grows with the count, so a \
-                 constant-ns extrapolation under-estimates large caches.",
-            p.exponent
-        ));
-    }
-    if (i.largest_size as f64) * 10.0 < lockup_count.unwrap_or(0.0) {
-        summary.push(format!(
-            "The prediction extrapolates more than 10× beyond the largest size measured ({}); measure larger \
-             sizes to narrow it.",
-            crate::size::human(i.largest_size)
-        ));
-    }
-    if i.soft_lockups_observed > 0 {
-        summary
-            .push(format!("The kernel itself logged {} soft lockup(s) during the reclaims.", i.soft_lockups_observed));
-    }
+    let time_power = i.time.and_then(|m| m.power);
+    let crossings = Crossings { by_time, by_gap, governs, interval: count_interval };
     Verdict {
         soft_lockup_threshold_seconds: thr,
         governs,
@@ -232,17 +186,75 @@ pub fn decide(i: &Inputs) -> Verdict {
         lockup_count_low: count_interval.map(|c| c.low),
         lockup_count_high: count_interval.and_then(|c| c.high),
         governing_exponent_interval: governing.and_then(|p| p.band.map(|b| b.exponent(&p))),
+        shape: model.map_or(Shape::PowerLaw, |m| m.test.governs),
+        linearity: model.map(|m| m.test),
+        other_shape: model.and_then(|m| {
+            let o = m.other()?;
+            let shape = if m.test.governs == Shape::Linear { Shape::PowerLaw } else { Shape::Linear };
+            Some(ShapeCount { shape, count: o.solve(thr), interval: interval_reaching(Some(o), thr) })
+        }),
+        governing_band: governing.and_then(|p| p.band),
+        time_exponent: time_power.map(|p| p.exponent),
+        largest_size: i.largest_size,
+        soft_lockups_observed: i.soft_lockups_observed,
         extrapolate_to: i.extrapolate_to,
-        extrapolated_reclaim_seconds: ext_time,
-        extrapolated_reclaim_seconds_linear: ext_lin,
-        extrapolated_max_gap_seconds: ext_gap,
-        extrapolated_reclaim_seconds_interval: at_target(i.time_power),
-        extrapolated_max_gap_seconds_interval: at_target(i.gap_power),
-        superlinear,
+        extrapolated_reclaim_seconds: time.map(|p| p.at(target)),
+        extrapolated_reclaim_seconds_linear: i.time_linear.map(|l| l.at(target)),
+        extrapolated_max_gap_seconds: gap.map(|p| p.at(target)),
+        extrapolated_reclaim_seconds_interval: at_target(time),
+        extrapolated_max_gap_seconds_interval: at_target(gap),
+        superlinear: time_power.is_some_and(|p| p.superlinear()),
         gap_to_time_ratio: i.gap_to_time_ratio,
-        thresholds,
-        summary,
+        thresholds: threshold_rows(time, gap, target, thr, &crossings),
+        saved_summary: Vec::new(),
     }
+}
+
+/// Where the two fits reach the threshold, and which one governs.
+struct Crossings {
+    by_time: Option<f64>,
+    by_gap: Option<f64>,
+    governs: Governs,
+    interval: Option<Interval>,
+}
+
+/// The threshold table: round counts under the target, the target, and
+/// the two crossings, in order of count.
+fn threshold_rows(
+    time: Option<PowerFit>,
+    gap: Option<PowerFit>,
+    target: f64,
+    thr: f64,
+    c: &Crossings,
+) -> Vec<ThresholdRow> {
+    let mut counts: Vec<(f64, RowKind, bool)> =
+        [1e7, 1e8, 5e8].iter().filter(|&&n| n < target).map(|&n| (n, RowKind::Round, false)).collect();
+    counts.push((target, RowKind::Target, false));
+    if let Some(n) = c.by_time {
+        counts.push((n, RowKind::TotalTimeReaches, c.governs == Governs::TotalTime));
+    }
+    if let Some(n) = c.by_gap {
+        counts.push((n, RowKind::StretchReaches, c.governs == Governs::LongestStretch));
+    }
+    counts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    counts
+        .into_iter()
+        .map(|(n, kind, governing)| {
+            let t = time.map(|p| p.at(n));
+            let g = gap.map(|p| p.at(n));
+            ThresholdRow {
+                dentries: n,
+                reclaim_seconds: t,
+                max_gap_seconds: g,
+                exceeds_by_time: t.is_some_and(|t| t >= thr * 0.999_999),
+                exceeds_by_gap: g.is_some_and(|g| g >= thr * 0.999_999),
+                kind: Some(kind),
+                governing,
+                interval: if governing { c.interval } else { None },
+                label: String::new(),
+            }
+        })
+        .collect()
 }
 
 /// Predictions beyond this many dentries (10^12, more than any memory
@@ -394,12 +406,13 @@ pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
 mod tests {
     use super::*;
     use crate::analysis::fit::{linear, power};
+    use crate::analysis::linearity;
 
     fn inputs(time: &[(f64, f64)], gap: &[(f64, f64)], ratio: f64) -> Inputs {
         Inputs {
             time_linear: linear(time),
-            time_power: power(time),
-            gap_power: power(gap),
+            time: Some(linearity::test(None, power(time))),
+            gap: Some(linearity::test(None, power(gap))),
             gap_to_time_ratio: ratio,
             largest_size: time.last().unwrap().0 as u64,
             watchdog_thresh_seconds: 10,
@@ -418,36 +431,41 @@ mod tests {
         assert_eq!(v.lockup_count, v.lockup_count_by_gap);
         let (g, t) = (v.lockup_count_by_gap.unwrap(), v.lockup_count_by_total_time.unwrap());
         assert!(g > t, "the gap reaches 20 s later than the total: {g} vs {t}");
-        assert!(v.summary[0].contains("yields"));
         assert_eq!(v.soft_lockup_threshold_seconds, 20.0);
-        let row = v.thresholds.iter().find(|r| r.label == "extrapolation target").unwrap();
+        let row = v.thresholds.iter().find(|r| r.kind == Some(RowKind::Target)).unwrap();
         assert_eq!(row.dentries, 1.5e9);
         assert!(row.exceeds_by_time);
+        // Only the governing crossing is marked as such.
+        let marked: Vec<_> = v.thresholds.iter().filter(|r| r.governing).map(|r| r.kind).collect();
+        assert_eq!(marked, [Some(RowKind::StretchReaches)]);
+        assert!(v.saved_summary.is_empty(), "no sentences in the analysis");
     }
 
-    /// Without an interval the verdict printed "398M (no
-    /// interval) … (90% interval; …)".
+    /// The linear model governs a linear series, the verdict says so and
+    /// keeps the power law's count beside it; its interval is the narrow one.
     #[test]
-    fn the_interval_parenthetical_appears_only_with_an_interval() {
-        let time = [(3e6, 2.6), (10e6, 11.8), (36e6, 36.8)];
-        let gap = [(3e6, 0.36), (10e6, 2.8), (36e6, 4.2)];
-        let v = decide(&inputs(&time, &gap, 4.2 / 36.8));
-        assert!(v.lockup_count_low.is_none());
-        let line = v.summary.iter().find(|l| l.starts_with("Predicted soft lockup")).unwrap();
-        assert!(line.contains("(no interval)") && !line.contains("90% interval"), "{line}");
-        // With repetitions there is a band, and the parenthetical.
+    fn the_linear_model_governs_and_the_power_law_is_kept_beside_it() {
         use crate::analysis::interval::SizeValues;
-        use crate::analysis::weighted::weighted_power;
-        let sized = |pts: &[(f64, f64)]| -> Vec<SizeValues> {
-            pts.iter().map(|&(n, v)| SizeValues { count: n, values: vec![v * 1.1, v / 1.1] }).collect()
+        let sized = |c: f64| -> Vec<SizeValues> {
+            [5e5, 1e6, 2e6, 4e6]
+                .iter()
+                .map(|&n| SizeValues { count: n, values: vec![c * n * 1.1, c * n, c * n / 1.1] })
+                .collect()
         };
-        let mut i = inputs(&time, &gap, 4.2 / 36.8);
-        i.gap_power = weighted_power(&sized(&gap));
-        i.time_power = weighted_power(&sized(&time));
+        let mut i = inputs(&[(1.0, 1.0), (2.0, 2.0)], &[(1.0, 1.0), (2.0, 2.0)], 0.1);
+        i.time = linearity::choose(&sized(7e-7), crate::analysis::run_scatter::TIME);
+        i.gap = linearity::choose(&sized(9e-8), crate::analysis::run_scatter::GAP);
         let v = decide(&i);
-        assert!(v.lockup_count_low.is_some());
-        let line = v.summary.iter().find(|l| l.starts_with("Predicted soft lockup")).unwrap();
-        assert!(line.contains("90% interval") && !line.contains("no interval"), "{line}");
+        assert_eq!((v.governs, v.shape), (Governs::LongestStretch, Shape::Linear));
+        let n = v.lockup_count.unwrap();
+        assert!((n / (20.0 / 9e-8) - 1.0).abs() < 1e-6, "{n}");
+        let (lo, hi) = (v.lockup_count_low.unwrap(), v.lockup_count_high.unwrap());
+        assert!(lo < n && n < hi && hi / lo < 2.5, "{lo} {hi}");
+        let other = v.other_shape.unwrap();
+        assert_eq!(other.shape, Shape::PowerLaw);
+        assert!(other.interval.unwrap().high.is_none_or(|h| h / other.interval.unwrap().low > hi / lo));
+        assert_eq!(v.governing_exponent_interval, Some(Interval { low: 1.0, high: Some(1.0) }));
+        assert!(v.linearity.is_some_and(|t| !t.rejected));
     }
 
     #[test]
@@ -458,7 +476,6 @@ mod tests {
         assert_eq!(v.governs, Governs::TotalTime);
         let n = v.lockup_count.unwrap();
         assert!(n > 45e6 && n < 65e6, "{n}");
-        assert!(v.summary[0].contains("does not yield"));
         assert!(v.thresholds.windows(2).all(|w| w[0].dentries <= w[1].dentries));
     }
 

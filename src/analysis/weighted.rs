@@ -11,28 +11,8 @@ use super::run_scatter::RunScatter;
 /// Weighted power-law fit with its [`Band`] (none with fewer than 3
 /// points, where nothing is left to estimate the scatter).
 pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
-    let logs: Vec<(f64, Vec<f64>)> = sizes
-        .iter()
-        .filter(|s| s.count > 0.0)
-        .map(|s| (s.count.ln(), s.values.iter().filter(|v| **v > 0.0 && v.is_finite()).map(|v| v.ln()).collect()))
-        .filter(|(_, v): &(f64, Vec<f64>)| !v.is_empty())
-        .collect();
-    let weighted = logs.iter().all(|(_, v)| v.len() >= 2);
-    let weight = |v: &[f64]| {
-        if !weighted {
-            return 1.0;
-        }
-        let m = v.iter().sum::<f64>() / v.len() as f64;
-        let var = v.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-        1.0 / var.max(SIGMA_FLOOR * SIGMA_FLOOR)
-    };
-    let pts: Vec<(f64, f64, f64)> = logs
-        .iter()
-        .flat_map(|(x, v)| {
-            let w = weight(v);
-            v.iter().map(move |y| (*x, *y, w))
-        })
-        .collect();
+    let logs = weighted_logs(sizes);
+    let pts: Vec<(f64, f64, f64)> = logs.iter().flat_map(|(x, v, w)| v.iter().map(move |y| (*x, *y, *w))).collect();
     let sum_w: f64 = pts.iter().map(|p| p.2).sum();
     if pts.len() < 2 || sum_w <= 0.0 {
         return None;
@@ -53,9 +33,9 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
     // the mean of n points of weight w weighs: n·w.
     let sizes_fitted: Vec<(f64, f64, f64)> = logs
         .iter()
-        .map(|(x, v)| {
+        .map(|(x, v, w)| {
             let m = v.iter().sum::<f64>() / v.len() as f64;
-            (v.len() as f64 * weight(v), m - a - b * x, *x)
+            (v.len() as f64 * w, m - a - b * x, *x)
         })
         .collect();
     let k = sizes_fitted.len();
@@ -77,6 +57,7 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
             run_dof: 0,
             size_x_mean,
             size_sxx,
+            fixed_exponent: false,
         };
         match means {
             Some(m) if m > points => {
@@ -93,6 +74,33 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
         exponent_stderr: band.map(|b| (b.resid_var / b.sxx_w).sqrt()).unwrap_or(f64::NAN),
         band,
     })
+}
+
+/// The sizes in log-log space, each with the weight of its points: x =
+/// ln n, the ln values, and 1/σ² of those (σ at least [`SIGMA_FLOOR`];
+/// all 1 when some size has a single value, where no σ can be had).
+pub(super) fn weighted_logs(sizes: &[SizeValues]) -> Vec<(f64, Vec<f64>, f64)> {
+    let logs: Vec<(f64, Vec<f64>)> = sizes
+        .iter()
+        .filter(|s| s.count > 0.0)
+        .map(|s| (s.count.ln(), s.values.iter().filter(|v| **v > 0.0 && v.is_finite()).map(|v| v.ln()).collect()))
+        .filter(|(_, v): &(f64, Vec<f64>)| !v.is_empty())
+        .collect();
+    let weighted = logs.iter().all(|(_, v)| v.len() >= 2);
+    let weight = |v: &[f64]| {
+        if !weighted {
+            return 1.0;
+        }
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+        1.0 / var.max(SIGMA_FLOOR * SIGMA_FLOOR)
+    };
+    logs.into_iter()
+        .map(|(x, v)| {
+            let w = weight(&v);
+            (x, v, w)
+        })
+        .collect()
 }
 
 impl PowerFit {
@@ -133,7 +141,7 @@ impl Band {
         // (y0 + b·d)² = t²·s²·(1/W + d²/Sxx).
         let (b, t2s2) = (fit.exponent, self.t().powi(2) * self.resid_var);
         let y0 = fit.coefficient.ln() + b * self.x_mean - value.ln();
-        let qa = b * b - t2s2 / self.sxx_w;
+        let qa = b * b - t2s2 * self.slope_weight();
         let qb = 2.0 * y0 * b;
         let qc = y0 * y0 - t2s2 / self.sum_w;
         let disc = qb * qb - 4.0 * qa * qc;
@@ -153,7 +161,7 @@ impl Band {
         }
         let r = disc.sqrt();
         let d = ((-qb - r) / (2.0 * qa)).max((-qb + r) / (2.0 * qa));
-        let up = |d: f64| y0 + b * d + (t2s2 * (1.0 / self.sum_w + d * d / self.sxx_w)).sqrt();
+        let up = |d: f64| y0 + b * d + (t2s2 * (1.0 / self.sum_w + d * d * self.slope_weight())).sqrt();
         (up(d + 1.0) > up(d - 1.0)).then(|| Interval { low: to_n(d), high: None })
     }
 

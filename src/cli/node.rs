@@ -35,7 +35,7 @@ pub struct NodeArgs {
     /// Where the proc filesystem is: the host's /proc mounted in a container, or a fixture tree laid out like /proc.
     #[arg(long, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
-    /// Directory holding the calibration saved by 'reclaim' [default: $DENTRYLAB_STATE_DIR, /var/lib/dentrylab as root, else ~/.local/state/dentrylab].
+    /// Directory holding the calibration saved by 'reclaim' [default: $DENTRYLAB_STATE_DIR; else your own (~/.local/state/dentrylab, not for root), then the node's (/var/lib/dentrylab): the first that holds one, named in the output].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 }

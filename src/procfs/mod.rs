@@ -9,6 +9,7 @@
 //! only the utilities; imported by every layer above it.
 
 pub mod cgroup;
+pub mod cpu_stat;
 pub mod dentry_state;
 pub mod kallsyms;
 pub mod kernel_log;

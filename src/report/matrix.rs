@@ -78,7 +78,7 @@ impl Cells {
             .map(|x| (x.probe.max_gap_seconds / x.reclaim_seconds).min(1.0))
             .collect();
         let analysis = r.per_method.iter().find(|m| m.method == method);
-        let gap = analysis.and_then(|m| m.fits.gap_power);
+        let gap = analysis.and_then(|m| m.fits.gap_governing());
         let verdict = analysis.and_then(|m| m.verdict.as_ref());
         Cells {
             method: Some(method.name().into()),

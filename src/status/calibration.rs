@@ -105,67 +105,71 @@ pub fn builtin() -> Calibration {
 /// (length, mtime ns, inode) of the calibration file, or None when absent.
 type Fingerprint = Option<(u64, i128, u64)>;
 
-/// The calibration of a state directory, re-read only when the file changes.
+/// The calibration of the first of some state directories that holds one,
+/// re-read only when one of their files changes.
 pub struct Store {
-    dir: PathBuf,
-    cached: Mutex<Option<(Fingerprint, Arc<CalibrationUsed>)>>,
+    dirs: Vec<PathBuf>,
+    cached: Mutex<Option<(Vec<Fingerprint>, Arc<CalibrationUsed>)>>,
+}
+
+fn fingerprint(path: &Path) -> Fingerprint {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| (m.len(), i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()), m.ino()))
 }
 
 impl Store {
-    pub fn new(dir: &Path) -> Store {
-        Store { dir: dir.to_path_buf(), cached: Mutex::new(None) }
+    /// The first of `dirs` with a calibration (`state::read_dirs()`, or
+    /// `--state-dir` alone).
+    pub fn search(dirs: Vec<PathBuf>) -> Store {
+        Store { dirs, cached: Mutex::new(None) }
     }
 
     pub fn current(&self) -> Result<Arc<CalibrationUsed>> {
-        let path = self.dir.join(CALIBRATION_FILE);
-        let fp: Fingerprint = std::fs::metadata(&path)
-            .ok()
-            .map(|m| (m.len(), i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()), m.ino()));
+        let paths: Vec<PathBuf> = self.dirs.iter().map(|d| d.join(CALIBRATION_FILE)).collect();
+        let fps: Vec<Fingerprint> = paths.iter().map(|p| fingerprint(p)).collect();
         let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((f, c)) = cached.as_ref()
-            && *f == fp
+            && *f == fps
         {
             return Ok(Arc::clone(c));
         }
         // A calibration that cannot be read for lack of permission (a
         // state directory under another user's home) is no reason to fail:
-        // fall back, and say why. One that reads but does not parse is.
-        let loaded = match state::load(&self.dir) {
-            Ok(c) => c,
-            Err(e) if is_permission_denied(&e) => {
-                let used = Arc::new(CalibrationUsed {
-                    source: Source::Builtin,
-                    path: path.display().to_string(),
-                    name: format!("built-in conservative default ({e:#})"),
-                    calibration: builtin(),
-                });
-                *cached = Some((fp, Arc::clone(&used)));
-                return Ok(used);
+        // look further, or fall back, and say why. One that reads but does
+        // not parse is.
+        let mut passed = Vec::new();
+        for (dir, path) in self.dirs.iter().zip(&paths) {
+            match state::load(dir) {
+                Ok(Some(c)) => {
+                    let used = Arc::new(CalibrationUsed {
+                        source: Source::File,
+                        path: path.display().to_string(),
+                        name: format!(
+                            "{} (saved {} by `{}` on kernel {}, {} preemption)",
+                            path.display(),
+                            c.saved_at,
+                            c.command,
+                            c.kernel,
+                            c.preemption
+                        ),
+                        calibration: c,
+                    });
+                    *cached = Some((fps, Arc::clone(&used)));
+                    return Ok(used);
+                }
+                Ok(None) => passed.push(format!("no calibration at {}", path.display())),
+                Err(e) if is_permission_denied(&e) => passed.push(format!("{e:#}")),
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
-        };
-        let used = Arc::new(match loaded {
-            Some(c) => CalibrationUsed {
-                source: Source::File,
-                path: path.display().to_string(),
-                name: format!(
-                    "{} (saved {} by `{}` on kernel {}, {} preemption)",
-                    path.display(),
-                    c.saved_at,
-                    c.command,
-                    c.kernel,
-                    c.preemption
-                ),
-                calibration: c,
-            },
-            None => CalibrationUsed {
-                source: Source::Builtin,
-                path: path.display().to_string(),
-                name: format!("built-in conservative default (no calibration at {})", path.display()),
-                calibration: builtin(),
-            },
+        }
+        let used = Arc::new(CalibrationUsed {
+            source: Source::Builtin,
+            path: paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            name: format!("built-in conservative default ({})", passed.join("; ")),
+            calibration: builtin(),
         });
-        *cached = Some((fp, Arc::clone(&used)));
+        *cached = Some((fps, Arc::clone(&used)));
         Ok(used)
     }
 }
@@ -217,7 +221,7 @@ mod tests {
     #[test]
     fn store_falls_back_then_reloads_when_the_file_appears() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path());
+        let store = Store::search(vec![dir.path().into()]);
         let first = store.current().unwrap();
         assert_eq!(first.source, Source::Builtin);
         assert!(first.name.starts_with("built-in conservative default"));
@@ -234,5 +238,28 @@ mod tests {
         std::fs::write(dir.path().join(CALIBRATION_FILE), "{").unwrap();
         let e = store.current().unwrap_err();
         assert!(format!("{e:#}").contains("is not a calibration"), "{e:#}");
+    }
+
+    /// A user's own calibration comes first; without one the node's is
+    /// found, and the name says which file was read.
+    #[test]
+    fn the_search_takes_the_first_calibration_and_names_it() {
+        let (user, node) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let store = Store::search(vec![user.path().into(), node.path().into()]);
+        let none = store.current().unwrap();
+        assert_eq!(none.source, Source::Builtin);
+        assert!(none.name.contains(&user.path().display().to_string()), "{}", none.name);
+        assert!(none.name.contains(&node.path().display().to_string()), "{}", none.name);
+        let mut c = builtin();
+        c.kernel = "node".into();
+        state::StateDir::open(node.path()).unwrap().save(&c).unwrap();
+        let found = store.current().unwrap();
+        assert_eq!((found.source, found.calibration.kernel.as_str()), (Source::File, "node"));
+        assert_eq!(found.path, node.path().join(CALIBRATION_FILE).display().to_string());
+        c.kernel = "user".into();
+        state::StateDir::open(user.path()).unwrap().save(&c).unwrap();
+        let mine = store.current().unwrap();
+        assert_eq!(mine.calibration.kernel, "user");
+        assert!(mine.name.starts_with(&user.path().join(CALIBRATION_FILE).display().to_string()), "{}", mine.name);
     }
 }

@@ -36,7 +36,9 @@ const EXTRAPOLATION_NOTE_FACTOR: f64 = 10.0;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub proc: ProcRoot,
-    pub state_dir: PathBuf,
+    /// Where to look for the calibration, the first found wins
+    /// (`--state-dir`, else `state::read_dirs()`).
+    pub state_dirs: Vec<PathBuf>,
     /// `--by-cgroup`: which memory cgroups hold the dentries.
     pub by_cgroup: Option<cgroups::Options>,
     /// `--kernel-log`: past lockups in the kernel log.
@@ -47,8 +49,8 @@ pub struct Options {
 
 impl Options {
     /// The node's figures only.
-    pub fn basic(proc: ProcRoot, state_dir: PathBuf) -> Options {
-        Options { proc, state_dir, by_cgroup: None, kernel_log: None, growth_window_seconds: None }
+    pub fn basic(proc: ProcRoot, state_dirs: Vec<PathBuf>) -> Options {
+        Options { proc, state_dirs, by_cgroup: None, kernel_log: None, growth_window_seconds: None }
     }
 }
 
@@ -120,7 +122,7 @@ impl Collector {
     pub fn new(opts: &Options) -> Collector {
         Collector {
             proc: opts.proc.clone(),
-            store: Store::new(&opts.state_dir),
+            store: Store::search(opts.state_dirs.clone()),
             environment: Environment::capture(&opts.proc),
             by_cgroup: opts.by_cgroup.clone(),
             kernel_log: opts.kernel_log.clone(),
@@ -297,7 +299,7 @@ mod tests {
     fn reads_fixtures_of_both_kernel_shapes() {
         let dir = tempfile::tempdir().unwrap();
         for k in ["6.18", "5.10"] {
-            let opts = Options::basic(ProcRoot::new(crate::procfs::fixture_dir(k)), dir.path().into());
+            let opts = Options::basic(ProcRoot::new(crate::procfs::fixture_dir(k)), vec![dir.path().into()]);
             let s = run(&opts).unwrap();
             assert!(s.dentries.nr_dentry > 0, "{k}");
             assert_eq!(s.dentries.dentry_bytes, s.dentries.nr_dentry * 192);
@@ -310,7 +312,8 @@ mod tests {
             assert!((s.prediction.lockup_ratio.unwrap() - ratio).abs() < 1e-9 * ratio.max(1.0), "{k}");
             assert_eq!(s.prediction.level, Level::of(Some(ratio)), "{k}");
         }
-        let s = run(&Options::basic(ProcRoot::new(crate::procfs::fixture_dir("6.18")), dir.path().into())).unwrap();
+        let s =
+            run(&Options::basic(ProcRoot::new(crate::procfs::fixture_dir("6.18")), vec![dir.path().into()])).unwrap();
         assert_eq!(s.environment.kernel, "6.18.44-fc-v657");
         assert_eq!(s.environment.preemption, "none", "from the fixture's config.gz");
         assert!(!s.notes.iter().any(|n| n.contains("restore it")), "{:?}", s.notes);
@@ -335,7 +338,7 @@ mod tests {
         let proc = tempfile::tempdir().unwrap();
         copy_tree(&crate::procfs::fixture_dir("6.18"), proc.path());
         std::fs::write(proc.path().join("sys/kernel/watchdog_thresh"), "1\n").unwrap();
-        let s = run(&Options::basic(ProcRoot::new(proc.path()), state.path().into())).unwrap();
+        let s = run(&Options::basic(ProcRoot::new(proc.path()), vec![state.path().into()])).unwrap();
         assert_eq!(s.prediction.soft_lockup_threshold_seconds, Some(2.0));
         let note = s.notes.iter().find(|n| n.contains("not the boot-time default")).expect("a warning");
         assert!(note.contains("sysctl -w kernel.watchdog_thresh=10"), "{note}");

@@ -22,7 +22,7 @@ pub struct Context<'a> {
     /// The lockup edge of the calibration `status` uses, read from the
     /// state directory given (`status` sits above `bench`, so the command
     /// line passes it in).
-    pub lockup_edge: &'a dyn Fn(&Path) -> Result<LockupEdge>,
+    pub lockup_edge: &'a dyn Fn(Option<&Path>) -> Result<LockupEdge>,
 }
 
 /// This node's lockup edge, from its calibration.

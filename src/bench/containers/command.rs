@@ -36,8 +36,7 @@ impl Benchmark for Containers {
         super::validate(&opts)?;
         super::preflight(&opts, cx.proc)?;
         // The lockup count of the calibration `status` uses, for the projection.
-        let state_dir = a.containers.state_dir.unwrap_or_else(crate::state::default_dir);
-        let edge = (cx.lockup_edge)(&state_dir)?;
+        let edge = (cx.lockup_edge)(a.containers.state_dir.as_deref())?;
         let edge = Edge { calibration: edge.calibration, lockup_dentries: edge.dentries, lockup_dentries_low: None };
         Ok((opts, edge))
     }

@@ -45,8 +45,7 @@ impl Benchmark for Mitigate {
             None => *cpus.last().context("no CPU is available to this process")?,
         };
         // This node's lockup edge, from its calibration (as `status` finds it).
-        let state_dir = a.mitigate.state_dir.clone().unwrap_or_else(crate::state::default_dir);
-        let edge = (cx.lockup_edge)(&state_dir)
+        let edge = (cx.lockup_edge)(a.mitigate.state_dir.as_deref())
             .ok()
             .and_then(|e| e.dentries.map(|d| Edge { dentries: d, calibration: e.calibration }));
         let opts = a.mitigate.options(cpu, edge)?;

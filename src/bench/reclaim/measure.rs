@@ -16,6 +16,7 @@ use crate::probe::counters::Counts;
 use crate::probe::gap::GapProbe;
 use crate::probe::kmsg::KmsgWatch;
 use crate::procfs::ProcRoot;
+use crate::procfs::cpu_stat;
 use crate::sandbox::Sandbox;
 use crate::size::human;
 use crate::stats::GapStats;
@@ -117,9 +118,12 @@ pub(super) fn one_run(
     let tag = format!("{}-{}-{}", target, at.method.name(), rep);
     let mut recording = profile::start(at.profile, opts.cpu, sandbox.scratch(), &tag)?;
     let (start_cpu, migrations0) = placement::here();
+    let stat = || std::fs::read_to_string(proc.path("stat")).map(|t| cpu_stat::parse(&t)).ok();
+    let stat0 = stat();
     let start_ns = sys::monotonic_ns();
     let done = recording.time(reclaim_task, || staged.reclaim(proc));
     let end_ns = sys::monotonic_ns();
+    let stat1 = stat();
     let (end_cpu, migrations1) = placement::here();
     // The calling thread's CPUs say nothing of a child that reclaimed.
     let own = reclaim_task == nix::unistd::gettid().as_raw() as u32;
@@ -210,6 +214,9 @@ pub(super) fn one_run(
         reclaimed,
         reclaim_seconds,
         reclaim_sys_seconds: done.sys.as_secs_f64(),
+        // The other CPUs' load while the reclaim ran (all of them when it
+        // ran unpinned: its CPU is then not known for the whole window).
+        others_busy: stat0.zip(stat1).and_then(|(a, b)| cpu_stat::busy_share(&a, &b, |c| Some(c) != pin)),
         probe,
         control,
         kernel_messages,

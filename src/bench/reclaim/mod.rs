@@ -171,6 +171,10 @@ pub struct Run {
     pub watch: Option<methods::WatchOutcome>,
     pub reclaim_seconds: f64,
     pub reclaim_sys_seconds: f64,
+    /// Busy share of the CPUs other than the reclaiming one while the
+    /// reclaim ran (/proc/stat; `None`: unreadable, or no tick passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_busy: Option<f64>,
     pub ns_per_dentry: f64,
     pub bytes_per_dentry: f64,
     pub probe: GapStats,
@@ -210,6 +214,9 @@ pub struct Unobserved {
     pub freed_fraction: f64,
     pub reclaim_seconds: f64,
     pub reclaim_sys_seconds: f64,
+    /// As [`Run::others_busy`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_busy: Option<f64>,
     pub ns_per_dentry: f64,
     pub soft_lockups: usize,
     /// On which CPU the reclaim ran, and whether it was pinned there.
@@ -227,6 +234,7 @@ impl Unobserved {
             freed_fraction: r.freed_fraction,
             reclaim_seconds: r.reclaim_seconds,
             reclaim_sys_seconds: r.reclaim_sys_seconds,
+            others_busy: r.others_busy,
             ns_per_dentry: r.ns_per_dentry,
             soft_lockups: r.kernel_messages.iter().filter(|a| a.kind == crate::procfs::kmsg::Kind::SoftLockup).count(),
             placement: r.placement.clone(),
@@ -258,8 +266,8 @@ impl ReclaimResult {
             largest_size: self.sizes.last().map(|s| s.target).unwrap_or(0),
             bytes_per_dentry: self.bytes_per_dentry,
             time_linear: self.fits.time_linear,
-            time_power: self.fits.time_power,
-            gap_power: self.fits.gap_power,
+            time_power: self.fits.time_governing(),
+            gap_power: self.fits.gap_governing(),
             governs: Some(v.governs),
             watchdog_thresh_seconds: self.environment.watchdog_thresh_seconds,
             validated_by_watchdog: self.watchdog.as_ref().is_some_and(|w| w.validated),
@@ -316,6 +324,16 @@ pub struct SizeSummary {
     pub reclaim_seconds: Spread,
     pub reclaim_sys_seconds: f64,
     pub ns_per_dentry: Spread,
+    /// The reclaim's own CPU (system) time per dentry, same repetitions:
+    /// the walk's cost whatever else ran (`ns_per_dentry` is wall time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns_per_dentry: Option<Spread>,
+    /// Median wall ÷ CPU time of the reclaim (about 1.1 with its CPU to itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_over_cpu: Option<f64>,
+    /// Median busy share of the other CPUs during the reclaims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_busy: Option<f64>,
     /// How many unobserved repetitions the times above come from (0: they
     /// come from the probed ones).
     #[serde(default)]
@@ -351,6 +369,17 @@ pub struct Fits {
     /// Whether the time fits come from unobserved repetitions.
     #[serde(default)]
     pub time_unobserved: bool,
+    /// The linear models (c·N, exponent fixed at 1) and each series'
+    /// linearity test, which says which fit governs (`analysis::linearity`;
+    /// absent from results saved before: the power law governs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_proportional: Option<PowerFit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_linearity: Option<crate::analysis::linearity::LinearityTest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_proportional: Option<PowerFit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_linearity: Option<crate::analysis::linearity::LinearityTest>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -545,12 +574,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
     }
     let opts = &if opts.auto.is_some() { Options { sizes: ran, ..opts.clone() } } else { opts.clone() };
     let sizes = analyse::summarise(&runs, &unobserved, &unpinned, opts);
-    let mut per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
-    for m in &mut per_method {
-        if let (Some(v), Some(line)) = (m.verdict.as_mut(), profile::verdict_line(&runs, m.method)) {
-            v.summary.push(line);
-        }
-    }
+    let per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
     let comparison = analyse::compare(&per_method, &sizes);
     let (fits, verdict) =
         per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));

@@ -286,7 +286,7 @@ impl Edge {
         let fired_at = |t: u64| rows.iter().any(|r| r.target == t && r.watchdog_fired);
         let largest_silent = sizes.iter().copied().filter(|&t| !fired_at(t)).max();
         let smallest_fired = sizes.iter().copied().filter(|&t| fired_at(t)).min();
-        let gap = result.fits.gap_power;
+        let gap = result.fits.gap_governing();
         let interval = gap.and_then(|p| p.band.and_then(|b| b.count_reaching(&p, limit)));
         // The watchdog may report a stretch from the band's lower edge and must
         // from its upper edge, so the observed edge is expected between the size

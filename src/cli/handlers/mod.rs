@@ -44,8 +44,11 @@ pub fn run<B: Benchmark>(args: B::Args, cx: &Context) -> Result<ExitCode> {
 /// The lockup edge of the calibration `status` uses (in `state_dir`), at
 /// the watchdog threshold this node has now: what benchmarks that project
 /// to the edge get through their [`Context`].
-pub fn lockup_edge(state_dir: &Path, proc: &ProcRoot) -> Result<LockupEdge> {
-    let used = status::calibration::Store::new(state_dir).current()?;
+pub fn lockup_edge(state_dir: Option<&Path>, proc: &ProcRoot) -> Result<LockupEdge> {
+    // A directory named: that one; else where status searches (the user's
+    // own, then the node's).
+    let dirs = state_dir.map_or_else(crate::state::read_dirs, |d| vec![d.to_path_buf()]);
+    let used = status::calibration::Store::search(dirs).current()?;
     let thresh = proc.sysctl_u64("sys/kernel/watchdog_thresh").unwrap_or(env::DEFAULT_WATCHDOG_THRESH_SECONDS);
     let p = analysis::edge::predict(&used.model(), 0, thresh);
     Ok(LockupEdge { calibration: used.name.clone(), dentries: p.lockup_dentries })

@@ -16,7 +16,8 @@ use crate::status;
 
 /// The status options `status` and `exporter` share.
 fn node_options(a: cli::NodeArgs, x: cli::NodeExtraArgs) -> status::Options {
-    let mut o = status::Options::basic(ProcRoot::new(a.proc_root), a.state_dir.unwrap_or_else(state::default_dir));
+    let mut o =
+        status::Options::basic(ProcRoot::new(a.proc_root), a.state_dir.map_or_else(state::read_dirs, |d| vec![d]));
     if x.by_cgroup {
         o.by_cgroup = Some(status::cgroups::Options { root: x.cgroup_root, top: x.top as usize, debugfs: x.debugfs });
     }

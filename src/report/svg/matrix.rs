@@ -36,7 +36,7 @@ pub fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
         let lo = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
         let hi = points.iter().map(|p| p.0).fold(0.0, f64::max);
         let analysis = r.per_method.iter().find(|a| a.method == method);
-        let lines = match analysis.and_then(|a| a.fits.gap_power) {
+        let lines = match analysis.and_then(|a| a.fits.gap_governing()) {
             Some(p) if hi > 0.0 => fit_lines(&p, lo, hi, hi, format!("{label}: fit ∝ N^{:.2}", p.exponent), &|_, g| g),
             _ => Vec::new(),
         };

@@ -53,13 +53,13 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
         let fit_label = |p: &PowerFit, what: &str| {
             name(i, &format!("{what} ∝ N^{:.2} (R² {:.3}); dashed: extrapolated", p.exponent, p.r2))
         };
-        let tl = r.fits.time_power.filter(|_| have);
+        let tl = r.fits.time_governing().filter(|_| have);
         let time_lines =
             tl.map(|p| fit_lines(&p, lo, hi, to, fit_label(&p, "fit: time"), &|_, t| t)).unwrap_or_default();
         let ns_lines = tl
             .map(|p| fit_lines(&p, lo, hi, to, fit_label(&p, "fit: time/N"), &|n, t| t * 1e9 / n))
             .unwrap_or_default();
-        let gl = r.fits.gap_power.filter(|_| have);
+        let gl = r.fits.gap_governing().filter(|_| have);
         let gap_lines = gl.map(|p| fit_lines(&p, lo, hi, to, fit_label(&p, "fit: gap"), &|_, g| g)).unwrap_or_default();
         time.series.push(series(ok.iter().map(|r| (n(r), r.reclaim_seconds)).collect(), time_lines));
         ns.series.push(series(ok.iter().map(|r| (n(r), r.ns_per_dentry)).collect(), ns_lines));

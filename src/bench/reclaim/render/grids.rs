@@ -2,6 +2,7 @@
 //! reclaim paths compared, the threshold table, several results side by
 //! side, the fits, and the `--watchdog-check` table.
 
+use crate::analysis::linearity::{LinearityTest, Shape};
 use crate::bench::reclaim::ReclaimResult;
 use crate::bench::reclaim::watchdog::{Agreement, Expect, WatchdogReport};
 use crate::duration::secs;
@@ -170,7 +171,7 @@ pub fn threshold_grid(r: &ReclaimResult) -> Option<Grid> {
                     yes(t.exceeds_by_time, t.reclaim_seconds),
                     yes(t.exceeds_by_gap, t.max_gap_seconds)
                 ),
-                t.label.clone(),
+                super::verdict::row_label(t),
             ]
         })
         .collect();
@@ -239,6 +240,47 @@ pub fn overhead_line(r: &ReclaimResult) -> String {
         ),
         _ => "Times and ns/dentry include the probe's cost (no unobserved repetitions).".into(),
     }
+}
+
+/// Wall ÷ CPU time above which a reclaim is said to have shared its CPU:
+/// alone on an idle 6.18 VM it is about 1.1 (725 ns/dentry wall against
+/// 652 ns of system time at 4M: the RCU frees it leaves run on its CPU off
+/// its clock); beside a busy loop on each CPU it was 2.
+pub const WALL_CPU_PART: f64 = 1.3;
+
+/// The reclaim's own CPU time per dentry beside its wall time, and the
+/// load it ran under, at the largest size (first method, uncontended);
+/// a second line when wall and CPU time part. None without CPU times.
+pub fn load_lines(r: &ReclaimResult) -> Vec<String> {
+    let first = r.options.methods.first().copied();
+    let Some(s) =
+        r.sizes.iter().rev().find(|s| Some(s.method) == first && s.contenders == 0 && s.cpu_ns_per_dentry.is_some())
+    else {
+        return Vec::new();
+    };
+    let (Some(cpu), Some(ratio)) = (s.cpu_ns_per_dentry, s.wall_over_cpu) else { return Vec::new() };
+    let others = s.others_busy.map_or_else(
+        || "the other CPUs' load was not read".to_string(),
+        |o| format!("the other CPUs were {:.0}% busy during the reclaims", o * 100.0),
+    );
+    let mut out = vec![format!(
+        "CPU time per dentry (the reclaim's own system time) at {}: {:.0} ns ({:.0}–{:.0}) against {:.0} ns of \
+         wall time, wall ÷ CPU {ratio:.2}×; {others}.",
+        human(s.target),
+        cpu.median,
+        cpu.min,
+        cpu.max,
+        s.ns_per_dentry.median
+    )];
+    if ratio > WALL_CPU_PART {
+        out.push(format!(
+            "Wall and CPU time part (over {WALL_CPU_PART}×): other tasks held the reclaiming CPU for about \
+             {:.0}% of each reclaim, so the node was busy: ns/dentry is wall time, the CPU time per dentry is \
+             the walk's own cost, and the longest stretch, what the watchdog sees, is measured either way.",
+            (1.0 - 1.0 / ratio) * 100.0
+        ));
+    }
+    out
 }
 
 /// Where the reclaim ran: pinned to the probed CPU, and with
@@ -320,6 +362,23 @@ fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
             exponent(&p)
         ));
     }
+    let linear = |what: &str, f: Option<crate::analysis::fit::PowerFit>, t: Option<LinearityTest>| {
+        let (f, t) = (f?, t?);
+        Some(format!(
+            "{what} ≈ {:.1} ns · N (linear model, R² {:.4}): {}",
+            f.coefficient * 1e9,
+            f.r2,
+            match (t.governs, t.rejected) {
+                (Shape::Linear, _) => "governs (the power law's exponent does not stand above 1)".to_string(),
+                (_, true) =>
+                    format!("rejected: the power law's exponent stands above 1 (one-sided {:.0}%)", t.level * 100.0),
+                _ if !t.testable => "not used: this run cannot test linearity (exponent not pinned near 1)".to_string(),
+                _ => "not used".to_string(),
+            }
+        ))
+    };
+    out.extend(linear("reclaim time", fits.time_proportional, fits.time_linearity));
+    out.extend(linear("longest gap ", fits.gap_proportional, fits.gap_linearity));
     for l in &fits.gap_left_out {
         out.push(format!("gap fit leaves out {}: {}", human(l.target), l.reason));
     }

@@ -5,7 +5,8 @@
 use std::fmt::Write;
 
 use super::grids::{
-    comparison_grid, fit_lines, methods_grid, methods_label, pinning_line, reclaim_grid, threshold_grid, watchdog_grid,
+    comparison_grid, fit_lines, load_lines, methods_grid, methods_label, pinning_line, reclaim_grid, threshold_grid,
+    watchdog_grid,
 };
 use super::{profile, stacks, victims};
 use crate::bench::layers::grid;
@@ -62,6 +63,9 @@ pub fn body(r: &ReclaimResult, level: usize) -> Doc {
     if !r.unpinned.is_empty() {
         let _ = writeln!(s, "\n{}", pinning_line(r));
     }
+    for l in load_lines(r) {
+        let _ = writeln!(s, "\n{l}");
+    }
     let stacks = stacks(r);
     if let Some(g) = grid::grid(&stacks, o.cpu) {
         let _ = writeln!(s, "\n{h} Layers of the overlay\n");
@@ -71,42 +75,8 @@ pub fn body(r: &ReclaimResult, level: usize) -> Doc {
             let _ = writeln!(s, "\n{l}");
         }
     }
-    let _ = writeln!(s, "\n{h} Fit\n");
-    for l in fit_lines(r) {
-        let _ = writeln!(s, "- {l}");
-    }
-    if let Some(g) = threshold_grid(r) {
-        let _ = writeln!(s, "\n{h} Soft-lockup threshold\n");
-        s.grid(g);
-    }
-    if let Some(v) = &r.verdict {
-        if let Some(a) = &r.victims {
-            if let Some(g) = victims::victims_grid(a) {
-                let _ = writeln!(s, "\n{h} Victims\n");
-                let _ = writeln!(
-                    s,
-                    "On the CPUs other than {}, during the reclaim (median of {} victim repetition(s); outside: the \
-                     1 s before it).\n",
-                    o.cpu, o.reps
-                );
-                s.grid(g);
-            }
-            for u in &a.unaffected {
-                let _ = writeln!(s, "\n- {} does not wait for the reclaim: {}", u.victim.name(), u.why);
-            }
-            if let Some(g) = victims::deadlines_grid(a) {
-                let _ = writeln!(s, "\n{h} Deadlines of the node\n");
-                s.grid(g);
-            }
-        }
-        let _ = writeln!(s, "\n{h} Verdict\n");
-        if let Some(l) = victims::first_incident_line(r) {
-            let _ = writeln!(s, "- {l}");
-        }
-        for l in &v.summary {
-            let _ = writeln!(s, "- {l}");
-        }
-    }
+    victims_sections(&mut s, r, &h);
+    fit_and_verdict(&mut s, r, &h);
     if let Some(g) = profile::runs_grid(r, true) {
         let _ = writeln!(s, "\n{h} What held CPU {} (perf)\n", o.cpu);
         let _ = writeln!(
@@ -181,4 +151,47 @@ pub fn part(results: &[&ReclaimResult], labels: &[String], subtitle: &str, figur
         s += body(r, 4);
     }
     s
+}
+
+/// The fit, the threshold table and the verdict, under headings of level `h`.
+fn fit_and_verdict(s: &mut Doc, r: &ReclaimResult, h: &str) {
+    let _ = writeln!(s, "\n{h} Fit\n");
+    for l in fit_lines(r) {
+        let _ = writeln!(s, "- {l}");
+    }
+    if let Some(g) = threshold_grid(r) {
+        let _ = writeln!(s, "\n{h} Soft-lockup threshold\n");
+        s.grid(g);
+    }
+    if let Some(v) = &r.verdict {
+        let _ = writeln!(s, "\n{h} Verdict\n");
+        if let Some(l) = victims::first_incident_line(r) {
+            let _ = writeln!(s, "- {l}");
+        }
+        for l in super::verdict::lines(v, &r.runs, r.options.methods.first().copied()) {
+            let _ = writeln!(s, "- {l}");
+        }
+    }
+}
+
+/// `--victims`: the victims and the deadlines, before the fit.
+fn victims_sections(s: &mut Doc, r: &ReclaimResult, h: &str) {
+    let Some(a) = &r.victims else { return };
+    if let Some(g) = victims::victims_grid(a) {
+        let _ = writeln!(s, "\n{h} Victims\n");
+        let _ = writeln!(
+            s,
+            "On the CPUs other than {}, during the reclaim (median of {} victim repetition(s); outside: the 1 s \
+             before it).\n",
+            r.options.cpu, r.options.reps
+        );
+        s.grid(g);
+    }
+    for u in &a.unaffected {
+        let _ = writeln!(s, "\n- {} does not wait for the reclaim: {}", u.victim.name(), u.why);
+    }
+    if let Some(g) = victims::deadlines_grid(a) {
+        let _ = writeln!(s, "\n{h} Deadlines of the node\n");
+        s.grid(g);
+    }
 }

@@ -1,17 +1,18 @@
 //! What a reclaim result says, for the engines in `report`: the
 //! [`Render`] implementation of [`ReclaimResult`]. The tables and lines
 //! are in [`grids`], the human table in [`text`], the Markdown part in
-//! [`markdown`], the `--profile` tables in [`profile`] and the figures in
-//! [`figures`].
+//! [`markdown`], the `--profile` tables in [`profile`], the figures in
+//! [`figures`] and the verdict's sentences in [`verdict`].
 //!
-//! Inside, one way: `grids`, `profile`, `figures` below `text` and
-//! `markdown`.
+//! Inside, one way: `verdict` below `grids`; `grids`, `profile`, `figures`
+//! below `text` and `markdown`.
 
 pub mod figures;
 pub mod grids;
 pub mod markdown;
 pub mod profile;
 pub mod text;
+pub mod verdict;
 pub mod victims;
 
 use crate::bench::layers::StackTeardown;

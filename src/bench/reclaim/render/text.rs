@@ -3,7 +3,8 @@
 use std::fmt::Write;
 
 use super::grids::{
-    fit_lines, methods_grid, methods_label, overhead_line, pinning_line, reclaim_grid, threshold_grid, watchdog_grid,
+    fit_lines, load_lines, methods_grid, methods_label, overhead_line, pinning_line, reclaim_grid, threshold_grid,
+    watchdog_grid,
 };
 use super::{profile, stacks, victims};
 use crate::bench::layers::grid;
@@ -31,6 +32,9 @@ pub fn text(r: &ReclaimResult) -> Doc {
     s.grid(reclaim_grid(r));
     let _ = writeln!(s, "{}", overhead_line(r));
     let _ = writeln!(s, "{}", pinning_line(r));
+    for l in load_lines(r) {
+        let _ = writeln!(s, "{l}");
+    }
     let stacks = stacks(r);
     if let Some(g) = grid::grid(&stacks, o.cpu) {
         let _ = writeln!(s, "\nLayers of the overlay, torn down in turn (median of the probed repetitions)");
@@ -74,7 +78,7 @@ pub fn text(r: &ReclaimResult) -> Doc {
         if let Some(l) = victims::first_incident_line(r) {
             let _ = writeln!(s, "  {l}");
         }
-        for l in &v.summary {
+        for l in super::verdict::lines(v, &r.runs, r.options.methods.first().copied()) {
             let _ = writeln!(s, "  {l}");
         }
     }

@@ -1,0 +1,285 @@
+//! The verdict in words: `analysis::verdict::decide` returns numbers and
+//! kinds; the sentences people read are made here. Results saved before
+//! that carry their sentences, which are printed as they were.
+
+use crate::analysis::fit::SUPERLINEAR_EXPONENT;
+use crate::analysis::interval::{Interval, count_with_interval};
+use crate::analysis::linearity::Shape;
+use crate::analysis::verdict::{Governs, RowKind, ThresholdRow, Verdict};
+use crate::bench::reclaim::{Method, Run, profile};
+use crate::size::human;
+
+/// The verdict's lines: what governs, the prediction and what its interval
+/// carries, which model it comes from, and (with `--profile`) the code
+/// behind the longest stretch of `method`.
+pub fn lines(v: &Verdict, runs: &[Run], method: Option<Method>) -> Vec<String> {
+    if !v.saved_summary.is_empty() {
+        return v.saved_summary.clone();
+    }
+    let mut out = vec![governs_line(v)];
+    out.push(prediction_line(v));
+    out.extend(model_lines(v));
+    out.extend(band_lines(v));
+    if let (Governs::LongestStretch, Some(t), Some(g)) =
+        (v.governs, v.lockup_count_by_total_time, v.lockup_count_by_gap)
+    {
+        out.push(format!(
+            "Total reclaim time alone would put the edge at {}; the measured stretch puts it at {} ({:.1}× {}).",
+            human(t as u64),
+            human(g as u64),
+            if g > t { g / t } else { t / g },
+            if g > t { "later" } else { "earlier" }
+        ));
+    }
+    if v.superlinear
+        && let Some(e) = v.time_exponent
+    {
+        out.push(format!(
+            "Reclaim cost is super-linear here (exponent {e:.2}): ns per dentry grows with the count, so a \
+             constant-ns extrapolation under-estimates large caches."
+        ));
+    }
+    if (v.largest_size as f64) * 10.0 < v.lockup_count.unwrap_or(0.0) {
+        out.push(format!(
+            "The prediction extrapolates more than 10× beyond the largest size measured ({}); measure larger \
+             sizes to narrow it.",
+            human(v.largest_size)
+        ));
+    }
+    if v.soft_lockups_observed > 0 {
+        out.push(format!("The kernel itself logged {} soft lockup(s) during the reclaims.", v.soft_lockups_observed));
+    }
+    out.extend(method.and_then(|m| profile::verdict_line(runs, m)));
+    out
+}
+
+fn governs_line(v: &Verdict) -> String {
+    let thr = v.soft_lockup_threshold_seconds;
+    match v.governs {
+        Governs::LongestStretch => format!(
+            "The kernel yields inside the reclaim walk: at the largest size the longest stretch without a \
+             reschedule was {:.0}% of the whole reclaim, so the longest stretch, not the total time, decides \
+             whether the soft-lockup watchdog ({thr:.0} s) fires.",
+            v.gap_to_time_ratio * 100.0
+        ),
+        Governs::TotalTime => format!(
+            "The reclaim does not yield: the longest stretch was {:.0}% of the whole reclaim, so the total \
+             reclaim time decides whether the soft-lockup watchdog ({thr:.0} s) fires (seed 000's model).",
+            v.gap_to_time_ratio * 100.0
+        ),
+    }
+}
+
+fn prediction_line(v: &Verdict) -> String {
+    let Some(n) = v.lockup_count else {
+        return "No lockup count could be predicted: the fit does not grow with the count.".into();
+    };
+    format!(
+        "Predicted soft lockup from about {} dentries per reclaim on this kernel{}.",
+        count_with_interval(n, v.lockup_count_low, v.lockup_count_high),
+        // Only an interval gets the interval's parenthetical (a calibration without one printed
+        // "398M (no interval) … (90% interval; …)").
+        if v.lockup_count_low.is_some() {
+            " (90% interval; status and the exporter use its low end)"
+        } else {
+            " (status and the exporter use this point: there is no interval)"
+        }
+    )
+}
+
+fn shape_name(s: Shape) -> &'static str {
+    match s {
+        Shape::Linear => "linear model (c·N)",
+        Shape::PowerLaw => "power law (c·N^k)",
+    }
+}
+
+/// Which model the prediction comes from, why, and where the other puts it.
+fn model_lines(v: &Verdict) -> Vec<String> {
+    let Some(t) = v.linearity else { return Vec::new() };
+    let what = match v.governs {
+        Governs::LongestStretch => "longest stretch",
+        Governs::TotalTime => "reclaim time",
+    };
+    let exponent = match t.exponent_interval {
+        Some(Interval { low, high: Some(high) }) => format!("{:.2} (90% {low:.2}–{high:.2})", t.exponent),
+        _ => format!("{:.2} (no interval: too few points to test)", t.exponent),
+    };
+    let mut out = vec![match (t.governs, t.rejected) {
+        (Shape::Linear, _) => format!(
+            "The {what} is predicted with the linear model (c·N: the walk visits each dentry once): the power \
+             law's exponent, {exponent}, does not stand above 1 (one-sided test at {:.0}%), so only the prefactor \
+             is extrapolated.",
+            t.level * 100.0
+        ),
+        (Shape::PowerLaw, true) => format!(
+            "Linearity is rejected: the {what}'s power-law exponent, {exponent}, stands above 1 (one-sided test \
+             at {:.0}%), so the power law governs, with its wider and earlier interval.",
+            t.level * 100.0
+        ),
+        (Shape::PowerLaw, false) if !t.testable => format!(
+            "This run cannot test linearity: the {what}'s power-law exponent, {exponent}, is not pinned within \
+             {SUPERLINEAR_EXPONENT} (too few or too scattered sizes), so the power law governs, with its wider \
+             interval; measure more sizes or repetitions."
+        ),
+        (Shape::PowerLaw, false) => format!("The {what} is predicted with the power law: there is no linear fit."),
+    }];
+    if let Some(o) = v.other_shape
+        && let Some(n) = o.count
+    {
+        out.push(format!(
+            "The {} would put the edge at {}.",
+            shape_name(o.shape),
+            count_with_interval(n, o.interval.map(|i| i.low), o.interval.and_then(|i| i.high))
+        ));
+    }
+    out
+}
+
+/// What the governing fit's interval carries.
+fn band_lines(v: &Verdict) -> Vec<String> {
+    let Some(b) = v.governing_band else { return Vec::new() };
+    let mut out = Vec::new();
+    let (model, beyond) = if b.fixed_exponent { ("the line c·N", "one") } else { ("the power law", "two") };
+    if b.sizes == 2 && !b.fixed_exponent {
+        out.push(
+            "Only two sizes enter the fit: how far their means lie off the power law cannot be seen, so the \
+             interval carries the repetitions' scatter only; run more sizes (--sizes auto) for an honest one."
+                .into(),
+        );
+    }
+    if b.birge_ratio > 1.0 {
+        out.push(format!(
+            "The sizes' means scatter around {model} {:.1}× more than their repetitions' spread explains: the \
+             interval is widened by that misfit ({} degrees of freedom, one per size beyond {beyond}).",
+            b.birge_ratio, b.dof
+        ));
+    }
+    if b.run_sd > 0.0 {
+        out.push(format!(
+            "The interval also carries what one run cannot see: a size's mean scatters by {:.1}% between \
+             independent runs (measured with bench/run-scatter.sh; {} degrees of freedom), and the fit \
+             carries that through its {} sizes to the lockup count.",
+            b.run_sd * 100.0,
+            b.run_dof,
+            b.sizes
+        ));
+    }
+    out
+}
+
+/// The threshold table's note for a row.
+pub fn row_label(r: &ThresholdRow) -> String {
+    let label = match r.kind {
+        None => return r.label.clone(),
+        Some(RowKind::Round) => return String::new(),
+        Some(RowKind::Target) => return "extrapolation target".into(),
+        Some(RowKind::TotalTimeReaches) => "total time reaches threshold",
+        Some(RowKind::StretchReaches) => "longest stretch reaches threshold",
+    };
+    if !r.governing {
+        return label.into();
+    }
+    format!("{label}: {}", count_with_interval(r.dentries, r.interval.map(|i| i.low), r.interval.and_then(|i| i.high)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fit::{linear, power};
+    use crate::analysis::interval::SizeValues;
+    use crate::analysis::linearity;
+    use crate::analysis::verdict::{Inputs, decide};
+    use crate::analysis::weighted::weighted_power;
+
+    const TIME: [(f64, f64); 3] = [(3e6, 2.6), (10e6, 11.8), (36e6, 36.8)];
+    const GAP: [(f64, f64); 3] = [(3e6, 0.36), (10e6, 2.8), (36e6, 4.2)];
+
+    fn inputs(time: &[(f64, f64)], gap: &[(f64, f64)], ratio: f64) -> Inputs {
+        Inputs {
+            time_linear: linear(time),
+            time: Some(linearity::test(None, power(time))),
+            gap: Some(linearity::test(None, power(gap))),
+            gap_to_time_ratio: ratio,
+            largest_size: time.last().unwrap().0 as u64,
+            watchdog_thresh_seconds: 10,
+            extrapolate_to: 1_500_000_000,
+            soft_lockups_observed: 0,
+        }
+    }
+
+    #[test]
+    fn the_first_line_says_what_governs() {
+        let v = decide(&inputs(&TIME, &GAP, 4.2 / 36.8));
+        assert!(lines(&v, &[], None)[0].contains("yields"));
+        let v = decide(&inputs(&TIME, &GAP, 0.98));
+        assert!(lines(&v, &[], None)[0].contains("does not yield"));
+    }
+
+    /// Without an interval the verdict printed "398M (no
+    /// interval) … (90% interval; …)".
+    #[test]
+    fn the_interval_parenthetical_appears_only_with_an_interval() {
+        let v = decide(&inputs(&TIME, &GAP, 4.2 / 36.8));
+        assert!(v.lockup_count_low.is_none());
+        let l = lines(&v, &[], None);
+        let line = l.iter().find(|l| l.starts_with("Predicted soft lockup")).unwrap();
+        assert!(line.contains("(no interval)") && !line.contains("90% interval"), "{line}");
+        // With repetitions there is a band, and the parenthetical.
+        let sized = |pts: &[(f64, f64)]| -> Vec<SizeValues> {
+            pts.iter().map(|&(n, v)| SizeValues { count: n, values: vec![v * 1.1, v / 1.1] }).collect()
+        };
+        let mut i = inputs(&TIME, &GAP, 4.2 / 36.8);
+        i.gap = Some(linearity::test(None, weighted_power(&sized(&GAP))));
+        i.time = Some(linearity::test(None, weighted_power(&sized(&TIME))));
+        let v = decide(&i);
+        assert!(v.lockup_count_low.is_some());
+        let l = lines(&v, &[], None);
+        let line = l.iter().find(|l| l.starts_with("Predicted soft lockup")).unwrap();
+        assert!(line.contains("90% interval") && !line.contains("no interval"), "{line}");
+        // The governing crossing's row carries the same interval.
+        let row = v.thresholds.iter().find(|r| r.governing).unwrap();
+        assert!(row_label(row).starts_with("longest stretch reaches threshold: "), "{}", row_label(row));
+    }
+
+    #[test]
+    fn the_model_is_named_with_its_test() {
+        let sized = |k: f64| -> Vec<SizeValues> {
+            [5e5f64, 1e6, 2e6, 4e6]
+                .iter()
+                .map(|&n| {
+                    let y = 9e-8 * n.powf(k) / 1e6f64.powf(k - 1.0);
+                    SizeValues { count: n, values: vec![y * 1.05, y, y / 1.05] }
+                })
+                .collect()
+        };
+        let mut i = inputs(&TIME, &GAP, 0.1);
+        i.gap = linearity::choose(&sized(1.0), crate::analysis::run_scatter::GAP);
+        let l = lines(&decide(&i), &[], None);
+        assert!(l.iter().any(|l| l.contains("linear model (c·N") && l.contains("does not stand above 1")), "{l:?}");
+        assert!(l.iter().any(|l| l.starts_with("The power law (c·N^k) would put the edge at")), "{l:?}");
+        i.gap = linearity::choose(&sized(1.3), crate::analysis::run_scatter::GAP);
+        let l = lines(&decide(&i), &[], None);
+        assert!(l.iter().any(|l| l.starts_with("Linearity is rejected")), "{l:?}");
+        assert!(l.iter().any(|l| l.starts_with("The linear model (c·N) would put the edge at")), "{l:?}");
+    }
+
+    #[test]
+    fn saved_sentences_are_printed_as_they_were() {
+        let mut v = decide(&inputs(&TIME, &GAP, 0.1));
+        v.saved_summary = vec!["as saved".into()];
+        assert_eq!(lines(&v, &[], None), ["as saved"]);
+        let old = ThresholdRow {
+            dentries: 1.0,
+            reclaim_seconds: None,
+            max_gap_seconds: None,
+            exceeds_by_time: false,
+            exceeds_by_gap: false,
+            kind: None,
+            governing: false,
+            interval: None,
+            label: "old note".into(),
+        };
+        assert_eq!(row_label(&old), "old note");
+    }
+}
