@@ -88,7 +88,12 @@ pub struct WaitFit {
     /// The victim's name, or `reclaiming CPU`.
     pub who: String,
     pub watches: Watches,
+    /// The governing fit (for a victim: c·N unless its waits reject it,
+    /// `analysis::linearity`; for the reclaiming CPU: the verdict's).
     pub fit: PowerFit,
+    /// Which model governs a victim's fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<super::linearity::Shape>,
 }
 
 /// The smallest count at which a wait reaches a deadline.
@@ -183,9 +188,14 @@ mod tests {
     #[test]
     fn each_deadline_is_missed_first_by_the_fastest_growing_wait_of_its_kind() {
         let fits = [
-            WaitFit { who: "umount".into(), watches: Watches::Victims, fit: linear_fit(0.09) },
-            WaitFit { who: "stat".into(), watches: Watches::Victims, fit: linear_fit(0.002) },
-            WaitFit { who: "reclaiming CPU".into(), watches: Watches::ReclaimingCpu, fit: linear_fit(0.1) },
+            WaitFit { who: "umount".into(), watches: Watches::Victims, fit: linear_fit(0.09), shape: None },
+            WaitFit { who: "stat".into(), watches: Watches::Victims, fit: linear_fit(0.002), shape: None },
+            WaitFit {
+                who: "reclaiming CPU".into(),
+                watches: Watches::ReclaimingCpu,
+                fit: linear_fit(0.1),
+                shape: None,
+            },
         ];
         let ds = [
             deadline("probe", 1.0, Watches::Victims),
@@ -206,7 +216,7 @@ mod tests {
     #[test]
     fn a_wait_that_does_not_grow_misses_nothing() {
         let flat = PowerFit { coefficient: 0.003, exponent: -0.01, r2: 0.0, exponent_stderr: 0.1, band: None };
-        let fits = [WaitFit { who: "stat".into(), watches: Watches::Victims, fit: flat }];
+        let fits = [WaitFit { who: "stat".into(), watches: Watches::Victims, fit: flat, shape: None }];
         let inc = incidents(&[deadline("probe", 1.0, Watches::Victims)], &fits);
         assert!(inc[0].first.is_none());
         assert!(first(&inc).is_none());

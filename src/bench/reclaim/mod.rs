@@ -581,7 +581,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
     let probe_overhead = analyse::overhead(&runs, &unobserved);
     let pinning_cost = placement::cost(&unobserved, &unpinned);
     let deadlines = victims::deadlines(&environment, proc);
-    let victims = victims::analyse(&victim_runs, &sizes, fits.gap_power, &deadlines);
+    let victims = victims::analyse(&victim_runs, &sizes, fits.gap_governing(), &deadlines);
     Ok(ReclaimResult {
         header,
         environment,

@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use super::{Method, Run, SizeSummary};
 use crate::analysis::interval::SizeValues;
 use crate::analysis::victims::{self, CallStats, Deadline, Incident, WaitFit, Watches};
-use crate::analysis::weighted::weighted_power;
 use crate::env::Environment;
 use crate::probe::victims::{Record, Victim};
 use crate::procfs::ProcRoot;
@@ -194,7 +193,8 @@ impl Analysis {
     }
 }
 
-/// Summarises the victim repetitions of the first method.
+/// Summarises the victim repetitions of the first method; `gap` is the
+/// reclaiming CPU's governing stretch fit (the verdict's).
 pub fn analyse(
     runs: &[VictimRun],
     sizes: &[SizeSummary],
@@ -241,15 +241,21 @@ pub fn analyse(
             });
             points.push(SizeValues { count: t as f64, values: longest });
         }
-        let fit = weighted_power(&points);
+        // The reclaim's own machinery: c·N unless the waits reject it, with
+        // the longest gap's run scatter carried into the band.
+        let model = crate::analysis::linearity::choose(&points, crate::analysis::run_scatter::GAP);
         let last = out.iter().rev().find(|s| s.victim == v);
-        match waits(fit.as_ref(), last) {
-            Ok(()) => fits.extend(fit.map(|fit| WaitFit { who: v.name().into(), watches: Watches::Victims, fit })),
+        match waits(model.and_then(|m| m.power).as_ref(), last) {
+            Ok(()) => {
+                fits.extend(model.and_then(|m| m.governing().map(|fit| (fit, m.test.governs))).map(|(fit, shape)| {
+                    WaitFit { who: v.name().into(), watches: Watches::Victims, fit, shape: Some(shape) }
+                }))
+            }
             Err(why) => unaffected.push(Unaffected { victim: v, why }),
         }
     }
     if let Some(fit) = gap {
-        fits.push(WaitFit { who: "reclaiming CPU".into(), watches: Watches::ReclaimingCpu, fit });
+        fits.push(WaitFit { who: "reclaiming CPU".into(), watches: Watches::ReclaimingCpu, fit, shape: None });
     }
     let incidents = victims::incidents(deadlines, &fits);
     Some(Analysis { sizes: out, fits, unaffected, incidents })
