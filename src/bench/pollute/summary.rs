@@ -87,6 +87,7 @@ pub(super) fn find(l: &LevelSummary, p: Probe) -> Option<&ProbeSummary> {
 }
 
 /// The plain-language findings.
+#[allow(clippy::too_many_lines)] // listed in docs/architecture.md: one summary sentence per figure, in reading order
 pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<String> {
     let mut out = Vec::new();
     let Some(last) = levels.last().filter(|_| levels.len() > 1) else { return out };

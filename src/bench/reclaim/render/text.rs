@@ -56,23 +56,7 @@ pub fn text(r: &ReclaimResult) -> Doc {
         let _ = writeln!(s, "\nSoft-lockup threshold{of}");
         s.grid(g);
     }
-    if let Some(a) = &r.victims {
-        if let Some(g) = victims::victims_grid(a) {
-            let _ = writeln!(
-                s,
-                "\nVictims (on the CPUs other than {}, during the reclaim; median of {} victim repetition(s), outside: the 1 s before it)",
-                o.cpu, o.reps
-            );
-            s.grid(g);
-        }
-        for u in &a.unaffected {
-            let _ = writeln!(s, "{} does not wait for the reclaim: {}", u.victim.name(), u.why);
-        }
-        if let Some(g) = victims::deadlines_grid(a) {
-            let _ = writeln!(s, "\nDeadlines of the node: who misses each first, at what count");
-            s.grid(g);
-        }
-    }
+    victims_block(&mut s, r);
     if let Some(v) = &r.verdict {
         let _ = writeln!(s, "\nVerdict{of}");
         if let Some(l) = victims::first_incident_line(r) {
@@ -118,4 +102,25 @@ pub fn text(r: &ReclaimResult) -> Doc {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// `--victims`: the victims' table, those that do not wait, the deadlines.
+fn victims_block(s: &mut Doc, r: &ReclaimResult) {
+    let o = &r.options;
+    let Some(a) = &r.victims else { return };
+    if let Some(g) = victims::victims_grid(a) {
+        let _ = writeln!(
+            s,
+            "\nVictims (on the CPUs other than {}, during the reclaim; median of {} victim repetition(s), outside: the 1 s before it)",
+            o.cpu, o.reps
+        );
+        s.grid(g);
+    }
+    for u in &a.unaffected {
+        let _ = writeln!(s, "{} does not wait for the reclaim: {}", u.victim.name(), u.why);
+    }
+    if let Some(g) = victims::deadlines_grid(a) {
+        let _ = writeln!(s, "\nDeadlines of the node: who misses each first, at what count");
+        s.grid(g);
+    }
 }
