@@ -1,13 +1,14 @@
 //! Dentry counts with suffixes: `100k`, `2.5M`, `1.5G` (powers of 1000),
 //! and the named presets of the reclaim sweep.
 
-/// The README's quick sweep: about two minutes on 2 cores. It starts at
-/// 500k because a smaller size's longest gap is under the noise floor on
-/// these machines (100k: 7–9 ms against 10 ms, every idle run) and never
-/// enters the gap fit, and it goes to 4M because a sweep that stopped at 2M
-/// extrapolated its exponent's noise 150× (three idle sweeps'
-/// edges 1.94× apart).
-pub const QUICK: [u64; 4] = [500_000, 1_000_000, 2_000_000, 4_000_000];
+/// The README's quick sweep: about 3.5 minutes on 2 cores, with the
+/// default repetitions (2 probed, 1 unobserved, 1 unpinned per size). Six
+/// sizes spanning 32× rather than four spanning 8×: the extra lever arm pins
+/// the longest gap's exponent well enough to test linearity on every run,
+/// where 500k–4M × 3 could not in 2 of 3 idle runs (docs/method.md, "The
+/// quick sweep's sizes"). 250k's longest gap (about 25 ms) sits above the
+/// 10 ms noise floor; 8M needs about 1.8 GB of kernel memory.
+pub const QUICK: [u64; 6] = [250_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 8_000_000];
 /// The six sizes of the 5.10 node-lockup report (docs/background.md): `--sizes wide`, or `seed`.
 pub const SEED: [u64; 6] = [100_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000];
 /// Largest count dentrylab accepts (about 10^12: far beyond any memory).

@@ -3,8 +3,9 @@
 //!
 //! The fit is weighted least squares in log-log space: each repetition is a
 //! point, weighted by 1/σ² of its size's repetitions (σ the standard
-//! deviation of ln(value), at least [`SIGMA_FLOOR`]), with the weights taken
-//! as relative (the scale comes from the residuals). The exponent and the
+//! deviation of ln(value), at least [`SIGMA_FLOOR`]) when every size has
+//! at least [`MIN_REPS_TO_WEIGHT`] of them, else all alike; the weights are
+//! taken as relative (the scale comes from the residuals). The exponent and the
 //! prefactor are then uncertain together, and every prediction carries that
 //! uncertainty: the value at a count gets the confidence band of the line,
 //! and the count at which the curve reaches a value (the lockup count) gets
@@ -38,6 +39,17 @@ use crate::stats::median;
 /// Smallest σ of ln(value) a size is weighted with (5%): repetitions that
 /// happen to agree exactly must not take all the weight.
 pub const SIGMA_FLOOR: f64 = 0.05;
+
+/// Fewest repetitions every size needs before its own spread weights it.
+/// A σ from two values has one degree of freedom: its 90% range spans a
+/// factor of about 30 (a variance's, about 1000): it weights the fit by noise.
+/// On this project's VM two idle quick sweeps of 250k–8M × 2 had one size
+/// whose two longest gaps agreed by chance (500k: 76 and 77 ms, 1.7× the
+/// other runs' 500k) take the floor's full weight and pull the edge 1.3×
+/// early; with equal weights the four runs' points lay within 1.17×. The
+/// pooled scatter of ln(gap) over those runs (0.08–0.17 per size) does not
+/// fall with the count enough to weight by it.
+pub const MIN_REPS_TO_WEIGHT: usize = 3;
 /// A size's longest gap must be at least this many times the control CPU's
 /// p99 gap to enter the gap fit.
 pub const NOISE_FLOOR_P99_FACTOR: f64 = 5.0;

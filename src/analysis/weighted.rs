@@ -5,7 +5,7 @@
 //! `run_scatter` (the scatter between runs), which it joins.
 
 use super::fit::PowerFit;
-use super::interval::{Band, Interval, SIGMA_FLOOR, SizeValues, t90};
+use super::interval::{Band, Interval, MIN_REPS_TO_WEIGHT, SIGMA_FLOOR, SizeValues, t90};
 use super::run_scatter::RunScatter;
 
 /// Weighted power-law fit with its [`Band`] (none with fewer than 3
@@ -78,7 +78,8 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
 
 /// The sizes in log-log space, each with the weight of its points: x =
 /// ln n, the ln values, and 1/σ² of those (σ at least [`SIGMA_FLOOR`];
-/// all 1 when some size has a single value, where no σ can be had).
+/// all 1 when some size has fewer than [`MIN_REPS_TO_WEIGHT`] values,
+/// whose σ would be noise).
 pub(super) fn weighted_logs(sizes: &[SizeValues]) -> Vec<(f64, Vec<f64>, f64)> {
     let logs: Vec<(f64, Vec<f64>)> = sizes
         .iter()
@@ -86,7 +87,7 @@ pub(super) fn weighted_logs(sizes: &[SizeValues]) -> Vec<(f64, Vec<f64>, f64)> {
         .map(|s| (s.count.ln(), s.values.iter().filter(|v| **v > 0.0 && v.is_finite()).map(|v| v.ln()).collect()))
         .filter(|(_, v): &(f64, Vec<f64>)| !v.is_empty())
         .collect();
-    let weighted = logs.iter().all(|(_, v)| v.len() >= 2);
+    let weighted = logs.iter().all(|(_, v)| v.len() >= MIN_REPS_TO_WEIGHT);
     let weight = |v: &[f64]| {
         if !weighted {
             return 1.0;
@@ -268,9 +269,11 @@ mod tests {
 
         #[test]
         fn weights_follow_the_spread_of_the_repetitions() {
-            // One size's repetitions scatter widely: it counts less.
+            // One size's repetitions scatter widely: it counts less (three
+            // repetitions a size: with two, no size is weighted).
             let mut s = scattered(0.02);
-            s[3].values = vec![s[3].values[0] * 3.0, s[3].values[1] * 0.9];
+            s.iter_mut().for_each(|z| z.values.push((z.values[0] * z.values[1]).sqrt()));
+            s[3].values = vec![s[3].values[0] * 3.0, s[3].values[1] * 0.9, s[3].values[2]];
             let weighted = weighted_power(&s).unwrap();
             let pts: Vec<(f64, f64)> = s.iter().flat_map(|z| z.values.iter().map(move |v| (z.count, *v))).collect();
             let plain = crate::analysis::fit::power(&pts).unwrap();
@@ -318,11 +321,12 @@ mod tests {
             let wb = wide.band.unwrap();
             // By hand: residuals of the means ±ln 1.3 at x = ln2·{0,1,2,3},
             // fitted by b = 1.2 exactly (the ± pattern is orthogonal to x);
-            // each size weighs w = 1/(2·0.1²) = 50 per point, so the means'
-            // scale is 4 × 2·50·ln²1.3 / (k − 2) with k − 2 = 2.
+            // two repetitions a size weigh alike (w = 1 per point, below
+            // MIN_REPS_TO_WEIGHT), so the means' scale is
+            // 4 × 2·1·ln²1.3 / (k − 2) with k − 2 = 2.
             assert!(close(wide.exponent, 1.2, 1e-9) && close(wide.coefficient, clean.coefficient, 1e-9), "{wide:?}");
             assert_eq!(wb.dof, 2);
-            assert!(close(wb.resid_var, 200.0 * 1.3f64.ln().powi(2), 1e-9), "{wb:?}");
+            assert!(close(wb.resid_var, 4.0 * 1.3f64.ln().powi(2), 1e-9), "{wb:?}");
             assert!(wb.birge_ratio > 1.0);
             let (ci, wi) = (cb.count_reaching(&clean, 20.0).unwrap(), wb.count_reaching(&wide, 20.0));
             let point = clean.solve(20.0).unwrap();

@@ -428,4 +428,30 @@ mod tests {
         }
         assert!(checked >= 1, "no recorded run stood above 1.1");
     }
+
+    /// The quick sweep's recorded idle runs (250k–8M × 2, 6.18,
+    /// `docs/results/edges-quick-8M-6.18/`), refitted as a run fits them:
+    /// linearity is testable and not rejected in each, the linear model
+    /// governs, each interval is at most 2.5× wide and the points lie within
+    /// 1.3× of each other (issue 32's bar for a verdict a person can act on).
+    #[test]
+    fn the_recorded_quick_sweeps_agree_within_their_bar() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/edges-quick-8M-6.18");
+        let mut points = vec![];
+        for file in ["quick-1.json", "quick-2.json", "quick-3.json"] {
+            let r: ReclaimResult = serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+            let runs: Vec<Run> = r.runs.iter().filter(|x| x.contenders == 0).cloned().collect();
+            let fits = fit_runs(&runs, &r.unobserved);
+            let model = fits.gap_model().unwrap();
+            assert!(model.test.testable && !model.test.rejected, "{file}: {:?}", model.test);
+            let fit = fits.gap_governing().unwrap();
+            assert_eq!(fit.exponent, 1.0, "{file}: the linear model governs");
+            let i = fit.band.and_then(|b| b.count_reaching(&fit, 20.0)).unwrap();
+            let high = i.high.unwrap();
+            assert!(high / i.low <= 2.5, "{file}: interval {i:?} wider than 2.5×");
+            points.push(fit.solve(20.0).unwrap());
+        }
+        let (lo, hi) = (points.iter().cloned().fold(f64::MAX, f64::min), points.iter().cloned().fold(0.0, f64::max));
+        assert!(hi / lo <= 1.3, "points {points:?} spread {:.2}×", hi / lo);
+    }
 }

@@ -19,16 +19,16 @@ use crate::probe::gap::Policy;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (500k,1M,2M,4M), 'wide' (100k,500k,1M,2M,5M,10M: the six sizes of the 5.10 node-lockup report, docs/background.md; 'seed' is the same), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable or of what the memory cgroup's limit leaves (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
+    /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (250k,500k,1M,2M,4M,8M), 'wide' (100k,500k,1M,2M,5M,10M: the six sizes of the 5.10 node-lockup report, docs/background.md; 'seed' is the same), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable or of what the memory cgroup's limit leaves (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
     #[arg(long, default_value = "quick", value_parser = parse_sweep_sizes, allow_hyphen_values = true)]
     pub sizes: SweepSizes,
     /// How the probe threads are scheduled: fifo (SCHED_FIFO at the top priority, as the watchdog's per-CPU stopper thread runs; needs root or CAP_SYS_NICE) or other (SCHED_OTHER). Default: fifo where permitted, else other; the output says which and why.
     #[arg(long, value_name = "POLICY", value_parser = |s: &str| s.parse::<Policy>())]
     pub probe_policy: Option<Policy>,
-    /// Repetitions of each size (the longest gap is noisy: repeat and read the spread).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    /// Repetitions of each size (the longest gap is noisy: repeat and read the spread; the default sweep spends its time on more sizes rather than more repetitions, docs/method.md).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub reps: u32,
-    /// Unobserved repetitions of each size (default: as many as --reps): the reclaim timed with no probe, no control probe and no contenders, alternating with the probed ones. The table's time and ns/dentry come from them; the probe's overhead (probed ÷ unobserved) is printed under the table. 0: none (times then include the probe). Fewer halves a --watchdog-check's run time.
+    /// Unobserved repetitions of each size (default: half of --reps, rounded up): the reclaim timed with no probe, no control probe and no contenders, alternating with the probed ones. The table's time and ns/dentry come from them; the probe's overhead (probed ÷ unobserved) is printed under the table. 0: none (times then include the probe). Fewer halves a --watchdog-check's run time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub unobserved_reps: Option<u32>,
     /// Unpinned unobserved repetitions of each size (default: as many as --unobserved-reps): like those, but the reclaiming task is not pinned to --cpu, free to run on any allowed CPU as on a real node. They alternate with the pinned ones; the table and JSON give both times and their ratio (pinned ÷ unpinned). 0: none.
@@ -96,7 +96,7 @@ impl Args {
             )
             .into());
         }
-        let unobserved_reps = self.unobserved_reps.unwrap_or(self.reps);
+        let unobserved_reps = self.unobserved_reps.unwrap_or(self.reps.div_ceil(2));
         Ok(Options {
             sizes: self.sizes.list.clone(),
             reps: self.reps,
