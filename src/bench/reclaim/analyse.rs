@@ -358,6 +358,8 @@ mod tests {
         for file in [
             "watchdog-thresh-1-2-6.18.json",
             "watchdog-check-6.18.json",
+            "watchdog-thresh1-6.18-v669.json",
+            "watchdog-thresh1-6.18-v669-upto32M.json",
             "vm-icount-watchdog-6.12-thresh1.json",
             "vm-icount-watchdog-6.12-thresh2.json",
             "vm-icount7-watchdog-6.12-thresh10-rcu54.json",
