@@ -2,8 +2,10 @@
 //! reclaim. A 1M tmpfs umount makes the `umount` victim (a mount + umount
 //! on the other CPU) wait for the reclaiming CPU's stretch, in the kernel's
 //! expedited grace period; a SIGKILL while the victims run leaves none of
-//! their namespaces, mounts, cgroups or runsc sandboxes; bad input is one
-//! line, and so is a container victim without runsc.
+//! their namespaces, mounts, cgroups or runsc sandboxes, nor the mariadb
+//! victim's server; bad input is one line, and so is a container victim
+//! without runsc or a mariadb victim without mariadbd. Victims run under
+//! other reclaim paths than umount too.
 
 mod common;
 
@@ -197,7 +199,8 @@ fn a_sigkill_while_the_victims_run_leaves_none_of_theirs() {
     for after_ms in [0u64, 1500] {
         let mut child = bin()
             .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
-            .args(["--victims", "all", "--no-save"])
+            // All but mariadb, whose server has a kill test of its own.
+            .args(["--victims", "umount,netns,fork-exec,stat,cgroup,inotify,container", "--no-save"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -262,4 +265,167 @@ fn the_container_victim_runs_runsc_around_the_reclaim() {
     assert!(o["error"].is_null(), "{o}");
     assert!(o["outside"]["calls"].as_u64().unwrap() >= 1, "a container ran before the reclaim: {o}");
     assert!(o["during"]["calls"].as_u64().unwrap() >= 1, "a container overlapped the reclaim: {o}");
+}
+
+/// Without mariadbd, the mariadb victim is one line naming it and how to
+/// install it, exit 2. DENTRYLAB_MARIADB_PATH names the only directories
+/// searched for it: an empty one stands for a machine without MariaDB.
+#[test]
+fn the_mariadb_victim_without_mariadbd_is_one_line_naming_how_to_install_it() {
+    require_root!();
+    let empty = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["reclaim", "--sizes", "10k", "--no-save", "--victims", "umount,mariadb"])
+        .env("DENTRYLAB_MARIADB_PATH", empty.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--victims mariadb: mariadbd is not installed here"), "{err}");
+    assert!(err.contains("apt-get install mariadb-server"), "says how to install it: {err}");
+    assert!(out.stdout.is_empty());
+}
+
+/// Processes in a cgroup of dentrylab process `pid` (`dentrylab-PID-N`):
+/// the mariadb victim's server and its installer.
+fn processes_in_cgroups_of(pid: u32) -> Vec<(u32, String)> {
+    let mine = format!("/dentrylab-{pid}-");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| p.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|p| std::fs::read_to_string(format!("/proc/{p}/cgroup")).is_ok_and(|c| c.contains(&mine)))
+        .map(|p| (p, std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default().trim().to_string()))
+        .collect()
+}
+
+/// Whether `pid` has a thread named `name`.
+fn has_thread(pid: u32, name: &str) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name))
+}
+
+fn mariadbd_present() -> bool {
+    std::env::var_os("DENTRYLAB_MARIADB_PATH").is_some()
+        || common::has("mariadbd")
+        || Path::new("/usr/sbin/mariadbd").exists()
+}
+
+/// The mariadb victim queries a real server, started for the run, in the
+/// second before the reclaim and during it, and the server is gone with
+/// its cgroup when the run ends.
+#[test]
+fn the_mariadb_victim_queries_a_real_server_around_the_reclaim() {
+    require_root!();
+    require!(mariadbd_present(), "needs mariadbd (apt-get install mariadb-server; .ci/run installs it)");
+    let _k = kernel_lock();
+    let child = bin()
+        .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
+        .args(["--victims", "mariadb,stat", "--no-save", "--json", "-"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let o = v["victim_runs"][0]["victims"].as_array().unwrap().iter().find(|o| o["victim"] == "mariadb").unwrap();
+    assert!(o["error"].is_null(), "{o}");
+    assert!(o["outside"]["calls"].as_u64().unwrap() >= 20, "queries answered in the second before the reclaim: {o}");
+    assert!(o["during"]["calls"].as_u64().unwrap() >= 1, "a query overlapped the reclaim: {o}");
+    let rows = v["victims"]["sizes"].as_array().unwrap();
+    assert!(rows.iter().any(|s| s["victim"] == "mariadb" && s["target"] == 300_000), "{rows:?}");
+    assert!(processes_in_cgroups_of(pid).is_empty(), "a process of the run's cgroups outlived it");
+    common::wait_until("a cgroup of the run outlived it", Duration::from_secs(30), || cgroups_of(pid).is_empty());
+}
+
+/// SIGKILL while the mariadb victim's server installs, once the victims
+/// run, and a moment later (creation, the control, the reclaim): the cgroup
+/// guardian kills every process of the server's cgroup and removes it.
+#[test]
+fn a_sigkill_at_any_moment_leaves_no_mariadbd() {
+    require_root!();
+    require!(mariadbd_present(), "needs mariadbd (apt-get install mariadb-server; .ci/run installs it)");
+    let _k = kernel_lock();
+    for moment in ["installing", "victims", "victims+1500ms"] {
+        let mut child = bin()
+            .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
+            .args(["--victims", "mariadb,umount", "--no-save"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        let ready = |pid: u32| match moment {
+            "installing" => !processes_in_cgroups_of(pid).is_empty(),
+            _ => has_thread(pid, "victim-mariadb"),
+        };
+        while !ready(pid) {
+            assert!(start.elapsed() < Duration::from_secs(120), "{moment}: never reached");
+            assert!(child.try_wait().unwrap().is_none(), "{moment}: the run ended before it");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if moment == "victims+1500ms" {
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+        let theirs = processes_in_cgroups_of(pid);
+        assert!(!theirs.is_empty(), "{moment}: the server's processes are in the run's cgroup");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+        child.wait().unwrap();
+        let alive = || -> Vec<(u32, String)> {
+            theirs.iter().filter(|(p, _)| Path::new(&format!("/proc/{p}")).exists()).cloned().collect()
+        };
+        common::wait_until(
+            &format!("killed while {moment}: {:?} outlived it", alive()),
+            Duration::from_secs(30),
+            || alive().is_empty() && processes_in_cgroups_of(pid).is_empty(),
+        );
+        common::wait_until(
+            &format!("killed while {moment}: cgroups {:?} outlived it", cgroups_of(pid)),
+            Duration::from_secs(30),
+            || cgroups_of(pid).is_empty(),
+        );
+    }
+}
+
+/// Victims under two reclaim paths in one run: each path's victim
+/// repetitions are summarised, and the table of which path stalls whom
+/// has both.
+#[test]
+fn victims_run_under_ns_exit_as_under_umount() {
+    require_root!();
+    let _k = kernel_lock();
+    let v = common::run_json(&[
+        "reclaim",
+        "--sizes",
+        "300k",
+        "--method",
+        "umount,ns-exit",
+        "--reps",
+        "1",
+        "--unobserved-reps",
+        "0",
+        "--unpinned-reps",
+        "0",
+        "--victims",
+        "umount,stat",
+        "--no-save",
+    ]);
+    let runs = v["victim_runs"].as_array().unwrap();
+    for method in ["umount", "ns-exit"] {
+        let r = runs.iter().find(|r| r["method"] == method).unwrap_or_else(|| panic!("no {method} victims: {runs:?}"));
+        for o in r["victims"].as_array().unwrap() {
+            assert!(o["error"].is_null(), "{method}: {o}");
+            assert!(o["during"]["calls"].as_u64().unwrap() >= 1, "{method}: a call overlapped the reclaim: {o}");
+        }
+        let stalls: Vec<&serde_json::Value> =
+            v["victims"]["stalls"].as_array().unwrap().iter().filter(|s| s["method"] == method).collect();
+        assert_eq!(stalls.len(), 2, "{method}: one judgement per victim: {stalls:?}");
+    }
 }

@@ -60,6 +60,10 @@ pub enum Victim {
     /// running /bin/true: its namespaces, mounts and gofer made and torn
     /// down), from a mount namespace of its own.
     Container,
+    /// A point SELECT on a small InnoDB table of a real MariaDB server
+    /// started for the run, over its unix socket, on a connection made
+    /// before the reclaim: a database's client, a readiness probe's query.
+    Mariadb,
 }
 
 impl Victim {
@@ -72,6 +76,7 @@ impl Victim {
         Victim::Cgroup,
         Victim::Inotify,
         Victim::Container,
+        Victim::Mariadb,
     ];
     /// `--victims` with no list: the ones the node calibration runs.
     pub const STANDARD: &'static [Victim] = &[Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat];
@@ -85,6 +90,7 @@ impl Victim {
             Victim::Cgroup => "cgroup",
             Victim::Inotify => "inotify",
             Victim::Container => "container",
+            Victim::Mariadb => "mariadb",
         }
     }
 
@@ -98,12 +104,14 @@ impl Victim {
             Victim::Cgroup => "mkdir + rmdir of a memory cgroup",
             Victim::Inotify => "inotify_add_watch + inotify_rm_watch",
             Victim::Container => "runsc run of /bin/true, start to exit",
+            Victim::Mariadb => "SELECT of one row by its key from MariaDB, over its unix socket",
         }
     }
 
-    /// Whether it needs root (namespaces, mounts, cgroups).
+    /// Whether it needs root (namespaces, mounts, cgroups; the server of
+    /// `mariadb` runs in a memory cgroup the cgroup guardian removes).
     pub fn needs_root(self) -> bool {
-        matches!(self, Victim::Umount | Victim::Netns | Victim::Cgroup | Victim::Container)
+        matches!(self, Victim::Umount | Victim::Netns | Victim::Cgroup | Victim::Container | Victim::Mariadb)
     }
 }
 
@@ -169,6 +177,18 @@ pub struct Record {
 /// does it (the `container` victim's call).
 pub type ContainerRun = Arc<dyn Fn() -> Result<()> + Send + Sync>;
 
+/// One query of the `mariadb` victim, on the connection it was made with.
+pub type Query = Box<dyn FnMut() -> Result<()> + Send>;
+
+/// The `mariadb` victim's server: how to connect (made before go, so a
+/// call is the query alone), and the server's pid, whose threads' stacks
+/// the sampler reads when the victim only waits for the server's answer.
+#[derive(Clone)]
+pub struct Database {
+    pub connect: Arc<dyn Fn() -> Result<Query> + Send + Sync>,
+    pub server_pid: u32,
+}
+
 /// Where the victims do their work.
 #[derive(Clone)]
 pub struct Places {
@@ -178,6 +198,8 @@ pub struct Places {
     pub cgroup: Option<PathBuf>,
     /// The `container` victim's call.
     pub container: Option<ContainerRun>,
+    /// The `mariadb` victim's server.
+    pub mariadb: Option<Database>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,10 +231,12 @@ impl Shared {
     }
 }
 
-/// Per worker: its thread id and the start of the call it is in (0: none).
+/// Per worker: its thread id, the start of the call it is in (0: none),
+/// and the process that answers its calls (the `mariadb` victim's server).
 struct Watch {
     tid: AtomicU32,
     in_call: AtomicU64,
+    peer: Option<u32>,
 }
 
 struct Worker {
@@ -238,7 +262,8 @@ impl Victims {
         let mut workers = Vec::new();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
         for (i, &v) in kinds.iter().enumerate() {
-            let watch = Arc::new(Watch { tid: AtomicU32::new(0), in_call: AtomicU64::new(0) });
+            let peer = places.mariadb.as_ref().filter(|_| v == Victim::Mariadb).map(|d| d.server_pid);
+            let watch = Arc::new(Watch { tid: AtomicU32::new(0), in_call: AtomicU64::new(0), peer });
             let (sh, w, tx, cpu, places) =
                 (shared.clone(), watch.clone(), ready_tx.clone(), cpus[i % cpus.len()], places.clone());
             let handle = std::thread::Builder::new()
@@ -317,6 +342,7 @@ enum Op {
     Cgroup(PathBuf),
     Inotify(nix::sys::inotify::Inotify, PathBuf),
     Container(ContainerRun),
+    Mariadb(Query),
 }
 
 impl Op {
@@ -355,16 +381,21 @@ impl Op {
                 victim::own_mount_namespace()?;
                 Op::Container(run)
             }
+            Victim::Mariadb => {
+                let db = places.mariadb.as_ref().context("internal error: the mariadb victim needs a server")?;
+                Op::Mariadb((db.connect)()?)
+            }
         })
     }
 
-    fn call(&self) -> Result<()> {
+    fn call(&mut self) -> Result<()> {
         match self {
             Op::Umount(dir) => victim::mount_cycle(dir),
             Op::Netns => victim::new_net_namespace(),
             Op::ForkExec => fork_exec(),
             Op::Stat(f) => nix::sys::stat::stat(f.as_path()).map(|_| ()).context("victim: stat"),
             Op::Cgroup(dir) => {
+                let dir: &Path = dir;
                 std::fs::create_dir(dir).with_context(|| format!("victim: mkdir {}", dir.display()))?;
                 std::fs::remove_dir(dir).with_context(|| format!("victim: rmdir {}", dir.display()))
             }
@@ -375,6 +406,7 @@ impl Op {
                 fd.rm_watch(wd).context("victim: inotify_rm_watch")
             }
             Op::Container(run) => run(),
+            Op::Mariadb(query) => query(),
         }
     }
 }
@@ -401,7 +433,7 @@ fn worker(
 ) -> (Vec<Call>, Option<String>) {
     watch.tid.store(nix::unistd::gettid().as_raw() as u32, Ordering::SeqCst);
     let op = sys::pin_current_thread(cpu).and_then(|_| Op::prepare(v, places));
-    let op = match op {
+    let mut op = match op {
         Ok(op) => {
             let _ = ready.send(Ok(()));
             op
@@ -451,7 +483,7 @@ fn sampler(watches: &[Arc<Watch>], cpu: usize, shared: &Shared) -> Vec<Vec<Sampl
             if since == 0 || now.saturating_sub(since) < after {
                 continue;
             }
-            if let Some(frames) = read_stack(w.tid.load(Ordering::SeqCst)) {
+            if let Some(frames) = read_stack(w.tid.load(Ordering::SeqCst), w.peer) {
                 out[i].push(Sample { at_ns: sys::monotonic_ns(), frames });
             }
         }
@@ -460,15 +492,17 @@ fn sampler(watches: &[Arc<Watch>], cpu: usize, shared: &Shared) -> Vec<Vec<Sampl
 }
 
 /// The kernel stack of victim thread `tid`; when it only waits for its
-/// children (the `container` victim waits for its runtime), the first stack
-/// among its descendants' threads that is not idle (see
+/// children (the `container` victim waits for its runtime) or for its
+/// `peer` (the `mariadb` victim for its server), the first stack among
+/// their threads (and descendants') that is not idle (see
 /// [`crate::procfs::stack::idle`]), or its own when all are.
-fn read_stack(tid: u32) -> Option<Vec<String>> {
+fn read_stack(tid: u32, peer: Option<u32>) -> Option<Vec<String>> {
     let own = stack_of(&Path::new("/proc/self/task").join(tid.to_string()))?;
     if !crate::procfs::stack::idle(&own) {
         return Some(own);
     }
     let mut queue: Vec<u32> = children(&Path::new("/proc/self/task").join(tid.to_string()));
+    queue.extend(peer);
     let mut seen = 0;
     while let Some(pid) = queue.pop() {
         seen += 1;
@@ -525,7 +559,7 @@ mod tests {
     #[test]
     fn victims_record_calls_between_go_and_finish() {
         let dir = tempfile::tempdir().unwrap();
-        let places = Places { scratch: dir.path().to_path_buf(), cgroup: None, container: None };
+        let places = Places { scratch: dir.path().to_path_buf(), cgroup: None, container: None, mariadb: None };
         let v = Victims::start(&[Victim::Stat, Victim::Inotify], &[0], &places).unwrap();
         std::thread::sleep(Duration::from_millis(30));
         let t0 = sys::monotonic_ns();

@@ -93,6 +93,11 @@ const IDLE: &[&str] = &[
     "unix_stream_read_generic",
     "__skb_wait_for_more_packets",
     "do_sigtimedwait",
+    // A server's asynchronous I/O thread waiting for completions: io_uring
+    // (MariaDB 10.11's InnoDB on 6.18: `io_cqring_wait ←
+    // __do_sys_io_uring_enter`, read from its threads' stacks), libaio.
+    "io_cqring_wait",
+    "read_events",
     "sigsuspend",
     "ptrace_stop",
     "get_signal",

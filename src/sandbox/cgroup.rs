@@ -273,10 +273,21 @@ pub fn guard_main(parent: &Path, pid: u32) -> Result<()> {
     let rd = std::fs::read_dir(parent).with_context(|| format!("guardian: cannot list {}", parent.display()))?;
     for e in rd.flatten() {
         if e.file_name().to_string_lossy().starts_with(&mine) {
-            // A workload server (mitigate's mariadbd) may still run in it.
-            kill_procs(&e.path());
-            remove_dir_patiently(&e.path(), GUARD_PATIENCE)
-                .with_context(|| format!("guardian: cannot remove {}", e.path().display()))?;
+            // A workload server (mitigate's or the mariadb victim's
+            // mariadbd) may still run in it, and a process being killed
+            // may still fork (mariadb-install-db's shell): kill whatever is
+            // there again before each try.
+            let t = Instant::now();
+            loop {
+                kill_procs(&e.path());
+                match remove_dir_patiently(&e.path(), Duration::from_millis(200)) {
+                    Ok(()) => break,
+                    Err(_) if t.elapsed() < GUARD_PATIENCE => continue,
+                    Err(err) => {
+                        return Err(err).with_context(|| format!("guardian: cannot remove {}", e.path().display()));
+                    }
+                }
+            }
         }
     }
     Ok(())

@@ -82,11 +82,15 @@ fn find(name: &str, extra: &[&str]) -> Option<PathBuf> {
 
 /// Finds `mariadbd` and `mariadb-install-db`; missing is the user's to fix (exit 2).
 pub fn locate() -> Result<Binaries> {
+    locate_for("--workload mariadb")
+}
+
+/// [`locate`], the error naming `flag` (the option that asked for the server).
+pub fn locate_for(flag: &str) -> Result<Binaries> {
     let mariadbd = find("mariadbd", &["/usr/sbin", "/usr/libexec", "/usr/local/sbin"])
-        .ok_or_else(|| UsageError(format!("--workload mariadb: mariadbd is not installed here: {INSTALL_HINT}")))?;
-    let install_db = find("mariadb-install-db", &["/usr/bin", "/usr/local/bin"]).ok_or_else(|| {
-        UsageError(format!("--workload mariadb: mariadb-install-db is not installed here: {INSTALL_HINT}"))
-    })?;
+        .ok_or_else(|| UsageError(format!("{flag}: mariadbd is not installed here: {INSTALL_HINT}")))?;
+    let install_db = find("mariadb-install-db", &["/usr/bin", "/usr/local/bin"])
+        .ok_or_else(|| UsageError(format!("{flag}: mariadb-install-db is not installed here: {INSTALL_HINT}")))?;
     Ok(Binaries { mariadbd, install_db })
 }
 
@@ -214,11 +218,12 @@ impl Server {
 
     /// A new connection over the socket, as root.
     pub fn connect(&self) -> Result<mysql::Conn> {
-        let opts = mysql::OptsBuilder::new()
-            .socket(Some(self.socket.to_string_lossy().into_owned()))
-            .user(Some("root"))
-            .prefer_socket(true);
-        mysql::Conn::new(opts).with_context(|| format!("cannot connect to mariadbd on {}", self.socket.display()))
+        connect(&self.socket)
+    }
+
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after [`STOP_PATIENCE`]).
@@ -247,6 +252,15 @@ impl Drop for Server {
             let _ = c.wait();
         }
     }
+}
+
+/// A new connection to the server listening on `socket`, as root.
+pub fn connect(socket: &Path) -> Result<mysql::Conn> {
+    let opts = mysql::OptsBuilder::new()
+        .socket(Some(socket.to_string_lossy().into_owned()))
+        .user(Some("root"))
+        .prefer_socket(true);
+    mysql::Conn::new(opts).with_context(|| format!("cannot connect to mariadbd on {}", socket.display()))
 }
 
 /// Makes the database: `g`, the GROUP BY table of [`GROUP_ROWS`] rows, and

@@ -143,8 +143,9 @@ pub fn validate(opts: &Options) -> Result<()> {
     Ok(())
 }
 
-/// `--victims`: a CPU besides the reclaiming one, and root for the victims
-/// that make namespaces, mounts or cgroups. Checked before anything is made.
+/// `--victims`: a CPU besides the reclaiming one, root for the victims
+/// that make namespaces, mounts or cgroups, and the programs the container
+/// and mariadb victims run. Checked before anything is made.
 fn victims_check(opts: &Options) -> Result<()> {
     if opts.victims.is_empty() {
         return Ok(());
@@ -168,6 +169,10 @@ fn victims_check(opts: &Options) -> Result<()> {
     if opts.victims.contains(&crate::probe::victims::Victim::Container) {
         // Missing: a usage error naming how to build it.
         crate::bench::gvisor::runsc::find(None)?;
+    }
+    if opts.victims.contains(&crate::probe::victims::Victim::Mariadb) {
+        // Missing: a usage error naming how to install it.
+        crate::bench::mitigate::mariadb::locate_for("--victims mariadb")?;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ use anyhow::{Context as _, Result};
 use super::{Options, ReclaimResult};
 use crate::bench::common::{self, Benchmark, Context};
 use crate::output::{OutputArgs, Paths};
+use crate::probe::victims::Victim;
 use crate::sandbox::{self, Sandbox};
 use crate::size;
 use crate::state;
@@ -95,7 +96,7 @@ fn sweep(opts: &Options, a: &super::Args, cx: &Context) -> Result<ReclaimResult>
     // Both guardians are copies of dentrylab started outside the sandbox
     // (sys::guardian): they clean up when it ends, however it ends.
     let guardian = if opts.methods.iter().any(|m| m.about().uses_memcg)
-        || opts.victims.contains(&crate::probe::victims::Victim::Cgroup)
+        || opts.victims.iter().any(|v| matches!(v, Victim::Cgroup | Victim::Mariadb))
     {
         Some(sandbox::cgroup::Guardian::start(cx.proc)?)
     } else {
@@ -115,6 +116,10 @@ fn sweep(opts: &Options, a: &super::Args, cx: &Context) -> Result<ReclaimResult>
     if let Some(g) = guardian {
         sandbox.adopt(g);
     }
+    // The mariadb victim's server, once for every sweep (in the sandbox, in
+    // a cgroup of the guardian's); it goes when this returns, however.
+    let db = super::victim_db::VictimDb::start(opts, &mut sandbox)?;
+    let database = db.as_ref().map(super::victim_db::VictimDb::database).transpose()?;
     let mut result: Option<ReclaimResult> = None;
     let threshs: Vec<Option<u64>> =
         if a.watchdog_check { a.watchdog_thresh.iter().map(|&t| Some(t)).collect() } else { vec![None] };
@@ -122,7 +127,7 @@ fn sweep(opts: &Options, a: &super::Args, cx: &Context) -> Result<ReclaimResult>
         if let (Some(l), Some(t)) = (lowered.as_mut(), thresh) {
             l.set(t)?;
         }
-        let mut r = super::run(opts, &mut sandbox, cx.proc)?;
+        let mut r = super::run(opts, &mut sandbox, cx.proc, database.as_ref())?;
         if let (Some(l), Some(t)) = (lowered.as_ref(), thresh) {
             let w = super::watchdog::compare(&r, l.original, t, l.rcu_timeout());
             match result.as_mut() {
@@ -131,6 +136,9 @@ fn sweep(opts: &Options, a: &super::Args, cx: &Context) -> Result<ReclaimResult>
             }
         }
         result.get_or_insert(r);
+    }
+    if let Some(db) = db {
+        db.stop()?;
     }
     if let Some(l) = lowered {
         l.restore()?;

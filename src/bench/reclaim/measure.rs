@@ -71,6 +71,7 @@ pub(super) fn one_run(
     proc: &ProcRoot,
     kmsg: &KmsgWatch,
     at: &At,
+    db: Option<&crate::probe::victims::Database>,
 ) -> Result<Run> {
     let (target, rep) = (at.target, at.rep);
     let before = Counts::read(proc)?;
@@ -80,7 +81,7 @@ pub(super) fn one_run(
     let pin = at.slot.pinned().then_some(opts.cpu);
     // The victims start before the run's filesystem exists (see probe::victims).
     let victims = match at.slot {
-        Slot::Victims => Some(super::victims::start(opts, sandbox)?),
+        Slot::Victims => Some(super::victims::start(opts, sandbox, db)?),
         _ => None,
     };
     let stage =

@@ -35,6 +35,7 @@ pub mod profile;
 pub mod render;
 pub mod schedule;
 pub mod sysctl_guard;
+pub mod victim_db;
 pub mod victims;
 pub mod watchdog;
 
@@ -55,6 +56,7 @@ use crate::analysis::verdict::{self, Verdict};
 use crate::env::Environment;
 use crate::probe::counters::Counts;
 use crate::probe::kmsg::KmsgWatch;
+use crate::probe::victims::Database;
 use crate::procfs::ProcRoot;
 use crate::procfs::kmsg::Alert;
 use crate::sandbox::{FsType, Privilege, Sandbox};
@@ -417,9 +419,10 @@ pub struct ReclaimResult {
     pub victims: Option<victims::Analysis>,
 }
 
-/// Runs the sweep. The sandbox must already be entered.
+/// Runs the sweep. The sandbox must already be entered; `db` is the
+/// `mariadb` victim's server ([`victim_db`]), when it runs.
 #[allow(clippy::too_many_lines)] // listed in docs/architecture.md: the sweep loop and its summary, in run order
-pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<ReclaimResult> {
+pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Option<&Database>) -> Result<ReclaimResult> {
     // The header says when the run started, not when it ended.
     let header = crate::result::Header::new("reclaim");
     let environment = Environment::capture(proc);
@@ -495,7 +498,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
             for &(rep, slot) in schedule.slots() {
                 let profile = profiling && slot == schedule::Slot::Probed { contenders: 0 };
                 let at = measure::At { target, rep, method, slot, profile };
-                let r = measure::one_run(opts, sandbox, proc, &kmsg, &at)?;
+                let r = measure::one_run(opts, sandbox, proc, &kmsg, &at, db)?;
                 if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
                     bpd_measured = Some(r.bytes_per_dentry);
                 }

@@ -145,6 +145,21 @@ pub struct Analysis {
     #[serde(default)]
     pub unaffected: Vec<Unaffected>,
     pub incidents: Vec<Incident>,
+    /// For every method and victim: whether that reclaim path stalls it
+    /// (judged as [`Analysis::unaffected`] is; fits and deadlines are the
+    /// first method's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<Stall>,
+}
+
+/// Whether one reclaim path stalls one victim, and if not, why not.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stall {
+    pub method: Method,
+    pub victim: Victim,
+    pub waits: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// A victim that does not wait for the reclaim, and how that was judged.
@@ -193,72 +208,89 @@ impl Analysis {
     }
 }
 
-/// Summarises the victim repetitions of the first method; `gap` is the
-/// reclaiming CPU's governing stretch fit (the verdict's).
+/// One victim at every size of one method: its rows, and its longest
+/// waits by count (for the fit).
+fn rows_of(runs: &[VictimRun], sizes: &[SizeSummary], method: Method, v: Victim) -> (Vec<VictimSize>, Vec<SizeValues>) {
+    let mut targets: Vec<u64> = runs.iter().filter(|r| r.method == method).map(|r| r.target).collect();
+    targets.dedup();
+    let (mut rows, mut points) = (Vec::new(), Vec::new());
+    for &t in &targets {
+        let of: Vec<&Outcome> = runs
+            .iter()
+            .filter(|r| r.target == t && r.method == method)
+            .flat_map(|r| r.victims.iter().filter(|o| o.victim == v && o.during.calls > 0))
+            .collect();
+        if of.is_empty() {
+            continue;
+        }
+        let m = |f: &dyn Fn(&Outcome) -> f64| median(&of.iter().map(|o| f(o)).collect::<Vec<_>>());
+        let longest: Vec<f64> = of.iter().map(|o| o.during.longest_seconds).collect();
+        let stretch = sizes.iter().find(|s| s.target == t && s.method == method && s.contenders == 0);
+        let spread = Spread::of(&longest);
+        let worst = of.iter().max_by(|a, b| a.during.longest_seconds.total_cmp(&b.during.longest_seconds));
+        rows.push(VictimSize {
+            victim: v,
+            target: t,
+            method,
+            longest_seconds: spread,
+            p99_seconds: m(&|o| o.during.p99_seconds),
+            per_second: m(&|o| o.during.per_second),
+            outside_longest_seconds: m(&|o| o.outside.longest_seconds),
+            outside_p99_seconds: m(&|o| o.outside.p99_seconds),
+            outside_per_second: m(&|o| o.outside.per_second),
+            of_stretch: stretch.map(|s| spread.median / s.max_gap_seconds.median).filter(|x| x.is_finite()),
+            waits_in: worst.and_then(|o| o.waits_in.clone()),
+        });
+        points.push(SizeValues { count: t as f64, values: longest });
+    }
+    (rows, points)
+}
+
+/// Summarises the victim repetitions: rows and a stall judgement for
+/// every method, fits and deadlines for the first (the verdict's); `gap`
+/// is the reclaiming CPU's governing stretch fit (the verdict's).
 pub fn analyse(
     runs: &[VictimRun],
     sizes: &[SizeSummary],
     gap: Option<crate::analysis::fit::PowerFit>,
     deadlines: &[Deadline],
 ) -> Option<Analysis> {
-    let method = runs.first()?.method;
-    let mut out = Vec::new();
+    let first = runs.first()?.method;
+    let mut methods: Vec<Method> = Vec::new();
+    for r in runs {
+        if !methods.contains(&r.method) {
+            methods.push(r.method);
+        }
+    }
     let mut kinds: Vec<Victim> = runs.iter().flat_map(|r| r.victims.iter().map(|o| o.victim)).collect();
     kinds.sort();
     kinds.dedup();
-    let mut targets: Vec<u64> = runs.iter().filter(|r| r.method == method).map(|r| r.target).collect();
-    targets.dedup();
-    let mut fits = Vec::new();
-    let mut unaffected = Vec::new();
-    for &v in &kinds {
-        let mut points = Vec::new();
-        for &t in &targets {
-            let of: Vec<&Outcome> = runs
-                .iter()
-                .filter(|r| r.target == t && r.method == method)
-                .flat_map(|r| r.victims.iter().filter(|o| o.victim == v && o.during.calls > 0))
-                .collect();
-            if of.is_empty() {
+    let (mut out, mut fits, mut unaffected, mut stalls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for &method in &methods {
+        for &v in &kinds {
+            let (rows, points) = rows_of(runs, sizes, method, v);
+            // The reclaim's own machinery: c·N unless the waits reject it,
+            // with the longest gap's run scatter carried into the band.
+            let model = crate::analysis::linearity::choose(&points, crate::analysis::run_scatter::GAP);
+            let judged = waits(model.as_ref().and_then(|m| m.power).as_ref(), rows.last());
+            stalls.push(Stall { method, victim: v, waits: judged.is_ok(), why: judged.clone().err() });
+            out.extend(rows);
+            if method != first {
                 continue;
             }
-            let m = |f: &dyn Fn(&Outcome) -> f64| median(&of.iter().map(|o| f(o)).collect::<Vec<_>>());
-            let longest: Vec<f64> = of.iter().map(|o| o.during.longest_seconds).collect();
-            let stretch = sizes.iter().find(|s| s.target == t && s.method == method && s.contenders == 0);
-            let spread = Spread::of(&longest);
-            let worst = of.iter().max_by(|a, b| a.during.longest_seconds.total_cmp(&b.during.longest_seconds));
-            out.push(VictimSize {
-                victim: v,
-                target: t,
-                method,
-                longest_seconds: spread,
-                p99_seconds: m(&|o| o.during.p99_seconds),
-                per_second: m(&|o| o.during.per_second),
-                outside_longest_seconds: m(&|o| o.outside.longest_seconds),
-                outside_p99_seconds: m(&|o| o.outside.p99_seconds),
-                outside_per_second: m(&|o| o.outside.per_second),
-                of_stretch: stretch.map(|s| spread.median / s.max_gap_seconds.median).filter(|x| x.is_finite()),
-                waits_in: worst.and_then(|o| o.waits_in.clone()),
-            });
-            points.push(SizeValues { count: t as f64, values: longest });
-        }
-        // The reclaim's own machinery: c·N unless the waits reject it, with
-        // the longest gap's run scatter carried into the band.
-        let model = crate::analysis::linearity::choose(&points, crate::analysis::run_scatter::GAP);
-        let last = out.iter().rev().find(|s| s.victim == v);
-        match waits(model.and_then(|m| m.power).as_ref(), last) {
-            Ok(()) => {
-                fits.extend(model.and_then(|m| m.governing().map(|fit| (fit, m.test.governs))).map(|(fit, shape)| {
-                    WaitFit { who: v.name().into(), watches: Watches::Victims, fit, shape: Some(shape) }
-                }))
+            match judged {
+                Ok(()) => fits.extend(model.and_then(|m| m.governing().map(|fit| (fit, m.test.governs))).map(
+                    |(fit, shape)| WaitFit { who: v.name().into(), watches: Watches::Victims, fit, shape: Some(shape) },
+                )),
+                Err(why) => unaffected.push(Unaffected { victim: v, why }),
             }
-            Err(why) => unaffected.push(Unaffected { victim: v, why }),
         }
     }
     if let Some(fit) = gap {
         fits.push(WaitFit { who: "reclaiming CPU".into(), watches: Watches::ReclaimingCpu, fit, shape: None });
     }
     let incidents = victims::incidents(deadlines, &fits);
-    Some(Analysis { sizes: out, fits, unaffected, incidents })
+    Some(Analysis { sizes: out, fits, unaffected, incidents, stalls })
 }
 
 /// Kubernetes' default timeout of an exec or HTTP probe (`timeoutSeconds`).
@@ -321,10 +353,12 @@ pub fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
 
 /// Starts the victims of `--victims` on every allowed CPU but the
 /// reclaiming one; the `cgroup` victim's cgroup is named for the cgroup
-/// guardian (the handler starts it when that victim is asked for).
+/// guardian (the handler starts it when that victim is asked for), and the
+/// `mariadb` victim queries `db` (the sweep's server, [`super::victim_db`]).
 pub fn start(
     opts: &super::Options,
     sandbox: &crate::sandbox::Sandbox,
+    db: Option<&crate::probe::victims::Database>,
 ) -> anyhow::Result<crate::probe::victims::Victims> {
     let cpus: Vec<usize> = crate::sys::allowed_cpus()?.into_iter().filter(|&c| c != opts.cpu).collect();
     let cgroup = if opts.victims.contains(&Victim::Cgroup) { Some(sandbox.victim_cgroup()?) } else { None };
@@ -333,7 +367,11 @@ pub fn start(
     } else {
         None
     };
-    let places = crate::probe::victims::Places { scratch: sandbox.scratch().to_path_buf(), cgroup, container };
+    let mariadb = match (opts.victims.contains(&Victim::Mariadb), db) {
+        (true, None) => anyhow::bail!("internal error: the mariadb victim's server was not started"),
+        (_, db) => db.cloned(),
+    };
+    let places = crate::probe::victims::Places { scratch: sandbox.scratch().to_path_buf(), cgroup, container, mariadb };
     crate::probe::victims::Victims::start(&opts.victims, &cpus, &places)
 }
 
@@ -359,4 +397,62 @@ fn container_run(scratch: std::path::PathBuf) -> anyhow::Result<crate::probe::vi
         };
         crate::bench::gvisor::runsc::run(&run, &["/bin/true".to_string()]).map(|_| ())
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(calls: usize, longest: f64) -> CallStats {
+        CallStats { calls, longest_seconds: longest, p50_seconds: 0.001, p99_seconds: longest, per_second: 100.0 }
+    }
+
+    /// `umount` waits 100 ms per million dentries under one path and not
+    /// under the other; `stat` waits under neither.
+    fn run(method: &str, target: u64, rep: u32) -> VictimRun {
+        let method: Method = method.parse().unwrap();
+        let grows = method.name() == "umount";
+        let outcome = |victim, during: f64| Outcome {
+            victim,
+            during: stats(10, during),
+            outside: stats(200, 0.002),
+            longest_started_seconds: None,
+            waits_in: None,
+            stack: Vec::new(),
+            stack_samples: 0,
+            error: None,
+        };
+        let wait = if grows { 0.1 * target as f64 / 1e6 * (1.0 + 0.01 * rep as f64) } else { 0.002 };
+        VictimRun {
+            target,
+            rep,
+            method,
+            reclaim_seconds: 1.0,
+            victims: vec![outcome(Victim::Umount, wait), outcome(Victim::Stat, 0.0021)],
+        }
+    }
+
+    #[test]
+    fn every_method_is_judged_and_only_the_first_is_fitted() {
+        let mut runs = Vec::new();
+        for method in ["umount", "ns-exit"] {
+            for target in [1_000_000, 2_000_000, 4_000_000] {
+                runs.extend((0..3).map(|rep| run(method, target, rep)));
+            }
+        }
+        let a = analyse(&runs, &[], None, &[]).unwrap();
+        let judged = |m: &str, v: Victim| a.stalls.iter().find(|s| s.method.name() == m && s.victim == v).unwrap();
+        assert!(judged("umount", Victim::Umount).waits);
+        assert!(!judged("umount", Victim::Stat).waits);
+        assert!(!judged("ns-exit", Victim::Umount).waits, "{:?}", judged("ns-exit", Victim::Umount));
+        assert!(judged("ns-exit", Victim::Umount).why.as_deref().is_some_and(|w| w.contains("2×")));
+        assert_eq!(a.stalls.len(), 4);
+        assert_eq!(a.sizes.iter().filter(|s| s.method.name() == "ns-exit").count(), 6, "rows for both methods");
+        assert_eq!(a.fits.iter().map(|f| f.who.as_str()).collect::<Vec<_>>(), ["umount"], "the first method's fit");
+        assert_eq!(a.unaffected.iter().map(|u| u.victim).collect::<Vec<_>>(), [Victim::Stat]);
+        let g = crate::bench::reclaim::render::victims::stalls_grid(&a).unwrap();
+        assert_eq!(g.header, ["Victim", "umount", "ns-exit"]);
+        assert!(g.rows[0][1].starts_with("waits 404 ms"), "{:?}", g.rows);
+        assert!(g.rows[0][2].starts_with("no:"), "{:?}", g.rows);
+    }
 }

@@ -190,6 +190,15 @@ fn victims_sections(s: &mut Doc, r: &ReclaimResult, h: &str) {
     for u in &a.unaffected {
         let _ = writeln!(s, "\n- {} does not wait for the reclaim: {}", u.victim.name(), u.why);
     }
+    if let Some(g) = victims::stalls_grid(a) {
+        let _ = writeln!(s, "\n{h} Which reclaim path stalls whom\n");
+        let _ = writeln!(
+            s,
+            "At each path's largest size: the victim's longest call during the reclaim (× the longest stretch); \
+             'no': not judged waiting, by the rule the lines above use.\n"
+        );
+        s.grid(g);
+    }
     if let Some(g) = victims::deadlines_grid(a) {
         let _ = writeln!(s, "\n{h} Deadlines of the node\n");
         s.grid(g);

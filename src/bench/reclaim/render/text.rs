@@ -119,6 +119,13 @@ fn victims_block(s: &mut Doc, r: &ReclaimResult) {
     for u in &a.unaffected {
         let _ = writeln!(s, "{} does not wait for the reclaim: {}", u.victim.name(), u.why);
     }
+    if let Some(g) = victims::stalls_grid(a) {
+        let _ = writeln!(
+            s,
+            "\nWhich reclaim path stalls whom (at each path's largest size: the longest call during the reclaim, × the stretch; 'no': not judged waiting, the unaffected rule above)"
+        );
+        s.grid(g);
+    }
     if let Some(g) = victims::deadlines_grid(a) {
         let _ = writeln!(s, "\nDeadlines of the node: who misses each first, at what count");
         s.grid(g);

@@ -17,11 +17,17 @@ fn maybe_secs(s: f64) -> String {
     if s.is_finite() { secs(s) } else { "–".into() }
 }
 
+/// Whether the victims ran under more than one reclaim path.
+fn several_methods(a: &Analysis) -> bool {
+    a.sizes.iter().any(|s| s.method != a.sizes[0].method)
+}
+
 pub fn victims_grid(a: &Analysis) -> Option<Grid> {
     if a.sizes.is_empty() {
         return None;
     }
-    let header = [
+    let methods = several_methods(a);
+    let mut header = [
         "Victim",
         "Target",
         "Longest during",
@@ -35,11 +41,14 @@ pub fn victims_grid(a: &Analysis) -> Option<Grid> {
     ]
     .map(String::from)
     .to_vec();
+    if methods {
+        header.insert(0, "Method".into());
+    }
     let rows = a
         .sizes
         .iter()
         .map(|s| {
-            vec![
+            let mut row = vec![
                 s.victim.name().to_string(),
                 human(s.target),
                 spread_secs(&s.longest_seconds),
@@ -50,7 +59,53 @@ pub fn victims_grid(a: &Analysis) -> Option<Grid> {
                 maybe_secs(s.outside_p99_seconds),
                 format!("{:.0}", s.outside_per_second),
                 s.waits_in.clone().unwrap_or_else(|| "–".into()),
-            ]
+            ];
+            if methods {
+                row.insert(0, s.method.name().to_string());
+            }
+            row
+        })
+        .collect();
+    Some(Grid { header, rows })
+}
+
+/// With more than one reclaim path: which path stalls which victim, one
+/// row per victim, a column per path; a cell is the victim's longest call
+/// during the reclaim at the path's largest size (× the stretch), or `no`.
+pub fn stalls_grid(a: &Analysis) -> Option<Grid> {
+    if !several_methods(a) {
+        return None;
+    }
+    let mut methods: Vec<crate::bench::reclaim::Method> = Vec::new();
+    let mut victims: Vec<crate::probe::victims::Victim> = Vec::new();
+    for s in &a.stalls {
+        if !methods.contains(&s.method) {
+            methods.push(s.method);
+        }
+        if !victims.contains(&s.victim) {
+            victims.push(s.victim);
+        }
+    }
+    let mut header = vec!["Victim".to_string()];
+    header.extend(methods.iter().map(|m| m.name().to_string()));
+    let rows = victims
+        .iter()
+        .map(|&v| {
+            let mut row = vec![v.name().to_string()];
+            for &m in &methods {
+                let stall = a.stalls.iter().find(|s| s.method == m && s.victim == v);
+                let last = a.sizes.iter().rev().find(|s| s.method == m && s.victim == v);
+                row.push(match (stall, last) {
+                    (Some(st), Some(l)) => format!(
+                        "{} {}{}",
+                        if st.waits { "waits" } else { "no:" },
+                        secs(l.longest_seconds.median),
+                        l.of_stretch.map(|x| format!(" ({x:.2}×)")).unwrap_or_default()
+                    ),
+                    _ => "–".into(),
+                });
+            }
+            row
         })
         .collect();
     Some(Grid { header, rows })
