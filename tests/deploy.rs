@@ -334,7 +334,8 @@ fn applied_documents(dir: &std::path::Path) -> Vec<(String, serde_json::Value)> 
         let name = f.strip_prefix(&deploy_dir).unwrap_or(&f).display().to_string();
         let text = std::fs::read_to_string(&f).unwrap();
         if f.extension().is_some_and(|e| e == "json") {
-            out.push((name, serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))));
+            let obj = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            out.push((name, obj));
             continue;
         }
         for d in YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}")) {
