@@ -1,5 +1,6 @@
 //! `deploy/`: the alert rules pass promtool's check and unit
-//! tests, the manifests parse as Kubernetes objects that agree with the
+//! tests, `kubectl apply -f deploy/` reads nothing but Kubernetes objects,
+//! the manifests parse as Kubernetes objects that agree with the
 //! exporter's flags and validate against the pinned API server's OpenAPI
 //! (offline, from a fixture), and the dashboard and alerts use only metrics
 //! the exporter exports.
@@ -25,7 +26,7 @@ fn list<'a>(y: &'a Yaml, what: &str) -> &'a Vec<Yaml> {
 
 #[test]
 fn alert_rules_pass_promtool() {
-    let dir = metrics::repo().join("deploy");
+    let dir = metrics::repo().join("deploy/prometheus");
     metrics::assert_promtool_ok(&["check", "rules", "alerts.yaml"], None, &dir);
     metrics::assert_promtool_ok(&["test", "rules", "alerts_test.yaml"], None, &dir);
 }
@@ -123,7 +124,7 @@ fn dashboard_and_alerts_use_only_exported_metrics() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .map(|l| l.split(' ').next().unwrap().to_string())
         .collect();
-    let dashboard: serde_json::Value = serde_json::from_str(&deploy("dashboard.json")).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&deploy("grafana/dashboard.json")).unwrap();
     let panels = dashboard["panels"].as_array().unwrap();
     assert!(panels.len() >= 6);
     let mut exprs = String::new();
@@ -134,7 +135,7 @@ fn dashboard_and_alerts_use_only_exported_metrics() {
             exprs.push('\n');
         }
     }
-    let rules = YamlLoader::load_from_str(&deploy("alerts.yaml")).unwrap();
+    let rules = YamlLoader::load_from_str(&deploy("prometheus/alerts.yaml")).unwrap();
     for r in list(&rules[0]["groups"][0]["rules"], "rules") {
         exprs += s(&r["expr"], "expr");
         exprs.push('\n');
@@ -148,12 +149,15 @@ fn dashboard_and_alerts_use_only_exported_metrics() {
     assert!(unknown.is_empty(), "not exported: {unknown:?}");
 }
 
-/// The calibration Job: pinned to one node, privileged, runs
+/// The label that chooses the node the calibration Job runs on.
+const CALIBRATE_LABEL: &str = "dentrylab.io/calibrate";
+
+/// The calibration Job: on the one node a label chooses, privileged, runs
 /// once, writes the calibration into the host directory the DaemonSet reads,
 /// with flags `reclaim` accepts, and says its risk.
 #[test]
 fn calibration_job_writes_where_the_daemonset_reads() {
-    let text = deploy("calibration-job.yaml");
+    let text = deploy("calibration/calibration-job.yaml");
     assert!(text.contains("RISK:") && text.contains("dentries"), "the risk is documented");
     let docs = YamlLoader::load_from_str(&text).unwrap();
     assert_eq!(docs.len(), 1);
@@ -163,7 +167,15 @@ fn calibration_job_writes_where_the_daemonset_reads() {
     assert_eq!(s(&job["metadata"]["namespace"], "namespace"), "dentrylab");
     assert_eq!(job["spec"]["backoffLimit"].as_i64(), Some(0), "never retried on its own");
     let pod = &job["spec"]["template"]["spec"];
-    assert!(!s(&pod["nodeName"], "nodeName").is_empty(), "pinned to a node");
+    // The node is chosen by a label the user sets (the comment says how),
+    // not by a nodeName placeholder the API server rejects.
+    assert!(pod["nodeName"].is_badvalue(), "no nodeName: {:?}", pod["nodeName"]);
+    assert_eq!(s(&pod["nodeSelector"][CALIBRATE_LABEL], "nodeSelector"), "true");
+    assert!(
+        text.contains(&format!("kubectl label node NODE {CALIBRATE_LABEL}=true")),
+        "the label command is documented"
+    );
+    assert!(text.contains(&format!("kubectl label node NODE {CALIBRATE_LABEL}-")), "and its removal");
     assert_eq!(s(&pod["restartPolicy"], "restartPolicy"), "Never");
     let c = &list(&pod["containers"], "containers")[0];
     assert_eq!(c["securityContext"]["privileged"].as_bool(), Some(true));
@@ -299,24 +311,98 @@ fn yaml_to_json(y: &Yaml) -> serde_json::Value {
     }
 }
 
-/// Every Kubernetes object in deploy/'s YAML files (those with an apiVersion
-/// and a kind), with the file it came from.
-fn manifests() -> Vec<(String, serde_json::Value)> {
-    let mut files: Vec<_> = std::fs::read_dir(metrics::repo().join("deploy"))
+/// The folders a user applies: `kubectl apply -f deploy/` (the exporter)
+/// and `kubectl apply -f deploy/calibration/` (one node at a time).
+const APPLIED: [&str; 2] = ["deploy", "deploy/calibration"];
+
+/// The documents `kubectl apply -f DIR` reads, with the file each came
+/// from (relative to `deploy/`): as kubectl walks a directory without
+/// `-R`, the files directly in it named `*.json`, `*.yaml` or `*.yml`
+/// (others, like the Dockerfile, and subfolders are skipped); a JSON file
+/// is one object, a YAML file one per non-empty document.
+fn applied_documents(dir: &std::path::Path) -> Vec<(String, serde_json::Value)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|f| f.ends_with(".yaml") || f.ends_with(".yml"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .filter(|p| p.extension().is_some_and(|e| e == "json" || e == "yaml" || e == "yml"))
         .collect();
     files.sort();
+    let deploy_dir = metrics::repo().join("deploy");
     let mut out = Vec::new();
     for f in files {
-        for d in YamlLoader::load_from_str(&deploy(&f)).unwrap() {
-            if d["apiVersion"].as_str().is_some() || d["kind"].as_str().is_some() {
-                out.push((f.clone(), yaml_to_json(&d)));
+        let name = f.strip_prefix(&deploy_dir).unwrap_or(&f).display().to_string();
+        let text = std::fs::read_to_string(&f).unwrap();
+        if f.extension().is_some_and(|e| e == "json") {
+            let obj = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            out.push((name, obj));
+            continue;
+        }
+        for d in YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}")) {
+            if !d.is_null() {
+                out.push((name.clone(), yaml_to_json(&d)));
             }
         }
     }
     out
+}
+
+/// Why `kubectl apply` would refuse a document: no apiVersion, kind or
+/// metadata.name ("apiVersion not set", "kind not set"), or a pod pinned by
+/// nodeName (a placeholder is rejected; a real name belongs to one cluster).
+fn not_applicable(obj: &serde_json::Value) -> Option<String> {
+    for (field, v) in
+        [("apiVersion", &obj["apiVersion"]), ("kind", &obj["kind"]), ("metadata.name", &obj["metadata"]["name"])]
+    {
+        if v.as_str().is_none_or(str::is_empty) {
+            return Some(format!("{field} not set: not a Kubernetes object"));
+        }
+    }
+    let pod = &obj["spec"]["template"]["spec"];
+    pod.get("nodeName").map(|n| format!("spec.template.spec.nodeName {n}: pinned to one node by name"))
+}
+
+/// Every Kubernetes object a user applies from deploy/, with its file.
+fn manifests() -> Vec<(String, serde_json::Value)> {
+    APPLIED.iter().flat_map(|d| applied_documents(&metrics::repo().join(d))).collect()
+}
+
+/// `kubectl apply -f deploy/` as the README tells a user: every file kubectl
+/// reads there (and in deploy/calibration/) holds Kubernetes objects only;
+/// the rule files, the dashboard and the node-problem-detector config live
+/// in folders it skips. Shown failing on the layout that broke it: the
+/// alert rules and the dashboard at the top of the folder.
+#[test]
+fn kubectl_apply_of_deploy_reads_only_kubernetes_objects() {
+    for dir in APPLIED {
+        let docs = applied_documents(&metrics::repo().join(dir));
+        assert!(!docs.is_empty(), "{dir}: nothing to apply");
+        let bad: Vec<String> =
+            docs.iter().filter_map(|(f, o)| not_applicable(o).map(|why| format!("{f}: {why}"))).collect();
+        assert!(bad.is_empty(), "kubectl apply -f {dir}/ would fail on:\n{}", bad.join("\n"));
+    }
+    // The same check on the old layout: what kubectl choked on.
+    let old = tempfile::tempdir().unwrap();
+    let repo = metrics::repo();
+    for f in ["daemonset.yaml", "Dockerfile", "prometheus/alerts.yaml", "grafana/dashboard.json"] {
+        let to = old.path().join(std::path::Path::new(f).file_name().unwrap());
+        std::fs::copy(repo.join("deploy").join(f), to).unwrap();
+    }
+    let mut job = deploy("calibration/calibration-job.yaml");
+    job = job.replace("      nodeSelector:\n", "      nodeName: REPLACE-WITH-NODE-NAME\n      nodeSelector:\n");
+    std::fs::write(old.path().join("calibration-job.yaml"), job).unwrap();
+    let docs = applied_documents(old.path());
+    let bad: Vec<String> =
+        docs.iter().filter_map(|(f, o)| not_applicable(o).map(|why| format!("{f}: {why}"))).collect();
+    for want in [
+        "alerts.yaml: apiVersion not set",
+        "dashboard.json: apiVersion not set",
+        "calibration-job.yaml: spec.template.spec.nodeName",
+    ] {
+        assert!(bad.iter().any(|b| b.contains(want)), "{want} in {bad:?}");
+    }
+    assert!(!docs.iter().any(|(f, _)| f.contains("Dockerfile")), "kubectl skips files of other extensions");
+    assert_eq!(bad.len(), 3, "{bad:?}");
 }
 
 /// Every manifest in deploy/ is valid against the pinned API server's
@@ -337,9 +423,12 @@ fn manifests_validate_against_the_api_servers_openapi() {
         seen.push(format!("{file}:{}", obj["kind"].as_str().unwrap_or("?")));
     }
     assert!(bad.is_empty(), "rejected by {OPENAPI_VERSION}'s OpenAPI:\n{}", bad.join("\n"));
-    for want in
-        ["daemonset.yaml:Namespace", "daemonset.yaml:DaemonSet", "daemonset.yaml:Service", "calibration-job.yaml:Job"]
-    {
+    for want in [
+        "daemonset.yaml:Namespace",
+        "daemonset.yaml:DaemonSet",
+        "daemonset.yaml:Service",
+        "calibration/calibration-job.yaml:Job",
+    ] {
         assert!(seen.iter().any(|s| s == want), "{want} validated (saw {seen:?})");
     }
 }

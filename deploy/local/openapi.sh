@@ -17,7 +17,7 @@ version=$("$KUBECTL" version -o json | jq -r .serverVersion.gitVersion)
 [ -n "$version" ] && [ "$version" != null ] || { echo "no API server answers (KUBECONFIG?)" >&2; exit 1; }
 out=tests/fixtures/k8s-openapi/$version
 mkdir -p "$out"
-# The group-versions of the kinds in deploy/*.yaml.
+# The group-versions of the kinds in deploy/*.yaml and deploy/calibration/.
 for gv in api/v1 apis/apps/v1 apis/batch/v1; do
     f=$out/$(echo "$gv" | tr / _).json
     "$KUBECTL" get --raw "/openapi/v3/$gv" \
