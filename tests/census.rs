@@ -48,7 +48,9 @@ fn no_kcore_is_one_line_saying_what_to_do() {
     if !std::path::Path::new("/proc/kcore").exists() {
         let err = refusal(&[]);
         assert!(err.contains("/proc/kcore does not exist"), "{err}");
-        for args in [&["reclaim", "--sizes", "10k", "--census", "--no-save"][..], &["containers", "--count", "1", "--census"]] {
+        for args in
+            [&["reclaim", "--sizes", "10k", "--census", "--no-save"][..], &["containers", "--count", "1", "--census"]]
+        {
             let out = bin().args(args).output().unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");

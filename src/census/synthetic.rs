@@ -123,7 +123,8 @@ impl Image {
     pub fn dentry(&mut self, sb: u64, parent: u64, name: &str, positive: bool) -> u64 {
         let l = self.layout;
         let d = self.raw_dentry(sb, Some(parent), name, positive);
-        let h = name.bytes().fold(parent ^ 0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let h =
+            name.bytes().fold(parent ^ 0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
         let bucket = self.table + (h >> 17) % self.buckets * 8;
         let first = u64::from_le_bytes(self.at(bucket, 8).try_into().unwrap());
         self.put(d + l.d_hash + l.bl_next, first);
@@ -228,7 +229,11 @@ mod tests {
         assert!(r.planted.iter().all(|c| c.ok), "{:?}", r.planted);
         // What a workload's check says of the same walk.
         let n = super::super::workload::named(&r, &s.expected[1]);
-        assert_eq!((n.found, n.created, n.exact, n.ok), (50, 50, 1, false), "b is not the top of its filesystem: {n:?}");
+        assert_eq!(
+            (n.found, n.created, n.exact, n.ok),
+            (50, 50, 1, false),
+            "b is not the top of its filesystem: {n:?}"
+        );
         assert_eq!(n.top_directory.as_deref(), Some("/mnt/t/a"));
     }
 }

@@ -142,7 +142,9 @@ fn parse_census_interval(s: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a duration (write for example 5m, 15m or 1h)"))?;
     let min = crate::exporter::census::MIN_INTERVAL;
     if d < min || d.as_secs() > 86_400 {
-        return Err(format!("{s} is outside 5m to 24h: a census walks the kernel's hash table, at most every 5 minutes"));
+        return Err(format!(
+            "{s} is outside 5m to 24h: a census walks the kernel's hash table, at most every 5 minutes"
+        ));
     }
     Ok(d)
 }

@@ -231,9 +231,21 @@ mod tests {
                 c.wait_with_output()
             })
             .expect("promtool (Prometheus' checker; .ci/run installs it) must be on the PATH");
-        assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         // A census that could not run: up 0, and no directories.
-        let none = status::census::collect(&status::census::Options { source: crate::census::Source::of(&crate::procfs::ProcRoot::new(dir.path().join("none"))), fraction: 1.0, top: 1 }, &proc);
+        let none = status::census::collect(
+            &status::census::Options {
+                source: crate::census::Source::of(&crate::procfs::ProcRoot::new(dir.path().join("none"))),
+                fraction: 1.0,
+                top: 1,
+            },
+            &proc,
+        );
         b.store(none, 0.0);
         let m = b.metrics();
         assert!(m.contains("dentrylab_census_up 0") && !m.contains("census_directory"), "{m}");

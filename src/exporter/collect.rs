@@ -39,13 +39,16 @@ impl Scrapes {
         let queue = Arc::new(Mutex::new(queue));
         for i in 0..workers {
             let (q, c, n) = (Arc::clone(&queue), Arc::clone(&collector), census.clone());
-            std::thread::Builder::new().name(format!("scrape-{i}")).spawn(move || work(&q, &c, n.as_deref())).with_context(|| {
-                format!(
-                    "cannot start scrape worker thread {} of {workers} (lower --workers, or raise the \
+            std::thread::Builder::new()
+                .name(format!("scrape-{i}"))
+                .spawn(move || work(&q, &c, n.as_deref()))
+                .with_context(|| {
+                    format!(
+                        "cannot start scrape worker thread {} of {workers} (lower --workers, or raise the \
                      process's thread limit: ulimit -u, the pids cgroup)",
-                    i + 1
-                )
-            })?;
+                        i + 1
+                    )
+                })?;
         }
         Ok(Scrapes { jobs })
     }

@@ -19,10 +19,8 @@ use crate::workload::container::{LOOKUP_DIRS, Mix, Op};
 /// the largest first.
 pub fn expected(image: &Path, mix: &Mix, ops: u64, runs: &[ContainerRun]) -> Expected {
     let sum = |f: fn(&ContainerRun) -> u64| runs.iter().map(f).sum::<u64>();
-    let mut dirs = vec![
-        (image.join("tmp"), sum(|r| r.outcome.temp_tables)),
-        (image.join("data"), sum(|r| r.outcome.files)),
-    ];
+    let mut dirs =
+        vec![(image.join("tmp"), sum(|r| r.outcome.temp_tables)), (image.join("data"), sum(|r| r.outcome.files))];
     // The lookups go round the probe directories by operation number
     // (`workload::container::run`): replay one container's sequence.
     let mut per_dir = vec![0u64; LOOKUP_DIRS as usize];
@@ -35,7 +33,7 @@ pub fn expected(image: &Path, mix: &Mix, ops: u64, runs: &[ContainerRun]) -> Exp
     let full = runs.iter().filter(|r| r.outcome.new_names() == ops).count() as u64;
     dirs.extend(per_dir.iter().enumerate().map(|(k, n)| (image.join("probe").join(format!("p{k}")), n * full)));
     dirs.retain(|(_, n)| *n > 0);
-    dirs.sort_by(|a, b| b.1.cmp(&a.1));
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.1));
     Expected { kind: "negative".into(), negative: true, directories: dirs }
 }
 
