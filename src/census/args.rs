@@ -18,7 +18,7 @@ reads). Needs root, a kernel with /proc/kcore (CONFIG_PROC_KCORE) and BTF, and k
 see addresses; each missing piece is one line (exit 1).\n\n\
 --sample FRACTION walks that fraction of the buckets: each count is an estimate with its 90% interval. \
 --plant makes directories with known counts in dentrylab's sandbox first and checks what the census found \
-there. See docs/census.md.";
+there. The same walk serves 'status --census', 'exporter --census-interval' and the check of 'reclaim --census' and 'containers --census'. See docs/census.md.";
 
 /// Most directories listed per ranking.
 pub const MAX_TOP: u32 = 1000;

@@ -6,20 +6,26 @@
 //! their negative and total children, per filesystem and overall, each
 //! count with its 90% interval on a sampled walk (`analysis::census`).
 //!
-//! In: the arguments, `/proc`, `/sys/kernel/btf/vmlinux`. Out:
-//! [`CensusResult`]. Imports `probe`, `analysis`, `procfs`, `sandbox` and
-//! `workload` (for `--plant`); imported by `cli`.
+//! In: the arguments (or a [`Survey`] and a [`Source`]), `/proc`,
+//! `/sys/kernel/btf/vmlinux`. Out: [`CensusResult`], or a workload's check
+//! ([`workload::Named`]). Imports `probe`, `analysis`, `procfs`, `sandbox`
+//! and `workload` (for `--plant`); imported by `bench` (`reclaim` and
+//! `containers --census`), `status` (`--census`), `exporter` and `cli`.
 
 pub mod args;
 pub mod plant;
 pub mod rank;
+#[cfg(test)]
+pub mod synthetic;
 pub mod table;
+pub mod workload;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::analysis::census::{Estimate, estimate};
 use crate::probe::btf::Layout;
@@ -27,12 +33,13 @@ use crate::probe::census::{Census, Rejected, Roots, Tally};
 use crate::probe::kcore::Kcore;
 use crate::procfs::{ProcRoot, kallsyms, mountinfo};
 pub use args::Args;
+pub use plant::Expected;
 pub use rank::{DirRow, FsRow};
 
 /// Buckets per block: the unit of sampling and of reading the table.
 pub const BLOCK: u64 = 512;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Walk {
     /// "full" or "sample".
     pub mode: String,
@@ -66,14 +73,67 @@ pub struct CensusResult {
     pub top_negative: Vec<DirRow>,
     pub top_total: Vec<DirRow>,
     pub planted: Vec<plant::Check>,
-    /// With --churn: names created and deleted during the walk.
+    /// With --churn: names created and deleted from its start (planting's
+    /// end) to the walk's end.
     pub churn_operations: Option<u64>,
+    /// With --churn: the rate asked for and the rate reached during the walk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<ChurnReport>,
+}
+
+/// What `--churn` did.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct ChurnReport {
+    pub asked_per_second: u64,
+    /// Creates and unlinks from the churn's start to the walk's end.
+    pub operations: u64,
+    /// Of which while the walk ran.
+    pub during_walk: u64,
+    pub per_second_during_walk: f64,
 }
 
 const SYMBOLS: [&str; 4] = ["dentry_hashtable", "d_hash_shift", "super_blocks", "page_offset_base"];
 
+/// Where the kernel's memory and BTF are read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub kcore: PathBuf,
+    pub btf: PathBuf,
+}
+
+impl Source {
+    /// `PROC/kcore` and the kernel's own BTF.
+    pub fn of(proc: &ProcRoot) -> Source {
+        Source { kcore: proc.path("kcore"), btf: PathBuf::from(BTF) }
+    }
+}
+
+/// The running kernel's BTF.
+pub const BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// What a census walks and ranks.
+#[derive(Debug, Clone, Default)]
+pub struct Survey {
+    /// Fraction of the hash buckets (1: all).
+    pub fraction: f64,
+    /// Directories per ranking.
+    pub top: usize,
+    /// Only filesystems of this type.
+    pub fs: Option<String>,
+    /// Directories whose counts are known (planted, or a workload's).
+    pub expected: Vec<Expected>,
+    /// Names created and deleted per second in this directory during the walk.
+    pub churn: Option<(PathBuf, u64)>,
+}
+
+/// Checks that the census can run here: the one-line refusals of
+/// [`open_kernel`], before a command spends time on anything else.
+pub fn available(src: &Source, proc: &ProcRoot) -> Result<()> {
+    open_kernel(src, proc).map(|_| ())
+}
+
 /// The one-line refusals, checked before anything else is done.
-fn open_kernel(a: &Args, proc: &ProcRoot) -> Result<(Kcore, Layout, Roots)> {
+fn open_kernel(a: &Source, proc: &ProcRoot) -> Result<(Kcore, Layout, Roots)> {
     if !a.kcore.exists() {
         bail!(
             "{} does not exist: this kernel was built without CONFIG_PROC_KCORE, so its memory cannot be read; \
@@ -140,7 +200,9 @@ pub fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
 
 /// Runs the census (planting first with `--plant`).
 pub fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult> {
-    let (kcore, layout, roots) = open_kernel(a, proc)?;
+    let src = Source { kcore: a.kcore.clone(), btf: a.btf.clone() };
+    // The refusals come before any planting.
+    available(&src, proc)?;
     let plants = a.plants();
     let mut sandbox = None;
     let mut planted = Vec::new();
@@ -149,23 +211,22 @@ pub fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult
         planted = plant::make(&mut s, &plants, crate::env::cpus(), say)?;
         sandbox = Some(s);
     }
-    // After planting: the planted filesystems' superblocks are on the list.
-    let census = Census::open(&kcore, layout, roots)?;
-    let churn = match (a.churn, planted.first()) {
-        (Some(rate), Some(p)) => Some(plant::Churn::start(p.mount.path().to_path_buf(), rate)),
-        _ => None,
+    let survey = Survey {
+        fraction: a.fraction(),
+        top: a.top as usize,
+        fs: a.fs.clone(),
+        expected: planted.iter().map(plant::Planted::expected).collect(),
+        churn: a.churn.zip(planted.first()).map(|(rate, p)| (p.mount.path().to_path_buf(), rate)),
     };
-    let nblocks = census.buckets.div_ceil(BLOCK);
-    let seed =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
-    let chosen = blocks(nblocks, a.fraction(), seed);
-    say(&format!(
-        "census: {} of {} hash buckets ({}), {} superblocks",
-        chosen.len() as u64 * BLOCK,
-        census.buckets,
-        if a.fraction() >= 1.0 { "full walk".to_string() } else { format!("a {:.3}% sample", a.fraction() * 100.0) },
-        census.superblocks.len()
-    ));
+    let result = survey_of(&src, proc, &survey, say);
+    drop(planted);
+    drop(sandbox);
+    result
+}
+
+/// Walks the chosen blocks, saying after the first 2% how long the rest
+/// will take; the tally and the seconds the walk took.
+fn walk_blocks(census: &Census, chosen: &[u64], say: &dyn Fn(&str)) -> (Tally, f64) {
     let mut tally = Tally::default();
     let t0 = Instant::now();
     let pilot = (chosen.len() / 50).max(1);
@@ -181,18 +242,51 @@ pub fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult
             ));
         }
     }
-    let seconds = t0.elapsed().as_secs_f64();
-    let churn_operations = churn.map(plant::Churn::stop);
+    (tally, t0.elapsed().as_secs_f64())
+}
+
+/// Walks the table (all of it, or a sample) and ranks what it found. The
+/// superblocks are read after everything `survey.expected` names exists.
+pub fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dyn Fn(&str)) -> Result<CensusResult> {
+    let (kcore, layout, roots) = open_kernel(src, proc)?;
+    let census = Census::open(&kcore, layout, roots)?;
+    let churn = survey.churn.as_ref().map(|(dir, rate)| plant::Churn::start(dir.clone(), *rate));
+    let nblocks = census.buckets.div_ceil(BLOCK);
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+    let chosen = blocks(nblocks, survey.fraction, seed);
+    say(&format!(
+        "census: {} of {} hash buckets ({}), {} superblocks",
+        chosen.len() as u64 * BLOCK,
+        census.buckets,
+        if survey.fraction >= 1.0 {
+            "full walk".to_string()
+        } else {
+            format!("a {:.3}% sample", survey.fraction * 100.0)
+        },
+        census.superblocks.len()
+    ));
+    let ops0 = churn.as_ref().map(plant::Churn::operations);
+    let (tally, seconds) = walk_blocks(&census, &chosen, say);
+    let churn = churn.map(|c| {
+        let during = c.operations() - ops0.unwrap_or(0);
+        let asked = c.per_second;
+        let total = c.stop();
+        ChurnReport {
+            asked_per_second: asked,
+            operations: total,
+            during_walk: during,
+            per_second_during_walk: during as f64 / seconds.max(1e-9),
+        }
+    });
     let fraction = (tally.buckets as f64 / census.buckets as f64).min(1.0);
     let nr_dentry = proc.dentry_state().map(|d| d.nr_dentry).unwrap_or(0);
     let mounts = mountinfo::parse(proc.open("self/mountinfo")?)?;
     let found: u64 = tally.by_parent.values().map(|c| c[0] + c[1]).sum();
     let hashed = estimate(found, fraction);
     let mut paths = HashMap::new();
-    let ranked = rank::rank(&census, &tally, &mounts, fraction, a.top as usize, a.fs.as_deref(), &mut paths);
-    let checks = rank::check(&census, &tally, &mounts, fraction, &planted, &mut paths);
-    drop(planted);
-    drop(sandbox);
+    let ranked = rank::rank(&census, &tally, &mounts, fraction, survey.top, survey.fs.as_deref(), &mut paths);
+    let checks = rank::check(&census, &tally, &mounts, fraction, &survey.expected, &mut paths);
     Ok(CensusResult {
         header: crate::result::Header::new("census"),
         kernel: proc.read_line("sys/kernel/osrelease").unwrap_or_default(),
@@ -216,7 +310,8 @@ pub fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult
         top_negative: ranked.1,
         top_total: ranked.2,
         planted: checks,
-        churn_operations,
+        churn_operations: churn.as_ref().map(|c| c.operations),
+        churn,
     })
 }
 
@@ -261,7 +356,8 @@ mod tests {
         std::fs::write(root.join("kcore"), d).unwrap();
         let (k, b) = (root.join("kcore"), root.join("btf"));
         let t = T::parse_from(["census", "--kcore", k.to_str().unwrap(), "--btf", b.to_str().unwrap()]);
-        let e = open_kernel(&t.a, &ProcRoot::new(root.join("proc"))).err().expect("refused");
+        let src = Source { kcore: t.a.kcore, btf: t.a.btf };
+        let e = open_kernel(&src, &ProcRoot::new(root.join("proc"))).err().expect("refused");
         format!("{e:#}")
     }
     const PAGE_OFFSET: u64 = crate::probe::census::PAGE_OFFSET_L4;

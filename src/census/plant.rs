@@ -1,7 +1,7 @@
 //! `--plant`: directories with known counts, made in dentrylab's sandbox
 //! before the census, and the check of what the census found in them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -52,16 +52,35 @@ pub struct Planted {
 }
 
 impl Planted {
-    /// The directories and how many entries each holds (`workload::plan`'s split).
-    pub fn directories(&self) -> Vec<(PathBuf, u64)> {
-        let n = self.plant.layout.dirs();
-        let c = self.plant.count;
-        (0..n)
+    /// What the census should find there.
+    pub fn expected(&self) -> Expected {
+        Expected::of_workload(self.mount.path(), self.plant.kind, self.plant.layout, self.plant.count)
+    }
+}
+
+/// Directories a workload filled, with how many entries of its kind each
+/// holds: what the census must find there.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    /// The kind's name (`negative`, `hardlink`, …).
+    pub kind: String,
+    /// Negative dentries (else positive).
+    pub negative: bool,
+    pub directories: Vec<(PathBuf, u64)>,
+}
+
+impl Expected {
+    /// `workload::create(root, spec)`'s directories and how many entries
+    /// each holds (`workload::plan`'s split).
+    pub fn of_workload(root: &Path, kind: Kind, layout: Layout, count: u64) -> Expected {
+        let n = layout.dirs();
+        let directories = (0..n)
             .map(|d| {
-                let q = c / u64::from(n) + u64::from(u64::from(d) < c % u64::from(n));
-                (self.mount.path().join(workload::dir_name(d)), q)
+                let q = count / u64::from(n) + u64::from(u64::from(d) < count % u64::from(n));
+                (root.join(workload::dir_name(d)), q)
             })
-            .collect()
+            .collect();
+        Expected { kind: kind.name().into(), negative: kind.is_negative(), directories }
     }
 }
 
@@ -109,6 +128,8 @@ pub struct Check {
 pub struct Churn {
     stop: Arc<AtomicBool>,
     pub ops: Arc<AtomicU64>,
+    /// The rate asked for.
+    pub per_second: u64,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -118,21 +139,15 @@ impl Churn {
         let ops = Arc::new(AtomicU64::new(0));
         let (s, o) = (stop.clone(), ops.clone());
         let thread = std::thread::spawn(move || {
+            // Every call relative to a directory descriptor: no path walk
+            // from / per name.
+            let Ok(base) = std::fs::File::open(&dir) else { return };
             let t0 = std::time::Instant::now();
             let mut round: u64 = 0;
             while !s.load(Ordering::Relaxed) {
-                let sub = dir.join(format!("churn{}", round % 64));
+                let name = format!("churn{}", round % 64);
                 round += 1;
-                if std::fs::create_dir(&sub).is_err() {
-                    continue;
-                }
-                for i in 0..64 {
-                    let p = sub.join(i.to_string());
-                    if std::fs::File::create(&p).is_ok() && std::fs::remove_file(&p).is_ok() {
-                        o.fetch_add(2, Ordering::Relaxed);
-                    }
-                }
-                let _ = std::fs::remove_dir(&sub);
+                churn_round(&base, &name, &o);
                 // Paced: ops done ahead of the rate wait.
                 let due = std::time::Duration::from_secs_f64(o.load(Ordering::Relaxed) as f64 / per_second as f64);
                 if let Some(w) = due.checked_sub(t0.elapsed()) {
@@ -140,7 +155,12 @@ impl Churn {
                 }
             }
         });
-        Churn { stop, ops, thread: Some(thread) }
+        Churn { stop, ops, per_second, thread: Some(thread) }
+    }
+
+    /// Creates and unlinks so far.
+    pub fn operations(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
     }
 
     /// Stops the churn; the operations it made.
@@ -153,9 +173,43 @@ impl Churn {
     }
 }
 
+/// One round: subdirectory `name` of `base` made, 64 files created and
+/// unlinked in it, the subdirectory removed.
+fn churn_round(base: &std::fs::File, name: &str, ops: &AtomicU64) {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::{Mode, mkdirat};
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    if mkdirat(base, name, Mode::from_bits_truncate(0o755)).is_err() {
+        return;
+    }
+    if let Ok(sub) = openat(base, name, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()) {
+        for i in 0..64u32 {
+            let file = i.to_string();
+            let flags = OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
+            if openat(&sub, file.as_str(), flags, Mode::from_bits_truncate(0o644)).is_ok()
+                && unlinkat(&sub, file.as_str(), UnlinkatFlags::NoRemoveDir).is_ok()
+            {
+                ops.fetch_add(2, Ordering::Relaxed);
+            }
+        }
+    }
+    let _ = unlinkat(base, name, UnlinkatFlags::RemoveDir);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_churn_round_creates_and_unlinks_64_names_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::File::open(dir.path()).unwrap();
+        let ops = AtomicU64::new(0);
+        churn_round(&base, "churn0", &ops);
+        churn_round(&base, "churn1", &ops);
+        assert_eq!(ops.load(Ordering::Relaxed), 2 * 2 * 64);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 
     #[test]
     fn specs() {

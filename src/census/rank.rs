@@ -5,10 +5,11 @@
 //! never by kernel address.
 
 use std::collections::HashMap;
+use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::plant::{Check, Planted};
+use super::plant::{Check, Expected};
 use crate::analysis::census::{Estimate, estimate};
 use crate::probe::census::{Census, Superblock, Tally};
 use crate::procfs::mountinfo::Mount;
@@ -17,7 +18,7 @@ type PathCache = HashMap<u64, Option<(String, u64)>>;
 /// A directory: (superblock, dentry) and its [positive, negative] children.
 type DirCount = ((u64, u64), [u64; 2]);
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DirRow {
     pub path: String,
     pub fs_type: String,
@@ -28,7 +29,7 @@ pub struct DirRow {
     pub total: Estimate,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FsRow {
     pub fs_type: String,
     pub dev: String,
@@ -136,19 +137,25 @@ pub fn rank(
     (fss, top_negative, top_total)
 }
 
-/// For each planted directory, what the census found there.
+/// The mount whose mount point holds `path` most closely.
+fn mount_holding<'m>(path: &Path, mounts: &'m [Mount]) -> Option<&'m Mount> {
+    mounts.iter().filter(|m| path.starts_with(&m.mount_point)).max_by_key(|m| m.mount_point.len())
+}
+
+/// For each expected directory (planted, or a workload's), what the census
+/// found there.
 pub fn check(
     census: &Census,
     tally: &Tally,
     mounts: &[Mount],
     f: f64,
-    planted: &[Planted],
+    expected: &[Expected],
     cache: &mut PathCache,
 ) -> Vec<Check> {
     let mut out = Vec::new();
-    for p in planted {
-        let mp = p.mount.path().to_string_lossy().into_owned();
-        let dev = mounts.iter().find(|m| m.mount_point == mp).map(|m| m.dev);
+    for e in expected {
+        let Some((first, _)) = e.directories.first() else { continue };
+        let dev = mount_holding(first, mounts).map(|m| m.dev);
         // Every directory of that filesystem, by its path.
         let mut by_path: HashMap<String, [u64; 2]> = HashMap::new();
         for (k, c) in &tally.by_parent {
@@ -157,15 +164,15 @@ pub fn check(
                 by_path.insert(display_path(census, sb, k.1, mounts, cache), *c);
             }
         }
-        let negative = p.plant.kind.is_negative();
-        for (dir, n) in p.directories() {
+        for (dir, n) in &e.directories {
             let path = dir.to_string_lossy().into_owned();
             let c = by_path.get(&path).copied().unwrap_or_default();
-            let (found, other) = if negative { (c[1], c[0]) } else { (c[0], c[1]) };
+            let (found, other) = if e.negative { (c[1], c[0]) } else { (c[0], c[1]) };
             let (found, other) = (estimate(found, f), estimate(other, f));
+            let n = *n;
             let ok =
                 if f >= 1.0 { found.found == n && other.found == 0 } else { found.contains(n) && other.contains(0) };
-            out.push(Check { path, kind: p.plant.kind.name().into(), planted: n, found, other, ok });
+            out.push(Check { path, kind: e.kind.clone(), planted: n, found, other, ok });
         }
     }
     out

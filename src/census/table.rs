@@ -7,7 +7,8 @@ use super::{CensusResult, DirRow};
 use crate::analysis::census::Estimate;
 use crate::size::human;
 
-fn est(e: &Estimate, exact: bool) -> String {
+/// A count: exact, or its estimate and 90% interval.
+pub fn est(e: &Estimate, exact: bool) -> String {
     if exact {
         e.found.to_string()
     } else {
@@ -131,8 +132,12 @@ pub fn text(r: &CensusResult) -> String {
             );
         }
     }
-    if let Some(n) = r.churn_operations {
-        let _ = writeln!(out, "\nchurn during the walk: {n} creates and unlinks");
+    if let Some(c) = &r.churn {
+        let _ = writeln!(
+            out,
+            "\nchurn: {} creates and unlinks during the walk ({:.0}/s; {}/s asked), {} in all",
+            c.during_walk, c.per_second_during_walk, c.asked_per_second, c.operations
+        );
     }
     out
 }

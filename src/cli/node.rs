@@ -14,6 +14,9 @@ pub(super) const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and n
     a count.\n\nReads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
     Levels: ok; warn when the predicted longest stretch is at least half the threshold (the stretch varies about \
     2× from run to run); danger when it reaches the threshold.\n\n\
+    --census (root, a kernel with /proc/kcore and BTF) adds where the dentries are: the top directories per \
+    filesystem from a census of the kernel's dentry hash table (a 1% sample by default, counts with their 90% \
+    interval); where it cannot run, one line says why and the rest goes on.\n\n\
     Exit status: 0; 3 when --fail-on warn and the level is warn; 4 when --fail-on is given and the level is \
     danger; 1 on a failure; 2 on bad input.";
 
@@ -27,7 +30,10 @@ pub(super) const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prome
     Every scrape adds a sample to a 10-minute window: dentrylab_dentries_growth_per_second and \
     dentrylab_seconds_to_lockup appear from the second scrape on. --by-cgroup exports the --top cgroups \
     (default 10) and one \"other\" series; --kernel-log [FILE] exports dentrylab_kernel_lockups_total \
-    {dcache=\"true|false\"} (re-reading /dev/kmsg or FILE at every scrape).";
+    {dcache=\"true|false\"} (re-reading /dev/kmsg or FILE at every scrape).\n\n\
+    --census-interval D (at least 5m; root, a kernel with /proc/kcore and BTF) walks the kernel's dentry hash \
+    table every D on a thread of its own and exports the top --census-top directories (at most 20) of at most 16 \
+    filesystems (dentrylab_census_*); scrapes serve the last walk, with its age and duration, and never walk.";
 
 /// Where the node's figures and its calibration are read from.
 #[derive(Debug, Args)]
@@ -82,6 +88,16 @@ pub struct StatusArgs {
     /// Exit 3 (warn) or 4 (danger) when the level reaches LEVEL: 'warn' or 'danger'.
     #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
     pub fail_on: Option<crate::analysis::edge::Level>,
+    /// Also list where the dentries are: the top directories per filesystem, from a census of the kernel's dentry hash table (root, a kernel with /proc/kcore and BTF; where it cannot run, one line says why and the rest goes on). See 'dentrylab census'.
+    #[arg(long, conflicts_with = "watch")]
+    pub census: bool,
+    /// With --census: the fraction of the hash buckets walked (1 = every bucket, exact counts); counts from a sample are estimates with their 90% interval.
+    #[arg(long, value_name = "FRACTION", requires = "census", default_value = "1%", value_parser = crate::census::args::parse_fraction)]
+    pub census_sample: f64,
+    /// With --census: directories listed per filesystem.
+    #[arg(long, value_name = "K", requires = "census", default_value_t = crate::status::census::DEFAULT_TOP as u32,
+          value_parser = clap::value_parser!(u32).range(1..=crate::census::args::MAX_TOP as i64))]
+    pub census_top: u32,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -107,6 +123,30 @@ pub struct ExporterArgs {
     pub node: NodeArgs,
     #[command(flatten)]
     pub extra: NodeExtraArgs,
+    /// Walk the kernel's dentry hash table every INTERVAL (at least 5m) in the background and export the top directories per filesystem (dentrylab_census_*; root, a kernel with /proc/kcore and BTF). Scrapes serve the last walk, with its age and duration.
+    #[arg(long, value_name = "INTERVAL", value_parser = parse_census_interval)]
+    pub census_interval: Option<std::time::Duration>,
+    /// With --census-interval: directories exported per filesystem (at most 20; at most 16 filesystems).
+    #[arg(long, value_name = "K", requires = "census_interval", default_value_t = crate::exporter::census::DEFAULT_TOP as u32,
+          value_parser = clap::value_parser!(u32).range(1..=crate::exporter::census::MAX_TOP as i64))]
+    pub census_top: u32,
+    /// With --census-interval: the fraction of the hash buckets each walk reads (1 = every bucket).
+    #[arg(long, value_name = "FRACTION", requires = "census_interval", default_value = "1%", value_parser = crate::census::args::parse_fraction)]
+    pub census_sample: f64,
+}
+
+/// `--census-interval`: at least 5 minutes (a walk reads the whole hash
+/// table's sample; a node's census changes slowly), at most a day.
+fn parse_census_interval(s: &str) -> Result<std::time::Duration, String> {
+    let d = crate::bench::mitigate::knobs::parse_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a duration (write for example 5m, 15m or 1h)"))?;
+    let min = crate::exporter::census::MIN_INTERVAL;
+    if d < min || d.as_secs() > 86_400 {
+        return Err(format!(
+            "{s} is outside 5m to 24h: a census walks the kernel's hash table, at most every 5 minutes"
+        ));
+    }
+    Ok(d)
 }
 
 /// `--watch` and `--window`: `500ms`, `2s`, `5m`, from 100 ms to 1 day.

@@ -12,6 +12,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
+use super::census::Background;
 use super::metrics;
 use crate::status::Collector;
 
@@ -32,18 +33,22 @@ pub struct Scrapes {
 impl Scrapes {
     /// Starts `workers` threads collecting from `collector`. A thread that
     /// cannot be started is an error naming the limit to raise.
-    pub fn start(collector: Arc<Collector>, workers: usize) -> Result<Scrapes> {
+    /// With `census`, each answer ends with its last walk's families.
+    pub fn start(collector: Arc<Collector>, workers: usize, census: Option<Arc<Background>>) -> Result<Scrapes> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for i in 0..workers {
-            let (q, c) = (Arc::clone(&queue), Arc::clone(&collector));
-            std::thread::Builder::new().name(format!("scrape-{i}")).spawn(move || work(&q, &c)).with_context(|| {
-                format!(
-                    "cannot start scrape worker thread {} of {workers} (lower --workers, or raise the \
+            let (q, c, n) = (Arc::clone(&queue), Arc::clone(&collector), census.clone());
+            std::thread::Builder::new()
+                .name(format!("scrape-{i}"))
+                .spawn(move || work(&q, &c, n.as_deref()))
+                .with_context(|| {
+                    format!(
+                        "cannot start scrape worker thread {} of {workers} (lower --workers, or raise the \
                      process's thread limit: ulimit -u, the pids cgroup)",
-                    i + 1
-                )
-            })?;
+                        i + 1
+                    )
+                })?;
         }
         Ok(Scrapes { jobs })
     }
@@ -57,7 +62,7 @@ impl Scrapes {
     }
 }
 
-fn work(queue: &Mutex<mpsc::Receiver<Job>>, collector: &Collector) {
+fn work(queue: &Mutex<mpsc::Receiver<Job>>, collector: &Collector, census: Option<&Background>) {
     loop {
         // The lock is held only while waiting for a job, not while collecting.
         let job = match queue.lock() {
@@ -71,6 +76,10 @@ fn work(queue: &Mutex<mpsc::Receiver<Job>>, collector: &Collector) {
         }
         let t0 = Instant::now();
         let text = collector.collect().map(|s| metrics::encode(&s, t0.elapsed().as_secs_f64()));
+        let text = text.map(|t| match census {
+            Some(c) => t + &c.metrics(),
+            None => t,
+        });
         // The scrape's place is free before its answer leaves: a client that
         // scrapes again as soon as it has the answer is not refused.
         drop(permit);

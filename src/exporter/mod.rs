@@ -7,8 +7,10 @@
 //! answers with the Prometheus text format ([`metrics`], also written by
 //! `status --textfile`). Imports `status`, `analysis`, `sys`; imported only
 //! by `cli`. Inside, one way: `text` (the exposition format) below
-//! `cgroups` below `metrics` below `server`.
+//! `cgroups` and `census` (the background census collector, `--census-
+//! interval`) below `metrics` and `collect` below `server`.
 
+pub mod census;
 mod cgroups;
 mod collect;
 pub mod metrics;
@@ -46,6 +48,8 @@ pub struct Options {
     pub workers: usize,
     pub limits: server::Limits,
     pub status: status::Options,
+    /// `--census-interval`: the census collector.
+    pub census: Option<census::Options>,
 }
 
 /// Reads the node once (so a wrong proc root or a broken calibration fails
@@ -58,7 +62,8 @@ pub fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
     collector.forget_growth();
     let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
     let addr = listener.local_addr().context("listening socket address")?;
-    let scrapes = collect::Scrapes::start(collector, opts.workers)?;
+    let census = opts.census.clone().map(|c| census::Background::start(c, opts.status.proc.clone())).transpose()?;
+    let scrapes = collect::Scrapes::start(collector, opts.workers, census)?;
     announce(addr, &first.calibration.name);
     server::serve(listener, scrapes, opts.limits)
 }

@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::btf::Layout;
 use super::kcore::{Kcore, ReadError};
@@ -59,7 +59,7 @@ pub struct Superblock {
 }
 
 /// Reads skipped, by reason.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Rejected {
     /// A pointer outside the direct map or not 8-byte aligned.
     pub bad_pointer: u64,

@@ -101,6 +101,9 @@ pub fn status(st: &crate::status::StatusResult) -> String {
     if let Some(k) = &st.kernel_log {
         s += &super::node::kernel_log(k);
     }
+    if let Some(c) = &st.census {
+        s += &crate::status::census::text(c);
+    }
     s
 }
 

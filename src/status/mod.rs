@@ -5,11 +5,13 @@
 //! calibration how far the node is from a soft lockup. Works as any user.
 //!
 //! In: the proc root, the calibration file, the cgroup tree and the kernel
-//! log. Out: [`StatusResult`] and the level. Imports `procfs`, `env`,
-//! `analysis`, `state` and the utilities; imported by `report`, `exporter`
+//! log; with `--census` (root), the kernel's dentry hash table. Out:
+//! [`StatusResult`] and the level. Imports `procfs`, `env`, `analysis`,
+//! `state`, `census` and the utilities; imported by `report`, `exporter`
 //! and `cli`.
 
 pub mod calibration;
+pub mod census;
 pub mod cgroups;
 pub mod growth;
 pub mod kernel_log;
@@ -45,12 +47,14 @@ pub struct Options {
     pub kernel_log: Option<kernel_log::Source>,
     /// Track growth over a sliding window of this many seconds of samples.
     pub growth_window_seconds: Option<f64>,
+    /// `--census`: the top directories per filesystem (root, /proc/kcore).
+    pub census: Option<census::Options>,
 }
 
 impl Options {
     /// The node's figures only.
     pub fn basic(proc: ProcRoot, state_dirs: Vec<PathBuf>) -> Options {
-        Options { proc, state_dirs, by_cgroup: None, kernel_log: None, growth_window_seconds: None }
+        Options { proc, state_dirs, by_cgroup: None, kernel_log: None, growth_window_seconds: None, census: None }
     }
 }
 
@@ -103,6 +107,9 @@ pub struct StatusResult {
     /// until two samples are apart in time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growth: Option<Growth>,
+    /// `--census`: where the dentries are, or why that is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub census: Option<census::NodeCensus>,
 }
 
 /// Reads the node; the kernel and preemption model are captured once (they
@@ -114,6 +121,7 @@ pub struct Collector {
     environment: Environment,
     by_cgroup: Option<cgroups::Options>,
     kernel_log: Option<kernel_log::Source>,
+    census: Option<census::Options>,
     window: Option<Mutex<growth::Window>>,
     t0: Instant,
 }
@@ -126,6 +134,7 @@ impl Collector {
             environment: Environment::capture(&opts.proc),
             by_cgroup: opts.by_cgroup.clone(),
             kernel_log: opts.kernel_log.clone(),
+            census: opts.census.clone(),
             window: opts.growth_window_seconds.map(|w| Mutex::new(growth::Window::new(w))),
             t0: Instant::now(),
         }
@@ -161,6 +170,7 @@ impl Collector {
             .map(|o| cgroups::collect(o, proc, ds.nr_dentry, memory.s_reclaimable_bytes))
             .transpose()?;
         let kernel_log = self.kernel_log.as_ref().map(kernel_log::read).transpose()?;
+        let census = self.census.as_ref().map(|o| census::collect(o, proc));
         let growth = self.window.as_ref().and_then(|w| {
             let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
             w.push(growth::Sample {
@@ -201,6 +211,7 @@ impl Collector {
             by_cgroup,
             kernel_log,
             growth,
+            census,
         })
     }
 }

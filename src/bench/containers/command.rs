@@ -35,6 +35,10 @@ impl Benchmark for Containers {
         let opts = a.containers.options(cpu);
         super::validate(&opts)?;
         super::preflight(&opts, cx.proc)?;
+        if opts.census {
+            // Where the census cannot run: its one line, before any work.
+            crate::census::available(&crate::census::Source::of(cx.proc), cx.proc)?;
+        }
         // The lockup count of the calibration `status` uses, for the projection.
         let edge = (cx.lockup_edge)(a.containers.state_dir.as_deref())?;
         let edge = Edge { calibration: edge.calibration, lockup_dentries: edge.dentries, lockup_dentries_low: None };
@@ -44,5 +48,12 @@ impl Benchmark for Containers {
     fn run((opts, edge): &mut (Options, Edge), cx: &Context, announce: &dyn Fn(&str)) -> Result<ContainersResult> {
         let mut sandbox = Sandbox::enter()?;
         super::run(opts, edge, &mut sandbox, cx.proc, announce)
+    }
+
+    fn finish(_: (Options, Edge), result: &ContainersResult) -> Result<std::process::ExitCode> {
+        if let Some(n) = result.census.as_ref().filter(|n| !n.ok) {
+            anyhow::bail!("{}", n.line());
+        }
+        Ok(std::process::ExitCode::SUCCESS)
     }
 }

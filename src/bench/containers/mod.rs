@@ -20,6 +20,7 @@
 //! `child` is the hidden `container-child` subcommand's side.
 
 mod args;
+mod census;
 pub mod child;
 pub mod command;
 pub mod life;
@@ -79,6 +80,9 @@ pub struct Options {
     /// `--profile`: perf call graphs of the teardown CPU during each teardown.
     #[serde(default)]
     pub profile: bool,
+    /// `--census`: check the image's directories by a census at the end.
+    #[serde(default)]
+    pub census: bool,
 }
 
 /// What the projection needs from the calibration `status` uses.
@@ -178,6 +182,9 @@ pub struct ContainersResult {
     pub profile: Option<profile::ContainersProfile>,
     pub wall_seconds: f64,
     pub notes: Vec<String>,
+    /// `--census`: what a census found in the image's directories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub census: Option<crate::census::workload::Named>,
 }
 
 /// Rejects bad input before anything is created (exit 2).
@@ -298,6 +305,10 @@ pub fn run(
         return Err(e);
     }
     let wall_seconds = wall.elapsed().as_secs_f64();
+    let census = opts.census.then(|| census::check(&image, &opts.mix, opts.ops, &runs, proc)).transpose()?;
+    if let Some(n) = &census {
+        notes.push(n.line());
+    }
 
     // The witness: unmount the run's own filesystem and see what goes.
     // The counters are machine-wide: they are read twice on each side, a
@@ -341,6 +352,7 @@ pub fn run(
         profile,
         wall_seconds,
         notes,
+        census,
     })
 }
 

@@ -57,6 +57,10 @@ impl Benchmark for Reclaim {
         let opts = a.reclaim.options(crate::env::cpus(), cpu, control_cpu)?;
         super::validate(&opts)?;
         common::preflight(&opts.sizes, opts.kind, opts.force, cx.proc)?;
+        if opts.census {
+            // Where the census cannot run: its one line, before any work.
+            crate::census::available(&crate::census::Source::of(cx.proc), cx.proc)?;
+        }
         Ok(Plan { args: a.reclaim, opts, state: None })
     }
 
@@ -85,6 +89,9 @@ impl Benchmark for Reclaim {
         }
         if let Some(r) = result.refused.first() {
             anyhow::bail!("stopped before size {}: {}", size::human(r.target), r.reason);
+        }
+        if let Some(n) = result.runs.iter().filter_map(|r| r.census.as_ref()).find(|n| !n.ok) {
+            anyhow::bail!("{}", n.line());
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -135,6 +142,8 @@ fn sweep(opts: &Options, a: &super::Args, cx: &Context) -> Result<ReclaimResult>
                 None => r.watchdog = Some(w),
             }
         }
+        // --census: its line with the run's notes.
+        r.notes.extend(r.runs.iter().filter_map(|x| x.census.as_ref()).map(|n| n.line()));
         result.get_or_insert(r);
     }
     if let Some(db) = db {

@@ -88,6 +88,14 @@ pub(super) fn one_run(
         StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: pin, label: &label, overlay: opts.overlay };
     let (mut staged, create) = methods::stage(&stage, sandbox)?;
     let after_create = Counts::read(proc)?;
+    let census_here = opts.census
+        && observed
+        && contenders == 0
+        && victims.is_none()
+        && rep == 0
+        && opts.sizes.first() == Some(&target)
+        && opts.methods.first().is_some_and(|m| m.name() == at.method.name());
+    let census = census_here.then(|| census_check(opts, &staged.lookup_root(), create.entries, proc)).transpose()?;
 
     // Reclaim on a known CPU, with the probes (and the contenders) around
     // it when observed; with nothing else of ours on that CPU when not (the
@@ -228,5 +236,21 @@ pub(super) fn one_run(
         profile_problem,
         layers,
         victims,
+        census,
     })
+}
+
+/// `--census`: a full census names the top directory of the workload's
+/// filesystem and counts the directories it filled.
+fn census_check(
+    opts: &Options,
+    root: &std::path::Path,
+    made: u64,
+    proc: &ProcRoot,
+) -> Result<crate::census::workload::Named> {
+    let expected = crate::census::Expected::of_workload(root, opts.kind, opts.layout, made);
+    let named = crate::census::workload::check(&crate::census::Source::of(proc), proc, &expected)
+        .context("the census check (--census)")?;
+    eprintln!("{}", named.line());
+    Ok(named)
 }

@@ -123,6 +123,9 @@ pub struct Options {
     /// of their own (as many as `reps`); empty: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub victims: Vec<crate::probe::victims::Victim>,
+    /// `--census`: the first probed repetition checks its directories by a census.
+    #[serde(default)]
+    pub census: bool,
 }
 
 impl Options {
@@ -200,6 +203,9 @@ pub struct Run {
     /// unmounting each in turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<crate::bench::layers::StackTeardown>,
+    /// `--census`: what a census found in the directories this run filled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub census: Option<crate::census::workload::Named>,
     /// A victim repetition's raw calls (summarised into a
     /// [`victims::VictimRun`], never saved).
     #[serde(skip)]

@@ -44,6 +44,13 @@ pub fn status(a: cli::StatusArgs) -> Result<ExitCode> {
     }
     let mut out = Outputs::open(&Paths::json(&a.output))?;
     let mut opts = node_options(a.node, a.extra);
+    if a.census {
+        opts.census = Some(status::census::Options {
+            source: crate::census::Source::of(&opts.proc),
+            fraction: a.census_sample,
+            top: a.census_top as usize,
+        });
+    }
     if let Some(every) = a.watch {
         opts.growth_window_seconds = Some(a.window.as_secs_f64());
         return watch(&opts, every, a.samples, &mut out);
@@ -89,7 +96,15 @@ pub fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
     let mut status = node_options(a.node, a.extra);
     status.growth_window_seconds = Some(status::growth::EXPORTER_WINDOW_SECONDS);
     let limits = exporter::server::Limits { header_timeout: a.header_timeout, max_requests: a.max_requests as usize };
-    let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, limits, status };
+    let census = a.census_interval.map(|interval| exporter::census::Options {
+        interval,
+        walk: status::census::Options {
+            source: crate::census::Source::of(&status.proc),
+            fraction: a.census_sample,
+            top: a.census_top as usize,
+        },
+    });
+    let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, limits, status, census };
     // As PID 1 in a container the default action of SIGTERM is ignored:
     // handle it. Nothing to clean up, the exporter only reads.
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])

@@ -1,0 +1,239 @@
+//! Tests only: a made-up kernel for the census to walk. Its memory is a
+//! `/proc/kcore`-shaped ELF core file with one segment at the start of
+//! x86-64's direct map, laid out as the recorded 6.12 BTF says (the
+//! fixture `tests/fixtures/btf/`): a dentry hash table, superblocks on a
+//! `super_blocks` list, dentries on the chains; with the `/proc` files the
+//! census reads beside it (kallsyms, dentry-state, mountinfo, osrelease).
+
+use std::io::Read;
+use std::path::Path;
+
+use super::Source;
+use crate::probe::btf::Layout;
+use crate::probe::census::PAGE_OFFSET_L4;
+use crate::procfs::ProcRoot;
+
+/// Where the segment's bytes start in the core file.
+const DATA: u64 = 4096;
+
+pub struct Image {
+    pub layout: Layout,
+    btf: Vec<u8>,
+    mem: Vec<u8>,
+    next: u64,
+    table: u64,
+    buckets: u64,
+    head: u64,
+    symbols: Vec<(&'static str, u64)>,
+    /// Hashed dentries made.
+    pub hashed: u64,
+}
+
+impl Image {
+    /// An empty kernel with `1 << (32 - shift)` hash buckets.
+    pub fn new(shift: u32, bytes: usize) -> Image {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/btf/6.12.118+deb13-cloud-amd64.btf.gz");
+        let mut btf = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(fixture).unwrap()).read_to_end(&mut btf).unwrap();
+        let layout = Layout::from_bytes(&btf).unwrap();
+        let mut i = Image {
+            layout,
+            btf,
+            mem: vec![0; bytes],
+            next: PAGE_OFFSET_L4 + 64,
+            table: 0,
+            buckets: 1 << (32 - shift),
+            head: 0,
+            symbols: vec![],
+            hashed: 0,
+        };
+        let ptr = i.alloc(8);
+        let sh = i.alloc(8);
+        i.head = i.alloc(16);
+        i.table = i.alloc(i.buckets as usize * 8);
+        i.put(ptr, i.table);
+        i.put32(sh, shift);
+        // An empty list points at itself.
+        i.put(i.head, i.head);
+        i.put(i.head + 8, i.head);
+        i.symbols = vec![("dentry_hashtable", ptr), ("d_hash_shift", sh), ("super_blocks", i.head)];
+        i
+    }
+
+    fn alloc(&mut self, n: usize) -> u64 {
+        let a = self.next;
+        self.next = (self.next + n as u64 + 63) & !63;
+        assert!(self.next - PAGE_OFFSET_L4 <= self.mem.len() as u64, "synthetic kernel memory full");
+        a
+    }
+
+    fn at(&mut self, a: u64, n: usize) -> &mut [u8] {
+        let o = (a - PAGE_OFFSET_L4) as usize;
+        &mut self.mem[o..o + n]
+    }
+
+    pub fn put(&mut self, a: u64, v: u64) {
+        self.at(a, 8).copy_from_slice(&v.to_le_bytes());
+    }
+
+    fn put32(&mut self, a: u64, v: u32) {
+        self.at(a, 4).copy_from_slice(&v.to_le_bytes());
+    }
+
+    fn string(&mut self, s: &str) -> u64 {
+        let a = self.alloc(s.len() + 1);
+        self.at(a, s.len()).copy_from_slice(s.as_bytes());
+        a
+    }
+
+    fn raw_dentry(&mut self, sb: u64, parent: Option<u64>, name: &str, positive: bool) -> u64 {
+        let l = self.layout;
+        let d = self.alloc(l.dentry_size as usize);
+        let n = self.string(name);
+        self.put(d + l.d_sb, sb);
+        self.put(d + l.d_parent, parent.unwrap_or(d));
+        self.put32(d + l.d_name + l.qstr_len, name.len() as u32);
+        self.put(d + l.d_name + l.qstr_name, n);
+        // Any non-NULL inode pointer makes the dentry positive.
+        self.put(d + l.d_inode, if positive { PAGE_OFFSET_L4 } else { 0 });
+        d
+    }
+
+    /// A superblock with its root dentry (unhashed, as roots are).
+    pub fn superblock(&mut self, fs_type: &str, dev: u32, id: &str) -> (u64, u64) {
+        let l = self.layout;
+        let sb = self.alloc((l.s_id + l.s_id_len).max(l.s_list + 16).max(l.s_type + 8) as usize);
+        let fst = self.alloc((l.fs_name + 8) as usize);
+        let name = self.string(fs_type);
+        self.put(fst + l.fs_name, name);
+        self.put(sb + l.s_type, fst);
+        self.put32(sb + l.s_dev, dev);
+        self.at(sb + l.s_id, id.len()).copy_from_slice(id.as_bytes());
+        // Pushed at the list's head.
+        let first = u64::from_le_bytes(self.at(self.head, 8).try_into().unwrap());
+        self.put(sb + l.s_list, first);
+        let head = self.head;
+        self.put(head, sb + l.s_list);
+        let root = self.raw_dentry(sb, None, "/", true);
+        (sb, root)
+    }
+
+    /// A dentry hashed under `parent`, on the chain of a bucket its name picks.
+    pub fn dentry(&mut self, sb: u64, parent: u64, name: &str, positive: bool) -> u64 {
+        let l = self.layout;
+        let d = self.raw_dentry(sb, Some(parent), name, positive);
+        let h =
+            name.bytes().fold(parent ^ 0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let bucket = self.table + (h >> 17) % self.buckets * 8;
+        let first = u64::from_le_bytes(self.at(bucket, 8).try_into().unwrap());
+        self.put(d + l.d_hash + l.bl_next, first);
+        self.put(bucket, d + l.d_hash);
+        self.hashed += 1;
+        d
+    }
+
+    /// Writes the core file, the BTF and the proc tree under `dir`, with
+    /// `mounts` as (dev, mount point, type) in mountinfo.
+    pub fn write(&self, dir: &Path, mounts: &[(u32, &str, &str)]) -> (Source, ProcRoot) {
+        let mut d = vec![0u8; 64];
+        d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+        d[16..18].copy_from_slice(&4u16.to_le_bytes());
+        d[18..20].copy_from_slice(&62u16.to_le_bytes());
+        d[20..24].copy_from_slice(&1u32.to_le_bytes());
+        d[32..40].copy_from_slice(&64u64.to_le_bytes());
+        d[52..54].copy_from_slice(&64u16.to_le_bytes());
+        d[54..56].copy_from_slice(&56u16.to_le_bytes());
+        d[56..58].copy_from_slice(&1u16.to_le_bytes());
+        let mut p = vec![0u8; 56];
+        p[..4].copy_from_slice(&1u32.to_le_bytes());
+        p[8..16].copy_from_slice(&DATA.to_le_bytes());
+        p[16..24].copy_from_slice(&PAGE_OFFSET_L4.to_le_bytes());
+        p[32..40].copy_from_slice(&(self.mem.len() as u64).to_le_bytes());
+        p[40..48].copy_from_slice(&(self.mem.len() as u64).to_le_bytes());
+        d.extend(p);
+        d.resize(DATA as usize, 0);
+        d.extend(&self.mem);
+        std::fs::write(dir.join("kcore"), d).unwrap();
+        std::fs::write(dir.join("btf"), &self.btf).unwrap();
+        let proc = dir.join("proc");
+        std::fs::create_dir_all(proc.join("sys/fs")).unwrap();
+        std::fs::create_dir_all(proc.join("sys/kernel")).unwrap();
+        std::fs::create_dir_all(proc.join("self")).unwrap();
+        let syms: String = self.symbols.iter().map(|(n, a)| format!("{a:016x} b {n}\n")).collect();
+        std::fs::write(proc.join("kallsyms"), format!("ffffffff81000000 T _text\n{syms}")).unwrap();
+        std::fs::write(proc.join("sys/fs/dentry-state"), format!("{} 0 45 0 0 0\n", self.hashed + 8)).unwrap();
+        std::fs::write(proc.join("sys/kernel/osrelease"), "6.12.0-synthetic\n").unwrap();
+        let mi: String = mounts
+            .iter()
+            .enumerate()
+            .map(|(i, (dev, mp, t))| format!("{} 1 {}:{} / {mp} rw - {t} {t} rw\n", 30 + i, dev >> 20, dev & 0xfffff))
+            .collect();
+        std::fs::write(proc.join("self/mountinfo"), mi).unwrap();
+        (Source { kcore: dir.join("kcore"), btf: dir.join("btf") }, ProcRoot::new(proc))
+    }
+}
+
+/// A small node: a tmpfs at /mnt/t with `a` (300 negatives, 20 positives)
+/// and `b` (50 positives), an ext4 at /var/x with `c` (120 negatives),
+/// and one dentry whose `d_sb` is no superblock (a rejected read).
+pub fn small(dir: &Path) -> (Source, ProcRoot) {
+    let mut i = Image::new(20, 4 << 20);
+    let (t, troot) = i.superblock("tmpfs", 42, "tmpfs");
+    let (e, eroot) = i.superblock("ext4", (7 << 20) | 3, "loop3");
+    let a = i.dentry(t, troot, "a", true);
+    let b = i.dentry(t, troot, "b", true);
+    let c = i.dentry(e, eroot, "c", true);
+    for k in 0..300 {
+        i.dentry(t, a, &format!("n{k}"), false);
+    }
+    for k in 0..20 {
+        i.dentry(t, a, &format!("p{k}"), true);
+    }
+    for k in 0..50 {
+        i.dentry(t, b, &format!("f{k}"), true);
+    }
+    for k in 0..120 {
+        i.dentry(e, c, &format!("m{k}"), false);
+    }
+    i.dentry(PAGE_OFFSET_L4 + 8, c, "stray", false);
+    i.write(dir, &[(42, "/mnt/t", "tmpfs"), ((7 << 20) | 3, "/var/x", "ext4")])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Survey, survey_of};
+    use super::*;
+
+    #[test]
+    fn a_full_walk_finds_every_directory_with_its_exact_count_by_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, proc) = small(dir.path());
+        use super::super::Expected;
+        let expected = vec![
+            Expected { kind: "negative".into(), negative: true, directories: vec![("/var/x/c".into(), 120)] },
+            Expected { kind: "hardlink".into(), negative: false, directories: vec![("/mnt/t/b".into(), 50)] },
+        ];
+        let s = Survey { fraction: 1.0, top: 3, expected, ..Survey::default() };
+        let r = survey_of(&src, &proc, &s, &|_| {}).unwrap();
+        assert_eq!(r.walk.mode, "full");
+        assert_eq!(r.walk.rejected.unknown_superblock, 1, "{:?}", r.walk.rejected);
+        assert_eq!(r.hashed.found, 3 + 300 + 20 + 50 + 120);
+        let first = &r.top_negative[0];
+        assert_eq!((first.path.as_str(), first.negative.found, first.positive.found), ("/mnt/t/a", 300, 20));
+        assert_eq!(r.top_negative[1].path, "/var/x/c");
+        assert_eq!(r.top_total[0].path, "/mnt/t/a");
+        let tmpfs = r.filesystems.iter().find(|f| f.fs_type == "tmpfs").unwrap();
+        assert_eq!((tmpfs.mount_point.as_deref(), tmpfs.total.found), (Some("/mnt/t"), 2 + 300 + 20 + 50));
+        assert_eq!(r.planted.len(), 2);
+        assert!(r.planted.iter().all(|c| c.ok), "{:?}", r.planted);
+        // What a workload's check says of the same walk.
+        let n = super::super::workload::named(&r, &s.expected[1]);
+        assert_eq!(
+            (n.found, n.created, n.exact, n.ok),
+            (50, 50, 1, false),
+            "b is not the top of its filesystem: {n:?}"
+        );
+        assert_eq!(n.top_directory.as_deref(), Some("/mnt/t/a"));
+    }
+}
