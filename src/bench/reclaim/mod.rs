@@ -121,6 +121,9 @@ pub struct Options {
     /// of their own (as many as `reps`); empty: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub victims: Vec<crate::probe::victims::Victim>,
+    /// Why an auto sweep runs without its default victims ([`auto::victims`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victims_skipped: Option<String>,
 }
 
 impl Options {
@@ -441,6 +444,10 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot) -> Result<Rec
         notes.push("only one CPU is available: no control probe".into());
     }
     notes.extend(checks::method_notes(opts));
+    if let Some(why) = &opts.victims_skipped {
+        eprintln!("dentrylab: {why}");
+        notes.push(why.clone());
+    }
     if opts.unobserved_reps == 0 {
         notes.push("no unobserved repetitions (--unobserved-reps 0): the times include the probe's cost".into());
     }
