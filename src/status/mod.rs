@@ -5,13 +5,15 @@
 //! calibration how far the node is from a soft lockup. Works as any user.
 //!
 //! In: the proc root, the calibration file, the cgroup tree and the kernel
-//! log. Out: [`StatusResult`] and the level. Imports `procfs`, `env`,
+//! log. Out: [`StatusResult`] (with the first incident, [`incident`]) and
+//! the level. Imports `procfs`, `env`,
 //! `analysis`, `state` and the utilities; imported by `report`, `exporter`
 //! and `cli`.
 
 pub mod calibration;
 pub mod cgroups;
 pub mod growth;
+pub mod incident;
 pub mod kernel_log;
 pub mod kube;
 
@@ -103,6 +105,10 @@ pub struct StatusResult {
     /// until two samples are apart in time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growth: Option<Growth>,
+    /// The first incident: each deadline of the node, the count at which
+    /// it is first missed, and the distance to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incidents: Option<incident::Incidents>,
 }
 
 /// Reads the node; the kernel and preemption model are captured once (they
@@ -154,6 +160,7 @@ impl Collector {
         let thresh = environment.watchdog_thresh_seconds.unwrap_or(DEFAULT_WATCHDOG_THRESH_SECONDS);
         let prediction = edge::predict(&cal.model(), ds.nr_dentry, thresh);
         let notes = notes(&environment, &cal, &prediction);
+        let incidents = incident::assess(&cal, &cal.model(), ds.nr_dentry, thresh, proc);
         let b = DENTRY_OBJECT_BYTES;
         let by_cgroup = self
             .by_cgroup
@@ -201,6 +208,7 @@ impl Collector {
             by_cgroup,
             kernel_log,
             growth,
+            incidents: Some(incidents),
         })
     }
 }
