@@ -5,12 +5,14 @@
 //!
 //! In: `status`'s collector (the proc root, the calibration). Out: HTTP
 //! answers with the Prometheus text format ([`metrics`], also written by
-//! `status --textfile`). Imports `status`, `analysis`, `sys`; imported only
-//! by `cli`. Inside, one way: `text` (the exposition format) below
-//! `cgroups` below `metrics` below `server`.
+//! `status --textfile`). Imports `status`, `state`, `probe` (the fixed
+//! label sets), `analysis`, `sys`; imported only by `cli`. Inside, one
+//! way: `text` (the exposition format) below `cgroups` and `incident` (the
+//! first incident's series) below `metrics` below `server`.
 
 mod cgroups;
 mod collect;
+mod incident;
 pub mod metrics;
 pub mod server;
 mod text;
