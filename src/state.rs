@@ -17,9 +17,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{LinearFit, PowerFit};
 use crate::analysis::verdict::Governs;
+use crate::analysis::victims::{Incident, WaitFit};
+use crate::probe::victims::Victim;
 
 pub const CALIBRATION_FILE: &str = "calibration.json";
-pub const CALIBRATION_SCHEMA: u32 = 1;
+/// 2: the victims' part ([`Calibration::victims`]); 1 files still load,
+/// without it.
+pub const CALIBRATION_SCHEMA: u32 = 2;
+/// The first schema whose calibrations say what the victims waited for.
+pub const VICTIMS_SCHEMA: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Calibration {
@@ -46,6 +52,88 @@ pub struct Calibration {
     /// Whether a `--watchdog-check` run confirmed the prediction.
     pub validated_by_watchdog: bool,
     pub command: String,
+    /// What the node's other tasks waited for during the sweep's reclaims
+    /// (`--victims`; an auto sweep runs the standard ones). `None`: the
+    /// sweep ran without victims, or the file predates them (schema 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victims: Option<VictimsCalibration>,
+    /// Why the sweep ran without victims (schema 2 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victims_skipped: Option<String>,
+}
+
+/// The victims' part of a calibration: each waiting victim's longest wait
+/// against the dentry count, and the node's deadlines with who missed each
+/// first when it was calibrated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VictimsCalibration {
+    /// The victims that ran.
+    pub ran: Vec<Victim>,
+    /// The largest size they ran at.
+    pub largest_size: u64,
+    /// The waiting victims' fits (the governing model, with its 90% band).
+    pub fits: Vec<WaitFit>,
+    /// The victims that did not wait for the reclaim, and how that was judged.
+    #[serde(default)]
+    pub unaffected: Vec<NotWaiting>,
+    /// Every deadline of the node then, and who missed it first.
+    pub incidents: Vec<SavedIncident>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotWaiting {
+    pub victim: Victim,
+    pub why: String,
+}
+
+/// An incident of the calibrating sweep, under a key that does not change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedIncident {
+    pub key: DeadlineKey,
+    #[serde(flatten)]
+    pub incident: Incident,
+}
+
+/// The deadlines a node has, by names that do not change (the exporter's
+/// `deadline` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadlineKey {
+    ProbeTimeout,
+    PodStartupSlo,
+    SoftLockup,
+    RcuStall,
+    HungTask,
+    NodeLeaseGrace,
+    RuntimeRequestTimeout,
+    /// One this version does not know (saved by a later one).
+    #[serde(other)]
+    Other,
+}
+
+impl DeadlineKey {
+    pub const ALL: &'static [DeadlineKey] = &[
+        DeadlineKey::ProbeTimeout,
+        DeadlineKey::PodStartupSlo,
+        DeadlineKey::SoftLockup,
+        DeadlineKey::RcuStall,
+        DeadlineKey::HungTask,
+        DeadlineKey::NodeLeaseGrace,
+        DeadlineKey::RuntimeRequestTimeout,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DeadlineKey::ProbeTimeout => "probe_timeout",
+            DeadlineKey::PodStartupSlo => "pod_startup_slo",
+            DeadlineKey::SoftLockup => "soft_lockup",
+            DeadlineKey::RcuStall => "rcu_stall",
+            DeadlineKey::HungTask => "hung_task",
+            DeadlineKey::NodeLeaseGrace => "node_lease_grace",
+            DeadlineKey::RuntimeRequestTimeout => "runtime_request_timeout",
+            DeadlineKey::Other => "other",
+        }
+    }
 }
 
 /// The node's state directory, where root saves.
@@ -130,4 +218,36 @@ pub fn load(dir: &Path) -> Result<Option<Calibration>> {
     let c: Calibration =
         serde_json::from_str(&text).with_context(|| format!("{} is not a calibration", p.display()))?;
     Ok(Some(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A schema 1 calibration (saved before the victims' part) still loads,
+    /// without it.
+    #[test]
+    fn an_older_calibration_loads_without_the_victims() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration/6.18-quick");
+        let c = load(&dir).unwrap().expect("the fixture");
+        assert_eq!(c.schema, 1);
+        assert!(c.victims.is_none() && c.victims_skipped.is_none());
+        assert!(c.gap_power.is_some());
+    }
+
+    /// A deadline this version does not know (a later one's) still loads,
+    /// as `other`.
+    #[test]
+    fn an_unknown_deadline_key_loads_as_other() {
+        let json = r#"{"key": "a_later_deadline", "deadline": {"name": "x", "seconds": 3.0, "source": "y",
+            "watches": "victims"}, "first": null}"#;
+        let s: SavedIncident = serde_json::from_str(json).unwrap();
+        assert_eq!(s.key, DeadlineKey::Other);
+        let json = json.replace("a_later_deadline", "pod_startup_slo");
+        assert_eq!(serde_json::from_str::<SavedIncident>(&json).unwrap().key, DeadlineKey::PodStartupSlo);
+        for k in DeadlineKey::ALL {
+            let text = serde_json::to_string(k).unwrap();
+            assert_eq!(text, format!("\"{}\"", k.name()));
+        }
+    }
 }

@@ -117,8 +117,10 @@ fn metric_names(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn dashboard_and_alerts_use_only_exported_metrics() {
-    let golden = std::fs::read_to_string(metrics::golden_path("6.18-builtin")).unwrap()
-        + &std::fs::read_to_string(metrics::golden_path("6.18-extras")).unwrap();
+    let golden = ["6.18-builtin", "6.18-extras", "6.18-victims"]
+        .iter()
+        .map(|g| std::fs::read_to_string(metrics::golden_path(g)).unwrap())
+        .collect::<String>();
     let exported: BTreeSet<String> = golden
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
@@ -142,7 +144,14 @@ fn dashboard_and_alerts_use_only_exported_metrics() {
     }
     let used = metric_names(&exprs);
     assert!(used.contains("dentrylab_lockup_ratio") && used.contains("dentrylab_dentries"));
-    for m in ["dentrylab_seconds_to_lockup", "dentrylab_dentries_growth_per_second", "dentrylab_kernel_lockups_total"] {
+    for m in [
+        "dentrylab_seconds_to_lockup",
+        "dentrylab_dentries_growth_per_second",
+        "dentrylab_kernel_lockups_total",
+        "dentrylab_incident_ratio",
+        "dentrylab_dentries_to_incident",
+        "dentrylab_calibration_victims",
+    ] {
         assert!(used.contains(m), "{m} is used by the dashboard or the alerts");
     }
     let unknown: Vec<_> = used.difference(&exported).collect();

@@ -112,19 +112,29 @@ fn hardlinks_flat_umount_counts_move() {
 
 /// `--sizes auto:SIZE` runs through the real sweep (a cap under
 /// the first 500k makes it one small size), says what stopped it, and runs
-/// the probes under the policy it names.
+/// the probes under the policy it names. `--victims none` keeps the run to
+/// what this test counts (the victims' own run is tests/incident.rs'), and
+/// the run says it ran without them.
 #[test]
 fn auto_sizes_stop_at_the_cap_and_say_so() {
     require_root!();
     require!(RunCgroup::available(), "needs a memory cgroup controller to count the run's own dentries");
     let _g = kernel_lock();
-    let args = ["reclaim", "--sizes", "auto:20k", "--reps", "1", "--unobserved-reps", "1", "--no-save"];
+    let args =
+        ["reclaim", "--sizes", "auto:20k", "--reps", "1", "--unobserved-reps", "1", "--victims", "none", "--no-save"];
     let (v, _) = reclaim_checked("auto", &args, 20_000, |v| check_runs(v, 1));
     assert_eq!(v["auto"]["sizes"], serde_json::json!([20_000]));
     assert_eq!(v["auto"]["stopped_by"], "cap");
     assert_eq!(v["options"]["sizes"], serde_json::json!([20_000]));
     let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
     assert!(notes.iter().any(|n| n.starts_with("--sizes auto ran 20k; stopped by the cap")), "{notes:?}");
+    assert!(v["victim_runs"].as_array().is_none_or(|r| r.is_empty()), "no victims: {}", v["victim_runs"]);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("--sizes auto ran without the standard victims") && n.contains("--victims none")),
+        "{notes:?}"
+    );
     // As root SCHED_FIFO is permitted: the default is fifo, and it says why.
     assert_eq!(v["options"]["probe_policy"], "fifo");
     assert!(notes.iter().any(|n| n.starts_with("probes: SCHED_FIFO priority 99 (the default")), "{notes:?}");

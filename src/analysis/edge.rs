@@ -109,8 +109,15 @@ pub struct Prediction {
 /// Predicts for `dentries` with `watchdog_thresh_seconds` (None: unknown,
 /// taken as the kernel default of 10 s by the caller; 0: watchdog off).
 pub fn predict(m: &Model, dentries: u64, watchdog_thresh_seconds: u64) -> Prediction {
-    let n = dentries as f64;
     let threshold = (watchdog_thresh_seconds > 0).then_some(2.0 * watchdog_thresh_seconds as f64);
+    predict_against(m, dentries, threshold)
+}
+
+/// The same against any deadline of `threshold` seconds (`None`: no
+/// deadline): `status` measures each deadline of the node this way, a
+/// victim's longest wait being a model whose stretch is that wait.
+pub fn predict_against(m: &Model, dentries: u64, threshold: Option<f64>) -> Prediction {
+    let n = dentries as f64;
     let time = m.time_power.map(|p| p.at(n)).filter(|t| t.is_finite());
     // The governing curve: the gap fit when the kernel yields, else (or
     // when there is no gap fit) the total time.

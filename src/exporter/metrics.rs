@@ -156,6 +156,9 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
         "0 ok, 1 warn (lockup ratio at least 0.5), 2 danger (at least 1), from the interval's conservative end.",
         Some(p.level as u8 as f64),
     );
+    if let Some(i) = &s.incidents {
+        super::incident::encode(&mut o, i, d.nr_dentry);
+    }
     if let Some(g) = &s.growth {
         o.gauge(
             "dentrylab_dentries_growth_per_second",

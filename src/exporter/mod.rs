@@ -5,14 +5,17 @@
 //!
 //! In: `status`'s collector (the proc root, the calibration). Out: HTTP
 //! answers with the Prometheus text format ([`metrics`], also written by
-//! `status --textfile`). Imports `status`, `analysis`, `sys`; imported only
-//! by `cli`. Inside, one way: `text` (the exposition format) below
-//! `cgroups` and `census` (the background census collector, `--census-
-//! interval`) below `metrics` and `collect` below `server`.
+//! `status --textfile`). Imports `status`, `state`, `probe` (the fixed
+//! label sets), `census`, `analysis`, `sys`; imported only by `cli`.
+//! Inside, one way: `text` (the exposition format) below `cgroups`,
+//! `census` (the background census collector, `--census-interval`) and
+//! `incident` (the first incident's series) below `metrics` and `collect`
+//! below `server`.
 
 pub mod census;
 mod cgroups;
 mod collect;
+mod incident;
 pub mod metrics;
 pub mod server;
 mod text;

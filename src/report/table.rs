@@ -92,6 +92,9 @@ pub fn status(st: &crate::status::StatusResult) -> String {
     ];
     let _ = writeln!(s, "prediction for {} dentries reclaimed in one walk", grouped(d.nr_dentry));
     s += &render_grid(&Grid { header: vec!["Figure".into(), "Value".into()], rows });
+    if let Some(i) = &st.incidents {
+        s += &super::incident::section(i);
+    }
     for n in &st.notes {
         let _ = writeln!(s, "note: {n}");
     }

@@ -99,6 +99,8 @@ pub fn builtin() -> Calibration {
             "built-in: reclaim time and longest stretch {BUILTIN_NS_PER_DENTRY:.0} ns·N (the worst umount cost per \
              dentry measured over kinds and filesystems on 6.18, {BUILTIN_PROVENANCE}), as if the walk never yielded"
         ),
+        victims: None,
+        victims_skipped: None,
     }
 }
 

@@ -6,14 +6,16 @@
 //!
 //! In: the proc root, the calibration file, the cgroup tree and the kernel
 //! log; with `--census` (root), the kernel's dentry hash table. Out:
-//! [`StatusResult`] and the level. Imports `procfs`, `env`, `analysis`,
-//! `state`, `census` and the utilities; imported by `report`, `exporter`
+//! [`StatusResult`] (with the first incident, [`incident`]) and the level.
+//! Imports `procfs`, `env`, `analysis`, `state`, `census` and the
+//! utilities; imported by `report`, `exporter`
 //! and `cli`.
 
 pub mod calibration;
 pub mod census;
 pub mod cgroups;
 pub mod growth;
+pub mod incident;
 pub mod kernel_log;
 pub mod kube;
 
@@ -110,6 +112,10 @@ pub struct StatusResult {
     /// `--census`: where the dentries are, or why that is not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub census: Option<census::NodeCensus>,
+    /// The first incident: each deadline of the node, the count at which
+    /// it is first missed, and the distance to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incidents: Option<incident::Incidents>,
 }
 
 /// Reads the node; the kernel and preemption model are captured once (they
@@ -163,6 +169,7 @@ impl Collector {
         let thresh = environment.watchdog_thresh_seconds.unwrap_or(DEFAULT_WATCHDOG_THRESH_SECONDS);
         let prediction = edge::predict(&cal.model(), ds.nr_dentry, thresh);
         let notes = notes(&environment, &cal, &prediction);
+        let incidents = incident::assess(&cal, &cal.model(), ds.nr_dentry, thresh, proc);
         let b = DENTRY_OBJECT_BYTES;
         let by_cgroup = self
             .by_cgroup
@@ -212,6 +219,7 @@ impl Collector {
             kernel_log,
             growth,
             census,
+            incidents: Some(incidents),
         })
     }
 }

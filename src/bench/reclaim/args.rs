@@ -20,6 +20,7 @@ use crate::probe::gap::Policy;
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (250k,500k,1M,2M,4M,8M), 'wide' (100k,500k,1M,2M,5M,10M: the six sizes of the 5.10 node-lockup report, docs/background.md; 'seed' is the same), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable or of what the memory cgroup's limit leaves (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
+    /// An auto sweep is the node's calibration: unless --victims is given it also runs the standard victims (see --victims) where it can, as root with a CPU besides the reclaiming one (otherwise it says in one line why it ran without them), and saves their fits and the count at which each deadline of the node is first missed, which 'status' and the exporter read.
     #[arg(long, default_value = "quick", value_parser = parse_sweep_sizes, allow_hyphen_values = true)]
     pub sizes: SweepSizes,
     /// How the probe threads are scheduled: fifo (SCHED_FIFO at the top priority, as the watchdog's per-CPU stopper thread runs; needs root or CAP_SYS_NICE) or other (SCHED_OTHER). Default: fifo where permitted, else other; the output says which and why.
@@ -39,6 +40,7 @@ pub struct Args {
     #[arg(long, default_value = "umount", value_parser = parse_methods, help = super::methods::help())]
     pub method: Methods,
     /// Victims: during repetitions of their own (as many as --reps, beside the probed ones, so the probe's figures stay as they are), one thread per victim on each CPU other than the reclaiming one repeats a user-visible operation every 5 ms and records each call's latency, from 1 s before the reclaim (the control) to its end; the table gives each victim's longest call during the reclaim beside the longest stretch and the same victim outside it, where in the kernel it waited (its stack, read while it waited; needs root), and, for each deadline of a node (probe timeout, pod-startup SLO, soft lockup, RCU stall, hung task, node lease, runtime request), the smallest count at which some victim misses it. Victims: umount (mount + umount of a 1 MiB tmpfs in a mount namespace of its own), netns (a new network namespace), fork-exec (fork, exec /bin/true, wait), stat (a cached file), cgroup (mkdir + rmdir of a memory cgroup), inotify (add and remove a watch), container (runsc run of /bin/true, start to exit; needs runsc), mariadb (a SELECT of one row by its key, over the unix socket of a MariaDB server the run starts in its sandbox, on a CPU other than the reclaiming one, and stops; needs mariadbd). A comma-separated list, 'standard' (umount,netns,fork-exec,stat) or 'all'. umount, netns, cgroup, container and mariadb need root. With every --method and --fs: the table then says which reclaim path stalls which victim.
+    /// 'none': no victims (an auto sweep runs 'standard' without this flag).
     #[arg(long, value_name = "LIST", value_parser = parse_victims)]
     pub victims: Option<VictimList>,
     /// Run every repetition twice: alone, and with T threads doing path lookups in the same filesystem on the
@@ -100,6 +102,10 @@ impl Args {
             .into());
         }
         let unobserved_reps = self.unobserved_reps.unwrap_or(self.reps.div_ceil(2));
+        let given = self.victims.as_ref().map(|v| v.0.as_slice());
+        let allowed = crate::sys::allowed_cpus()?;
+        let (victims, victims_skipped) =
+            super::auto::victims(given, self.sizes.auto.is_some(), (crate::sys::is_root(), cpu, &allowed));
         Ok(Options {
             sizes: self.sizes.list.clone(),
             reps: self.reps,
@@ -122,7 +128,8 @@ impl Args {
             auto: self.sizes.auto,
             probe_policy,
             probe_policy_why,
-            victims: self.victims.clone().map(|v| v.0).unwrap_or_default(),
+            victims,
+            victims_skipped,
             census: self.census,
         })
     }
@@ -162,5 +169,11 @@ fn parse_methods(s: &str) -> Result<Methods, String> {
 pub struct VictimList(pub Vec<crate::probe::victims::Victim>);
 
 fn parse_victims(s: &str) -> Result<VictimList, String> {
+    if s.split(',').any(|w| w.trim() == "none") {
+        return match s.trim() {
+            "none" => Ok(VictimList(Vec::new())),
+            _ => Err("'none' runs no victims: give it alone".into()),
+        };
+    }
     crate::probe::victims::parse_list(s).map(VictimList)
 }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Run;
+use crate::probe::victims::Victim;
 use crate::size::human;
 use crate::stats::median;
 
@@ -107,6 +108,43 @@ pub fn next(last: Option<(u64, f64)>, memory_limit: u64, cap: Option<u64>) -> Re
     }
 }
 
+/// The victims of a sweep, and why an auto sweep runs without its default
+/// ones. `given` is `--victims` (an empty list: `none`). Without it a list
+/// of sizes runs none, and an auto sweep (the node's calibration) runs the
+/// standard victims where they can run: as root (`root`: umount and netns
+/// make namespaces of their own) with an allowed CPU besides the
+/// reclaiming one (`allowed`, `cpu`).
+pub fn victims(
+    given: Option<&[Victim]>,
+    auto: bool,
+    (root, cpu, allowed): (bool, usize, &[usize]),
+) -> (Vec<Victim>, Option<String>) {
+    let without = |why: String| {
+        let names: Vec<&str> = Victim::STANDARD.iter().map(|v| v.name()).collect();
+        let line = format!(
+            "--sizes auto ran without the standard victims ({}): {why}, so the calibration cannot say at what \
+             count the node's first incident comes",
+            names.join(", ")
+        );
+        (Vec::new(), Some(line))
+    };
+    match given {
+        Some([]) if auto => without("--victims none".into()),
+        Some(v) => (v.to_vec(), None),
+        None if !auto => (Vec::new(), None),
+        None if !root => without(
+            "umount and netns need root (a mount and a network namespace of their own); run it with sudo, or \
+             pass --victims none to run without them"
+                .into(),
+        ),
+        None if !allowed.iter().any(|&c| c != cpu) => without(format!(
+            "they run on a CPU other than the reclaiming one (CPU {cpu}), and this process may only use CPUs \
+             {allowed:?}"
+        )),
+        None => (Victim::STANDARD.to_vec(), None),
+    }
+}
+
 /// The median longest gap of `target`'s uncontended probed repetitions,
 /// the largest over the methods (the sweep serves the most dangerous).
 pub fn median_gap(runs: &[Run], target: u64) -> f64 {
@@ -194,6 +232,30 @@ mod tests {
         // The gap target before the cap.
         let (sizes, by) = sweep(|n| n as f64 * 1e-6, 1_000_000_000, Some(8_000_000));
         assert_eq!((sizes, by), (vec![500_000, 1_000_000], StoppedBy::Gap));
+    }
+
+    #[test]
+    fn an_auto_sweep_runs_the_standard_victims_unless_told_or_unable() {
+        let root_two = (true, 0, &[0usize, 1][..]);
+        // A list of sizes: only what --victims says.
+        assert_eq!(victims(None, false, root_two), (vec![], None));
+        assert_eq!(victims(Some(&[]), false, root_two), (vec![], None));
+        assert_eq!(victims(Some(&[Victim::Stat]), true, root_two), (vec![Victim::Stat], None));
+        // Auto: the standard ones as root with a second CPU.
+        assert_eq!(victims(None, true, root_two), (Victim::STANDARD.to_vec(), None));
+        // Otherwise none, and one line why, which the calibration keeps.
+        let cases = [
+            (Some(&[][..]), root_two, "--victims none"),
+            (None, (false, 0, &[0, 1][..]), "need root"),
+            (None, (true, 1, &[1][..]), "CPU 1"),
+        ];
+        for (given, at, why) in cases {
+            let (v, line) = victims(given, true, at);
+            let line = line.expect("a reason");
+            assert!(v.is_empty(), "{line}");
+            assert!(line.starts_with("--sizes auto ran without the standard victims (umount, netns, fork-exec, stat)"));
+            assert!(line.contains(why) && line.lines().count() == 1, "{line}");
+        }
     }
 
     #[test]

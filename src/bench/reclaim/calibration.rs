@@ -1,6 +1,15 @@
-//! The calibration a reclaim sweep saves for `status` and the exporter.
+//! The calibration a reclaim sweep saves for `status` and the exporter:
+//! the first method's fits, and what the victims waited for (their fits
+//! and the node's deadlines, each under a [`DeadlineKey`]).
 
 use super::ReclaimResult;
+use super::victims::Analysis;
+use crate::analysis::victims::{Deadline, Watches};
+use crate::state::{DeadlineKey, NotWaiting, SavedIncident, VictimsCalibration};
+
+/// Said in the calibration when a sweep ran without victims and did not
+/// say why (a list of sizes without `--victims`).
+pub const NO_VICTIMS: &str = "the sweep ran without --victims";
 
 impl ReclaimResult {
     /// The calibration this sweep saves for `status` and the exporter: the
@@ -28,6 +37,138 @@ impl ReclaimResult {
             watchdog_thresh_seconds: self.environment.watchdog_thresh_seconds,
             validated_by_watchdog: self.watchdog.as_ref().is_some_and(|w| w.validated),
             command: self.header.command.clone(),
+            victims: self.victims.as_ref().map(|a| saved(a, &o.victims)),
+            victims_skipped: match &self.victims {
+                Some(_) => None,
+                None if o.victims.is_empty() => Some(o.victims_skipped.clone().unwrap_or_else(|| NO_VICTIMS.into())),
+                None => Some("no victim repetition ran (no size was measured)".into()),
+            },
         })
+    }
+}
+
+/// The victims' analysis as the calibration keeps it: the victims' own
+/// fits (the reclaiming CPU's is the calibration's stretch fit already),
+/// who does not wait, and every deadline with its first incident.
+fn saved(a: &Analysis, ran: &[crate::probe::victims::Victim]) -> VictimsCalibration {
+    VictimsCalibration {
+        ran: ran.to_vec(),
+        largest_size: a.sizes.iter().map(|s| s.target).max().unwrap_or(0),
+        fits: a.fits.iter().filter(|f| f.watches == Watches::Victims).cloned().collect(),
+        unaffected: a.unaffected.iter().map(|u| NotWaiting { victim: u.victim, why: u.why.clone() }).collect(),
+        incidents: a.incidents.iter().map(|i| SavedIncident { key: key(&i.deadline), incident: i.clone() }).collect(),
+    }
+}
+
+/// The key of one of [`super::victims::deadlines`], by its name there.
+pub fn key(d: &Deadline) -> DeadlineKey {
+    match d.name.as_str() {
+        "an exec or HTTP probe's timeout" => DeadlineKey::ProbeTimeout,
+        "the pod-startup SLO" => DeadlineKey::PodStartupSlo,
+        "the soft-lockup watchdog" => DeadlineKey::SoftLockup,
+        "RCU's CPU stall warning" => DeadlineKey::RcuStall,
+        "the hung-task warning" => DeadlineKey::HungTask,
+        "the node-lease grace period" => DeadlineKey::NodeLeaseGrace,
+        "the kubelet's runtime request timeout" => DeadlineKey::RuntimeRequestTimeout,
+        _ => DeadlineKey::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::victims::Victim;
+
+    /// Every deadline the sweep knows has a key of its own: a renamed one
+    /// would otherwise vanish from the exporter's `deadline` label.
+    #[test]
+    fn every_deadline_has_a_key() {
+        let proc = crate::procfs::ProcRoot::new(crate::procfs::fixture_dir("6.18"));
+        let mut env = crate::env::Environment::capture(&proc);
+        env.watchdog_thresh_seconds = Some(10);
+        let ds = super::super::victims::deadlines(&env, &proc);
+        let mut keys: Vec<DeadlineKey> = ds.iter().map(key).collect();
+        assert!(!keys.contains(&DeadlineKey::Other), "{ds:?}");
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), ds.len(), "one key per deadline: {ds:?}");
+        // The three read from the kernel may be absent; the four defaults and the watchdog are not.
+        for k in [
+            DeadlineKey::ProbeTimeout,
+            DeadlineKey::PodStartupSlo,
+            DeadlineKey::SoftLockup,
+            DeadlineKey::NodeLeaseGrace,
+            DeadlineKey::RuntimeRequestTimeout,
+        ] {
+            assert!(keys.contains(&k), "{k:?} in {keys:?}");
+        }
+    }
+
+    /// The recorded 1M–8M victims run (docs/victims.md): its calibration
+    /// carries the umount victim's fit, the three that do not wait with
+    /// their reasons, and the incidents the run itself reported, keyed.
+    #[test]
+    fn a_sweep_with_victims_saves_their_fits_and_incidents() {
+        let text = include_str!("../../../docs/results/victims-6.18.json");
+        let r: ReclaimResult = serde_json::from_str(text).unwrap();
+        let c = r.calibration().expect("a calibration");
+        assert_eq!(c.schema, crate::state::VICTIMS_SCHEMA);
+        assert_eq!(c.victims_skipped, None);
+        let v = c.victims.expect("the victims' part");
+        assert_eq!(v.ran, vec![Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat]);
+        assert_eq!(v.largest_size, 8_000_000);
+        let who: Vec<&str> = v.fits.iter().map(|f| f.who.as_str()).collect();
+        assert_eq!(who, vec!["umount"], "the reclaiming CPU's fit is the calibration's own");
+        assert!(v.fits[0].fit.band.is_some(), "with its 90% band");
+        let not: Vec<Victim> = v.unaffected.iter().map(|u| u.victim).collect();
+        assert_eq!(not, vec![Victim::Netns, Victim::ForkExec, Victim::Stat]);
+        let a = r.victims.as_ref().unwrap();
+        assert_eq!(v.incidents.len(), a.incidents.len());
+        for (s, i) in v.incidents.iter().zip(&a.incidents) {
+            assert_eq!(&s.incident, i);
+            assert_ne!(s.key, DeadlineKey::Other, "{:?}", i.deadline);
+        }
+        let pod = v.incidents.iter().find(|s| s.key == DeadlineKey::PodStartupSlo).unwrap();
+        let first = pod.incident.first.as_ref().unwrap();
+        assert_eq!(first.who, "umount");
+        // docs/victims.md: 56M (49.1M–64M).
+        assert!((first.count / 1e6 - 56.0).abs() < 0.5, "{}", first.count);
+        // It round-trips through the file.
+        let back: crate::state::Calibration =
+            serde_json::from_str(&serde_json::to_string(&r.calibration().unwrap()).unwrap()).unwrap();
+        assert_eq!(back.victims, r.calibration().unwrap().victims);
+    }
+
+    /// `tests/fixtures/calibration/6.18-victims` (what `status` and the
+    /// exporter tests read) is what this code saves from the recorded run,
+    /// but for the time it was saved; `UPDATE_GOLDEN=1` rewrites it.
+    #[test]
+    fn the_victims_fixture_is_what_the_recorded_run_saves() {
+        let r: ReclaimResult = serde_json::from_str(include_str!("../../../docs/results/victims-6.18.json")).unwrap();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration/6.18-victims");
+        let mut c = r.calibration().unwrap();
+        c.saved_at = r.header.started_at.clone();
+        let want = serde_json::to_string_pretty(&c).unwrap();
+        let path = dir.join(crate::state::CALIBRATION_FILE);
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &want).unwrap();
+        }
+        let got =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1)", path.display()));
+        assert_eq!(got, want, "{} (UPDATE_GOLDEN=1 rewrites it)", path.display());
+        assert!(crate::state::load(&dir).unwrap().is_some_and(|l| l.victims == c.victims));
+    }
+
+    /// A sweep without victims says why in its calibration.
+    #[test]
+    fn a_sweep_without_victims_says_why() {
+        let text = include_str!("../../../docs/results/victims-6.18.json");
+        let mut r: ReclaimResult = serde_json::from_str(text).unwrap();
+        r.victims = None;
+        r.options.victims.clear();
+        assert_eq!(r.calibration().unwrap().victims_skipped.as_deref(), Some(NO_VICTIMS));
+        r.options.victims_skipped = Some("not root".into());
+        assert_eq!(r.calibration().unwrap().victims_skipped.as_deref(), Some("not root"));
     }
 }

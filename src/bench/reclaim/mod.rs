@@ -126,6 +126,9 @@ pub struct Options {
     /// `--census`: the first probed repetition checks its directories by a census.
     #[serde(default)]
     pub census: bool,
+    /// Why an auto sweep runs without its default victims ([`auto::victims`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victims_skipped: Option<String>,
 }
 
 impl Options {
@@ -450,6 +453,10 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Option<&D
         notes.push("only one CPU is available: no control probe".into());
     }
     notes.extend(checks::method_notes(opts));
+    if let Some(why) = &opts.victims_skipped {
+        eprintln!("dentrylab: {why}");
+        notes.push(why.clone());
+    }
     if opts.unobserved_reps == 0 {
         notes.push("no unobserved repetitions (--unobserved-reps 0): the times include the probe's cost".into());
     }

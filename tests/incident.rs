@@ -1,0 +1,272 @@
+//! The first incident on the node tools. The node calibration (`reclaim
+//! --sizes auto`) runs the standard victims by default and saves their
+//! fits and the node's deadlines; `status` and the exporter give, for each
+//! deadline, the count at which some task first misses it beside the
+//! soft-lockup edge, from a calibration saved from the recorded 1M–8M
+//! victims run (`tests/fixtures/calibration/6.18-victims`, made from
+//! `docs/results/victims-6.18.json` by the code that saves calibrations);
+//! a calibration saved before the victims still loads and says the
+//! incidents are unknown and how to measure them.
+
+mod common;
+mod metrics;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{bin, kernel_lock, usage_error};
+use metrics::{Exporter, assert_golden, assert_promtool_ok, calibration_dir, fixture, repo};
+use serde_json::Value;
+
+fn victims_dir() -> PathBuf {
+    repo().join("tests/fixtures/calibration/6.18-victims")
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn status(state: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dentrylab"))
+        .args(["status", "--proc-root", p(&fixture("6.18")), "--state-dir", p(state)])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn calibration(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("calibration.json")).unwrap()).unwrap()
+}
+
+/// Where `who`'s saved fit (value = c·N^k) reaches `seconds`.
+fn crossing(cal: &Value, who: &str, seconds: f64) -> f64 {
+    let fits = cal["victims"]["fits"].as_array().unwrap();
+    let f = &fits.iter().find(|f| f["who"] == who).unwrap_or_else(|| panic!("no fit of {who}: {fits:?}"))["fit"];
+    let (c, k) = (f["coefficient"].as_f64().unwrap(), f["exponent"].as_f64().unwrap());
+    (seconds / c).powf(1.0 / k)
+}
+
+/// A count as the tables print it (size::human).
+fn human(n: f64) -> String {
+    let (v, suf) = if n >= 1e9 { (n / 1e9, "G") } else { (n / 1e6, "M") };
+    let s = if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    };
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    format!("{s}{suf}")
+}
+
+/// The line that starts with `label`, its cells separated by one space.
+fn row(out: &str, label: &str) -> String {
+    let l = out.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no row {label:?} in\n{out}"));
+    l.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn status_gives_each_deadline_its_first_incident_beside_the_soft_lockup_edge() {
+    let cal = calibration(&victims_dir());
+    let out = stdout(&status(&victims_dir(), &[]));
+    // The first incident: the umount victim past a probe's 1 s timeout.
+    let probe = human(crossing(&cal, "umount", 1.0));
+    let first = row(&out, "first incident:");
+    assert!(
+        first.starts_with(&format!(
+            "first incident: an exec or HTTP probe's timeout (1 s), missed by umount from {probe} ("
+        )),
+        "{first}"
+    );
+    let pod = row(&out, "the pod-startup SLO (5 s)");
+    assert!(pod.contains(&format!(" umount {} (", human(crossing(&cal, "umount", 5.0)))), "{pod}");
+    assert!(pod.contains("dentries to its low end"), "{pod}");
+    // The soft-lockup row is the edge the prediction gives above it, read
+    // with today's watchdog_thresh.
+    let distance = row(&out, "distance: count");
+    let edge = distance.split("(edge at ").nth(1).unwrap().strip_suffix(')').unwrap();
+    let lockup = row(&out, "the soft-lockup watchdog (20 s, read now)");
+    assert!(lockup.contains(&format!("reclaiming CPU {edge} ")), "{lockup} vs {distance}");
+    assert!(first.contains(&format!("the soft-lockup edge is at {edge}")), "{first}");
+    // Calibrated values of the deadlines status does not read.
+    assert!(out.contains("RCU's CPU stall warning (59 s)"), "{out}");
+    let victims = row(&out, "victims measured when calibrated:");
+    assert_eq!(victims, "victims measured when calibrated: waiting umount; not waiting netns, fork-exec, stat");
+}
+
+#[test]
+fn status_json_carries_the_incidents() {
+    let cal = calibration(&victims_dir());
+    let v: Value = serde_json::from_str(&stdout(&status(&victims_dir(), &["--json", "-"]))).unwrap();
+    let inc = &v["incidents"];
+    assert_eq!(inc["known"], true, "{inc}");
+    assert_eq!(inc["first"], "probe_timeout");
+    let rows = inc["rows"].as_array().unwrap();
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    for k in ["probe_timeout", "pod_startup_slo", "soft_lockup", "rcu_stall", "hung_task", "node_lease_grace"] {
+        assert!(keys.contains(&k), "{k} in {keys:?}");
+    }
+    let seconds: Vec<f64> = rows.iter().map(|r| r["seconds"].as_f64().unwrap()).collect();
+    assert!(seconds.windows(2).all(|w| w[0] <= w[1]), "shortest first: {seconds:?}");
+    let by = |k: &str| rows.iter().find(|r| r["key"] == k).unwrap();
+    let probe = by("probe_timeout");
+    assert_eq!(probe["who"], "umount");
+    let want = crossing(&cal, "umount", 1.0);
+    let got = probe["dentries"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-9 * want, "{got} {want}");
+    let (low, high) = (probe["dentries_low"].as_f64().unwrap(), probe["dentries_high"].as_f64().unwrap());
+    assert!(low < got && got < high, "{probe}");
+    let nr = v["dentries"]["nr_dentry"].as_f64().unwrap();
+    assert_eq!(probe["dentries_to_incident"].as_f64().unwrap(), low - nr);
+    // The soft-lockup row is the prediction's own edge.
+    let lockup = by("soft_lockup");
+    let pr = &v["prediction"];
+    assert_eq!(lockup["who"], "reclaiming CPU");
+    for (a, b) in [
+        ("dentries", "lockup_dentries"),
+        ("dentries_low", "lockup_dentries_low"),
+        ("ratio_high", "lockup_ratio_high"),
+        ("dentries_to_incident", "dentries_to_lockup"),
+    ] {
+        assert_eq!(lockup[a], pr[b], "{a} vs {b}");
+    }
+    assert_eq!(lockup["read_now"], true);
+    assert_eq!(by("rcu_stall")["read_now"], false);
+}
+
+#[test]
+fn an_older_calibration_loads_and_says_the_incidents_are_unknown() {
+    let old = calibration(&calibration_dir());
+    assert_eq!(old["schema"], 1, "the fixture predates the victims");
+    let out = stdout(&status(&calibration_dir(), &[]));
+    assert_eq!(
+        row(&out, "first incident:"),
+        "first incident: unknown: the calibration was saved before dentrylab measured what the node's other tasks \
+         wait for (schema 1): run `sudo dentrylab reclaim --sizes auto` on this node to measure them"
+    );
+    // Its soft-lockup edge is as before.
+    assert!(row(&out, "distance: count").contains(" dentries to "), "{out}");
+    let v: Value = serde_json::from_str(&stdout(&status(&calibration_dir(), &["--json", "-"]))).unwrap();
+    assert_eq!(v["incidents"]["known"], false);
+    assert!(v["incidents"]["rows"].as_array().unwrap().is_empty());
+    // No calibration at all: the built-in default says it cannot know either.
+    let empty = tempfile::tempdir().unwrap();
+    let out = stdout(&status(empty.path(), &[]));
+    assert!(row(&out, "first incident:").starts_with("first incident: unknown: the built-in default"), "{out}");
+}
+
+/// The value of the series `name{labels}` in `text` (labels as written).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn the_exporter_gives_a_series_per_deadline_with_bounded_labels() {
+    let cal = calibration(&victims_dir());
+    let e = Exporter::start(&["--proc-root", p(&fixture("6.18")), "--state-dir", p(&victims_dir())]);
+    let m = e.metrics();
+    assert_golden("6.18-victims", &m);
+    assert_promtool_ok(&["check", "metrics"], Some(&m), &repo());
+    assert_eq!(sample(&m, "dentrylab_calibration_victims"), Some(1.0));
+    let pod = sample(&m, r#"dentrylab_incident_dentries{deadline="pod_startup_slo",victim="umount",bound="point"}"#)
+        .expect("the pod-startup SLO's count");
+    let want = crossing(&cal, "umount", 5.0);
+    assert!((pod - want).abs() <= 1e-5 * want, "{pod} {want}");
+    assert_eq!(sample(&m, r#"dentrylab_incident_deadline_seconds{deadline="probe_timeout"}"#), Some(1.0));
+    // The soft-lockup deadline is the lockup edge's series, under its own labels.
+    for bound in ["low", "point", "high"] {
+        let i =
+            format!(r#"dentrylab_incident_dentries{{deadline="soft_lockup",victim="reclaiming-cpu",bound="{bound}"}}"#);
+        let l = format!(r#"dentrylab_lockup_dentries{{bound="{bound}"}}"#);
+        assert_eq!(sample(&m, &i), sample(&m, &l), "{bound}");
+        assert!(sample(&m, &l).is_some(), "{bound}");
+    }
+    assert_eq!(
+        sample(&m, r#"dentrylab_incident_ratio{deadline="soft_lockup",victim="reclaiming-cpu"}"#),
+        sample(&m, "dentrylab_lockup_ratio")
+    );
+    // Every label value from the fixed sets.
+    let deadlines = ["probe_timeout", "pod_startup_slo", "soft_lockup", "rcu_stall", "hung_task", "node_lease_grace"];
+    let deadlines: Vec<&str> = deadlines.into_iter().chain(["runtime_request_timeout"]).collect();
+    let victims = ["umount", "netns", "fork-exec", "stat", "cgroup", "inotify", "container", "reclaiming-cpu"];
+    for l in
+        m.lines().filter(|l| l.starts_with("dentrylab_incident") || l.starts_with("dentrylab_dentries_to_incident"))
+    {
+        let label = |k: &str| l.split(&format!("{k}=\"")).nth(1).map(|r| r.split('"').next().unwrap());
+        assert!(label("deadline").is_some_and(|d| deadlines.contains(&d)), "{l}");
+        assert!(label("victim").is_none_or(|v| victims.contains(&v)), "{l}");
+    }
+    // Without victims' fits the incident series are absent, not made up.
+    let old = Exporter::start(&["--proc-root", p(&fixture("6.18")), "--state-dir", p(&calibration_dir())]);
+    let m = old.metrics();
+    assert_eq!(sample(&m, "dentrylab_calibration_victims"), Some(0.0));
+    assert!(!m.contains("dentrylab_incident") && !m.contains("dentries_to_incident"), "{m}");
+}
+
+#[test]
+fn victims_none_stands_alone() {
+    usage_error("reclaim", &["--victims", "none,umount"], &["--victims", "'none'", "alone"]);
+}
+
+/// The node calibration as root: `--sizes auto` (two sizes: 500k and the
+/// 1M cap) runs the standard victims without being asked, and the saved
+/// calibration carries the run's victims' fits, who does not wait, and the
+/// deadlines' first incidents, which `status` then reads.
+#[test]
+fn an_auto_sweep_saves_the_victims_fits_in_the_calibration() {
+    require_root!();
+    let _k = kernel_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["reclaim", "--sizes", "auto:1M", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"];
+    let v = common::run_json(&[&args[..], &["--state-dir", p(dir.path())][..]].concat());
+    let standard = serde_json::json!(["umount", "netns", "fork-exec", "stat"]);
+    assert_eq!(v["options"]["victims"], standard, "the standard victims by default");
+    assert_eq!(v["auto"]["sizes"], serde_json::json!([500_000, 1_000_000]));
+    assert_eq!(v["victim_runs"].as_array().unwrap().len(), 2, "one victim repetition per size");
+    let c = calibration(dir.path());
+    assert_eq!(c["schema"], 2);
+    let cv = &c["victims"];
+    assert_eq!(cv["ran"], standard, "{c}");
+    assert_eq!(cv["largest_size"], 1_000_000);
+    // Each victim is either fitted or named as not waiting, with why.
+    let fitted: Vec<&str> = cv["fits"].as_array().unwrap().iter().map(|f| f["who"].as_str().unwrap()).collect();
+    let not: Vec<&str> = cv["unaffected"].as_array().unwrap().iter().map(|u| u["victim"].as_str().unwrap()).collect();
+    for w in ["umount", "netns", "fork-exec", "stat"] {
+        assert!(fitted.contains(&w) != not.contains(&w), "{w}: fitted {fitted:?}, not waiting {not:?}");
+    }
+    // The fits are the run's own victims' fits (whether a victim waits is
+    // the run's judgement, tested with tests/victims.rs; under load a
+    // victim's own control calls can be slow enough to hide it).
+    let run_fits: Vec<&Value> =
+        v["victims"]["fits"].as_array().unwrap().iter().filter(|f| f["watches"] == "victims").collect();
+    assert_eq!(cv["fits"].as_array().unwrap().iter().collect::<Vec<_>>(), run_fits);
+    // Every deadline, keyed, with the run's own first incident.
+    let incidents = cv["incidents"].as_array().unwrap();
+    let run_incidents = v["victims"]["incidents"].as_array().unwrap();
+    assert_eq!(incidents.len(), run_incidents.len());
+    for (i, r) in incidents.iter().zip(run_incidents) {
+        assert_eq!((&i["deadline"], &i["first"]), (&r["deadline"], &r["first"]));
+    }
+    let keys: Vec<&str> = incidents.iter().map(|i| i["key"].as_str().unwrap()).collect();
+    for k in ["probe_timeout", "pod_startup_slo", "soft_lockup", "node_lease_grace", "runtime_request_timeout"] {
+        assert!(keys.contains(&k), "{k} in {keys:?}");
+    }
+    let pod = incidents.iter().find(|i| i["key"] == "pod_startup_slo").unwrap();
+    assert_eq!(pod["deadline"]["seconds"], 5.0);
+    if let Some(who) = pod["first"]["who"].as_str() {
+        assert!(fitted.contains(&who), "{pod}");
+    }
+    // status reads them.
+    let out = bin().args(["status", "--state-dir", p(dir.path())]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let first = row(&text, "first incident:");
+    assert!(!first.starts_with("first incident: unknown"), "{text}");
+    assert!(text.contains("the pod-startup SLO (5 s)"), "{text}");
+}
