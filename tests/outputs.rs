@@ -9,20 +9,6 @@ use common::bin;
 
 const MISSING: &str = "/nonexistent/x.json";
 
-/// The fewest arguments a valid run of each benchmark takes, beside
-/// `--json`. A benchmark added to the registry fails here until it has
-/// its line.
-fn minimal(name: &str) -> &'static [&'static str] {
-    match name {
-        "reclaim" | "pollute" | "churn" | "scale" => &[],
-        "create" => &["--count", "1000"],
-        "containers" => &["--count", "2"],
-        "mitigate" => &["--workload", "lookups"],
-        "gvisor" => &["--runsc", "/bin/true"],
-        other => panic!("the registry's benchmark {other} has no arguments here: add its line to minimal()"),
-    }
-}
-
 /// `dentrylab ARGS --json MISSING REST` fails before any work.
 fn fails_first(args: &[&str], rest: &[&str]) {
     let out = bin().args(args).args(["--json", MISSING]).args(rest).output().unwrap();
@@ -38,20 +24,25 @@ fn fails_first(args: &[&str], rest: &[&str]) {
     assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
 }
 
-fn registry() -> Vec<String> {
+/// The registry's benchmarks as the binary lists them: each one's name and
+/// the fewest arguments a valid run takes (its `Benchmark::MINIMAL_ARGS`).
+fn registry() -> Vec<Vec<String>> {
     let out = bin().args(["__internal", "benchmarks"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let names: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect();
-    assert!(names.iter().any(|n| n == "reclaim"), "{names:?}");
-    names
+    let lines: Vec<Vec<String>> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect();
+    assert!(lines.iter().any(|l| l[0] == "reclaim"), "{lines:?}");
+    lines
 }
 
 #[test]
 fn json_into_a_missing_directory_fails_before_any_benchmark_runs() {
     // gvisor refuses to plan without root: its own test below.
-    for name in registry().iter().filter(|n| *n != "gvisor") {
-        let mut args = vec![name.as_str()];
-        args.extend(minimal(name));
+    for line in registry().iter().filter(|l| l[0] != "gvisor") {
+        let args: Vec<&str> = line.iter().map(String::as_str).collect();
         fails_first(&args, &[]);
     }
     fails_first(&["status"], &[]);
@@ -63,8 +54,7 @@ fn json_into_a_missing_directory_fails_before_any_benchmark_runs() {
 #[test]
 fn gvisor_opens_its_json_before_the_run() {
     require_root!();
-    assert!(registry().iter().any(|n| n == "gvisor"));
-    let mut args = vec!["gvisor"];
-    args.extend(minimal("gvisor"));
+    let gvisor = registry().into_iter().find(|l| l[0] == "gvisor").expect("gvisor in the registry");
+    let args: Vec<&str> = gvisor.iter().map(String::as_str).collect();
     fails_first(&args, &[]);
 }

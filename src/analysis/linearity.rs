@@ -102,10 +102,9 @@ impl Model {
 }
 
 /// Weighted fit of value = c·N (ln value = ln c + ln N), weighted as
-/// [`weighted_power`] weighs, with its band: N − 1 degrees of freedom,
-/// widened by the sizes' misfit when their means scatter around the line
-/// more than their repetitions explain (k − 1 degrees of freedom, k sizes).
-/// `None` without a positive value.
+/// [`weighted_power`] weighs, with its band (`Band::from_points` with the
+/// exponent fixed: N − 1 degrees of freedom, widened by the sizes' misfit
+/// with k − 1). `None` without a positive value.
 pub fn weighted_linear(sizes: &[SizeValues]) -> Option<PowerFit> {
     let logs = weighted_logs(sizes);
     let pts: Vec<(f64, f64, f64)> = logs.iter().flat_map(|(x, v, w)| v.iter().map(move |y| (*x, *y, *w))).collect();
@@ -114,45 +113,10 @@ pub fn weighted_linear(sizes: &[SizeValues]) -> Option<PowerFit> {
         return None;
     }
     let ln_c = pts.iter().map(|p| p.2 * (p.1 - p.0)).sum::<f64>() / sum_w;
-    let x_mean = pts.iter().map(|p| p.2 * p.0).sum::<f64>() / sum_w;
     let y_mean = pts.iter().map(|p| p.2 * p.1).sum::<f64>() / sum_w;
-    let sxx_w: f64 = pts.iter().map(|p| p.2 * (p.0 - x_mean).powi(2)).sum();
     let syy_w: f64 = pts.iter().map(|p| p.2 * (p.1 - y_mean).powi(2)).sum();
     let ssr: f64 = pts.iter().map(|p| p.2 * (p.1 - p.0 - ln_c).powi(2)).sum();
-    let dof = pts.len().saturating_sub(1) as u32;
-    let k = logs.len();
-    let size_x_mean = logs.iter().map(|s| s.0).sum::<f64>() / k as f64;
-    let size_sxx: f64 = logs.iter().map(|s| (s.0 - size_x_mean).powi(2)).sum();
-    let ss_means: f64 = logs
-        .iter()
-        .map(|(x, v, w)| {
-            let m = v.iter().sum::<f64>() / v.len() as f64;
-            v.len() as f64 * w * (m - x - ln_c).powi(2)
-        })
-        .sum();
-    let band = (dof > 0).then(|| {
-        let points = ssr / dof as f64;
-        let base = Band {
-            x_mean,
-            sum_w,
-            sxx_w,
-            resid_var: points,
-            dof,
-            birge_ratio: 1.0,
-            sizes: k as u32,
-            run_sd: 0.0,
-            run_dof: 0,
-            size_x_mean,
-            size_sxx,
-            fixed_exponent: true,
-        };
-        match (k > 1).then(|| ss_means / (k - 1) as f64) {
-            Some(m) if m > points => {
-                Band { resid_var: m, dof: (k - 1) as u32, birge_ratio: (m / points).sqrt(), ..base }
-            }
-            _ => base,
-        }
-    });
+    let band = Band::from_points(&logs, |x, y| y - x - ln_c, true);
     Some(PowerFit {
         coefficient: ln_c.exp(),
         exponent: 1.0,

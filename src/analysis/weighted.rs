@@ -28,45 +28,7 @@ pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
     let b = sxy_w / sxx_w;
     let a = y_mean - b * x_mean;
     let ssr: f64 = pts.iter().map(|p| p.2 * (p.1 - a - b * p.0).powi(2)).sum();
-    let dof = pts.len().saturating_sub(2) as u32;
-    // The size means' share of the residuals (lack of fit), weighted as
-    // the mean of n points of weight w weighs: n·w.
-    let sizes_fitted: Vec<(f64, f64, f64)> = logs
-        .iter()
-        .map(|(x, v, w)| {
-            let m = v.iter().sum::<f64>() / v.len() as f64;
-            (v.len() as f64 * w, m - a - b * x, *x)
-        })
-        .collect();
-    let k = sizes_fitted.len();
-    let size_x_mean = sizes_fitted.iter().map(|s| s.2).sum::<f64>() / k.max(1) as f64;
-    let size_sxx: f64 = sizes_fitted.iter().map(|s| (s.2 - size_x_mean).powi(2)).sum();
-    let ss_means: f64 = sizes_fitted.iter().map(|(nw, r, _)| nw * r * r).sum();
-    let band = (dof > 0).then(|| {
-        let points = ssr / dof as f64;
-        let means = (k > 2).then(|| ss_means / (k - 2) as f64);
-        let base = Band {
-            x_mean,
-            sum_w,
-            sxx_w,
-            resid_var: points,
-            dof,
-            birge_ratio: 1.0,
-            sizes: k as u32,
-            run_sd: 0.0,
-            run_dof: 0,
-            size_x_mean,
-            size_sxx,
-            fixed_exponent: false,
-        };
-        match means {
-            Some(m) if m > points => {
-                let (dof, birge_ratio) = ((k - 2) as u32, (m / points).sqrt());
-                Band { resid_var: m, dof, birge_ratio, ..base }
-            }
-            _ => base,
-        }
-    });
+    let band = Band::from_points(&logs, |x, y| y - a - b * x, false);
     Some(PowerFit {
         coefficient: a.exp(),
         exponent: b,
@@ -112,6 +74,60 @@ impl PowerFit {
 }
 
 impl Band {
+    /// The band of a line fitted in log-log space through `sizes` (x = ln
+    /// n, its ln values, their weight, as [`weighted_logs`] gives them),
+    /// `resid(x, y)` the line's residual: N − p degrees of freedom (N
+    /// points; p = 1 parameter with `fixed_exponent`, the linear model,
+    /// else 2), widened by the sizes' misfit when their means scatter
+    /// around the line more than their repetitions explain (k − p degrees
+    /// of freedom, k sizes; see [`super::interval`]). `None` without a
+    /// degree of freedom or a weight.
+    pub(super) fn from_points(
+        sizes: &[(f64, Vec<f64>, f64)],
+        resid: impl Fn(f64, f64) -> f64,
+        fixed_exponent: bool,
+    ) -> Option<Band> {
+        let params = if fixed_exponent { 1 } else { 2 };
+        let pts = || sizes.iter().flat_map(|(x, v, w)| v.iter().map(move |y| (*x, *y, *w)));
+        let dof = pts().count().saturating_sub(params) as u32;
+        let sum_w: f64 = pts().map(|p| p.2).sum();
+        if dof == 0 || sum_w <= 0.0 {
+            return None;
+        }
+        let x_mean = pts().map(|p| p.2 * p.0).sum::<f64>() / sum_w;
+        let sxx_w: f64 = pts().map(|p| p.2 * (p.0 - x_mean).powi(2)).sum();
+        let points = pts().map(|p| p.2 * resid(p.0, p.1).powi(2)).sum::<f64>() / f64::from(dof);
+        let k = sizes.len();
+        let size_x_mean = sizes.iter().map(|s| s.0).sum::<f64>() / k as f64;
+        let size_sxx: f64 = sizes.iter().map(|s| (s.0 - size_x_mean).powi(2)).sum();
+        // The size means' share of the residuals (lack of fit), weighted
+        // as the mean of n points of weight w weighs: n·w.
+        let ss_means: f64 = sizes
+            .iter()
+            .map(|(x, v, w)| v.len() as f64 * w * resid(*x, v.iter().sum::<f64>() / v.len() as f64).powi(2))
+            .sum();
+        let base = Band {
+            x_mean,
+            sum_w,
+            sxx_w,
+            resid_var: points,
+            dof,
+            birge_ratio: 1.0,
+            sizes: k as u32,
+            run_sd: 0.0,
+            run_dof: 0,
+            size_x_mean,
+            size_sxx,
+            fixed_exponent,
+        };
+        Some(match (k > params).then(|| ss_means / (k - params) as f64) {
+            Some(m) if m > points => {
+                Band { resid_var: m, dof: (k - params) as u32, birge_ratio: (m / points).sqrt(), ..base }
+            }
+            _ => base,
+        })
+    }
+
     /// 90% interval of the exponent.
     pub fn exponent(&self, fit: &PowerFit) -> Interval {
         let (v, dof) = self.slope_var_dof();

@@ -3,8 +3,8 @@
 //! struct, and says how that result reads: its `render` child implements
 //! [`crate::render::Render`] (the human table, its Markdown part, its
 //! figure specs), which `report`'s engines consume. Its `command` child
-//! implements [`common::Benchmark`]: its command's arguments and the steps
-//! the generic handler (`cli::handlers::run`) runs. So a benchmark's
+//! implements [`common::Benchmark`]: its command's arguments and help, and
+//! the steps the generic handler (`cli::handlers::run`) runs. So a benchmark's
 //! tables, figures and command change in its own folder; `common/` holds
 //! what benchmarks share.
 //!
@@ -17,14 +17,38 @@
 //! `mitigate`, `layers`' grid and shared options in `reclaim` and
 //! `create`), never the other way round.
 
-pub mod churn;
 pub mod common;
-pub mod containers;
-pub mod create;
-pub mod gvisor;
 pub mod layers;
-pub mod mitigate;
-pub mod pollute;
-pub mod reclaim;
-pub mod scale;
 pub mod vm;
+
+/// The registry: every benchmark, once, one line each: its folder (a
+/// module of `bench`) and its [`common::Benchmark`] type (in that folder).
+/// `each_benchmark!(m)` calls `m! { module => Type, ... }` with the list:
+/// here to declare the modules, in `cli::registry` to make the commands,
+/// their dispatch, and `report`'s readers of saved results. So `cli`
+/// imports `bench`, never the other way round. The order of the lines is
+/// the order `report` names the benchmarks it renders (`--help` orders
+/// them by [`common::Benchmark::DISPLAY_ORDER`]).
+macro_rules! each_benchmark {
+    ($then:ident) => {
+        $then! {
+            reclaim => Reclaim,
+            pollute => Pollute,
+            churn => Churn,
+            scale => Scale,
+            mitigate => Mitigate,
+            containers => Containers,
+            create => Create,
+            gvisor => Gvisor,
+        }
+    };
+}
+pub(crate) use each_benchmark;
+
+/// Declares each benchmark's folder as a module of `bench`.
+macro_rules! declare {
+    ($($module:ident => $bench:ident,)*) => {
+        $(pub mod $module;)*
+    };
+}
+each_benchmark!(declare);

@@ -58,7 +58,8 @@ pub enum Internal {
     /// Removes dentrylab's memory cgroups when dentrylab ends, however it ends.
     #[command(name = crate::sandbox::cgroup::GUARD_COMMAND)]
     CgroupGuard(crate::sandbox::cgroup::GuardArgs),
-    /// Lists the registry's benchmarks, one name a line (for tests).
+    /// Lists the registry's benchmarks, one a line: its name and its fewest
+    /// valid arguments (for tests).
     Benchmarks,
 }
 
@@ -77,8 +78,8 @@ impl Internal {
             Internal::SysctlGuard(a) => a.run(),
             Internal::CgroupGuard(a) => a.run(),
             Internal::Benchmarks => {
-                for name in super::registry::NAMES {
-                    println!("{name}");
+                for (name, args) in super::registry::NAMES.iter().zip(super::registry::MINIMAL_ARGS) {
+                    println!("{}", std::iter::once(*name).chain(args.iter().copied()).collect::<Vec<_>>().join(" "));
                 }
                 Ok(())
             }

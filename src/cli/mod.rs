@@ -1,9 +1,10 @@
-//! The command line: the clap definitions (this file, `experiments`,
-//! `gvisor`, `node`, `vm`: the commands and their long help), the
-//! registry of benchmarks (`registry`), the hidden internal command
+//! The command line: the clap definitions (this file, `node`, `vm`: the
+//! commands and their long help), the registry of benchmarks (`registry`,
+//! which expands `bench::each_benchmark!`), the hidden internal command
 //! (`internal`), and the handlers (`handlers/`): one generic handler for
 //! every benchmark, one per other command. Each benchmark's command is its
-//! own (`bench::<name>::command`: its options beside its output files).
+//! own (`bench::<name>::command`: its options beside its output files, its
+//! help).
 //!
 //! In: the process's arguments. Out: an exit code. The top layer: it may
 //! import every module below it; only `main` imports it.
@@ -14,16 +15,12 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::output::OutputArgs;
 
-mod experiments;
-mod gvisor;
 pub mod handlers;
 mod internal;
 mod node;
 pub mod registry;
 mod vm;
 
-use experiments::*;
-use gvisor::*;
 pub use node::*;
 pub use vm::VmArgs;
 
@@ -84,43 +81,6 @@ const REPORT_ABOUT: &str = "Render saved JSON results (written by --json) as a M
                       or the row's error) and one chart of every row's longest-gap curve.\n\n\
                       Rendering reads only the files: the same files always give the same report. Results of \
                       an unknown or newer schema are refused with a line naming the file.";
-
-const SCALE_ABOUT: &str = "Path-lookup scalability across CPUs: the 2002 dcache scalability paper's question, asked of today's RCU path walk (docs/background.md).\n\n\
-For each operation and each worker count of the sweep, the workers repeat the operation for --seconds on a \
-fresh filesystem in the sandbox. Operations: stat (an existing file 8 path components deep), stat-missing \
-(a missing name in the same directory: a negative lookup), open-close (the deep file), create-unlink-shared \
-(create+close+unlink, all workers in one directory), create-unlink-private (one directory per worker).\n\n\
-Reported per count: operations/s, speedup and efficiency against perfect scaling from the smallest count \
-(ops(n) / (n · ops(1))), the system-time share and how many CPUs were busy (getrusage per worker), and the \
-per-call latency p50/p99 (one call in --sample-every timed with CLOCK_MONOTONIC). With --profile, two more \
-steps at the largest count run under perf (one with cpu-clock samples, one with the lock-contention \
-tracepoints) to name the kernel functions and locks the time goes to; what this machine cannot do is said, not guessed.\n\n\
-tmpfs keeps no negative dentries, so stat-missing on tmpfs measures dentry allocation under the directory \
-lock; use a disk filesystem (--fs) for cached negative lookups.";
-
-const POLLUTE_ABOUT: &str = "The question of the 2020 lookup-pollution report (docs/background.md), measured call by call: do negative dentries slow down lookups of \
-hot, existing paths?\n\n\
-Each repetition mounts a fresh ext4 (or xfs) in the sandbox with two directories of hot files: polluted/ (where \
-the negative dentries go, as that report's /dev/null$i went into /dev) and other/. Every call of six probes is timed \
-with CLOCK_MONOTONIC: stat and open+close of a hot file in each directory, a stat that hits a cached negative \
-dentry, and a stat of a name never looked up (a miss, answered by the filesystem). Then negative dentries are \
-added to polluted/ up to each size of --negatives in turn, and the probes are timed again, in the same run.\n\n\
-Reported per size and probe: p50, p99, max and mean latency, and the slowdown against the unpolluted \
-measurement: per repetition the ratio of medians, over repetitions their geometric mean with a 95% Student-t \
-interval. dentry-state before and after each size (nr_negative is the witness). The output says plainly whether \
-the report's effect (hot lookups slowing as negative dentries pile up) shows on this kernel.\n\n\
-tmpfs (and devtmpfs, where that report polluted /dev) keeps no negative dentries: --fs tmpfs is refused.";
-
-const CHURN_ABOUT: &str = "The experiment of the 2011 unlink-regression report (docs/background.md): an N-way parallel unlink of a large tree.\n\n\
-A fresh ext4 (or xfs) in the sandbox gets --files empty files spread over --dirs directories; it is then \
-unmounted and mounted again so the removal starts with a cold cache, as the report's did (--warm skips this). \
---workers threads unlink the files, each its share of the directories, while the unlink counter, dentry-state \
-(nr_dentry, nr_negative) and meminfo are sampled every --interval.\n\n\
-Reported: the throughput timeline, the steady-state rate and dentry count (the middle 80% of the timeline), the \
-dentry high-water mark, how many unlinked files stayed cached as negative dentries, what the rmdirs and the final umount freed, \
-and whether the throughput oscillates: the autocorrelation of the detrended rate gives the period, and the \
-peak/trough ratio its depth (the report saw about 20 s, 80k against 20k unlinks/s).\n\n\
-Sizes that would take more than half of MemAvailable (about 2000 bytes per file) are refused unless --force.";
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {

@@ -1,79 +1,67 @@
-//! The registry: every benchmark, once. One line per benchmark (with its
-//! help) gives its command (a variant of [`Benchmarks`], flattened into
-//! [`super::Command`]), its dispatch to the one generic handler
+//! The registry's commands: every benchmark of the list in `bench/mod.rs`
+//! (`bench::each_benchmark!`, one line per benchmark), expanded here into
+//! its command (a variant of [`Benchmarks`], flattened into
+//! [`super::Command`], with the help, display order and name its
+//! [`Benchmark`] carries), its dispatch to the one generic handler
 //! ([`super::handlers::run`]), its name in [`NAMES`], and the reader with
-//! which `report` loads its saved results ([`readers`]). Adding a benchmark:
-//! its folder under `bench/` (with its [`Benchmark`] implementation) and
-//! one line here.
+//! which `report` loads its saved results ([`readers`]). Adding a
+//! benchmark: its folder under `bench/` (with its [`Benchmark`]
+//! implementation) and one line in that list; nothing here.
 //!
-//! The order of the lines is the order `report` names the benchmarks it
-//! renders; `display_order` is the order of `--help`.
+//! The order of the list is the order `report` names the benchmarks it
+//! renders; `DISPLAY_ORDER` is the order of `--help`.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
 use super::handlers;
-use super::{CHURN_ABOUT, CONTAINERS_ABOUT, GVISOR_ABOUT, MITIGATE_ABOUT, POLLUTE_ABOUT, SCALE_ABOUT};
 use crate::bench::common::{Benchmark, Context};
-use crate::bench::{churn, containers, create, gvisor, mitigate, pollute, reclaim, scale};
 use crate::render::Render;
 use crate::report::document::Reader;
 
 macro_rules! registry {
-    ($($(#[$attr:meta])* $variant:ident => $bench:ty,)*) => {
+    ($($module:ident => $bench:ident,)*) => {
         /// The benchmarks' commands (flattened into [`super::Command`]).
         #[derive(Debug, clap::Subcommand)]
         pub enum Benchmarks {
-            $($(#[$attr])* $variant(<$bench as Benchmark>::Args),)*
+            $(
+                #[command(
+                    name = <<crate::bench::$module::$bench as Benchmark>::Result as Render>::BENCHMARK,
+                    about = <crate::bench::$module::$bench as Benchmark>::ABOUT,
+                    long_about = <crate::bench::$module::$bench as Benchmark>::LONG_ABOUT,
+                    display_order = <crate::bench::$module::$bench as Benchmark>::DISPLAY_ORDER,
+                )]
+                $bench(<crate::bench::$module::$bench as Benchmark>::Args),
+            )*
         }
 
         impl Benchmarks {
             /// Runs the benchmark through the one generic handler.
             pub fn run(self, cx: &Context) -> Result<ExitCode> {
                 match self {
-                    $(Benchmarks::$variant(a) => handlers::run::<$bench>(a, cx),)*
+                    $(Benchmarks::$bench(a) => handlers::run::<crate::bench::$module::$bench>(a, cx),)*
                 }
             }
         }
 
         /// Every benchmark's name (its command, and its results'
         /// `benchmark` field), in the registry's order.
-        pub const NAMES: &[&str] = &[$(<<$bench as Benchmark>::Result as Render>::BENCHMARK,)*];
+        pub const NAMES: &[&str] =
+            &[$(<<crate::bench::$module::$bench as Benchmark>::Result as Render>::BENCHMARK,)*];
+
+        /// Every benchmark's fewest valid arguments
+        /// ([`Benchmark::MINIMAL_ARGS`]), in the registry's order.
+        pub const MINIMAL_ARGS: &[&[&str]] = &[$(<crate::bench::$module::$bench as Benchmark>::MINIMAL_ARGS,)*];
 
         /// How `report` reads each benchmark's saved results.
         pub fn readers() -> Vec<Reader> {
-            vec![$(reader::<$bench>(),)*]
+            vec![$(reader::<crate::bench::$module::$bench>(),)*]
         }
     };
 }
 
-registry! {
-    /// Sweep sizes: create dentries, reclaim them, time and probe the reclaim, fit, extrapolate, verdict.
-    #[command(display_order = 0)]
-    Reclaim => reclaim::Reclaim,
-    /// Lookup latency of hot paths before and after N negative dentries, same and other directory (the 2020 lookup-pollution report's question; docs/background.md).
-    #[command(long_about = POLLUTE_ABOUT, display_order = 2)]
-    Pollute => pollute::Pollute,
-    /// Parallel unlink of a large tree: throughput timeline, dentry high-water mark, oscillation (the 2011 unlink-regression report's experiment; docs/background.md).
-    #[command(long_about = CHURN_ABOUT, display_order = 3)]
-    Churn => churn::Churn,
-    /// Path-lookup scalability: stat, negative stat, open+close, create+unlink from 1..N threads.
-    #[command(long_about = SCALE_ABOUT, display_order = 5)]
-    Scale => scale::Scale,
-    /// Test dentry-cache mitigations A/B (sysctls, periodic drop_caches, MariaDB options) on a workload in a memory cgroup.
-    #[command(long_about = MITIGATE_ABOUT, display_order = 4)]
-    Mitigate => mitigate::Mitigate,
-    /// Containers on overlayfs run a workload and die: what each leaves on the host, teardown stretch, time to the lockup edge.
-    #[command(long_about = CONTAINERS_ABOUT, display_order = 10)]
-    Containers => containers::Containers,
-    /// Only create dentries in a sandbox and hold them for manual experiments.
-    #[command(display_order = 1)]
-    Create => create::Create,
-    /// The same workload natively and inside gVisor's runsc: lookups against -dcache sizes, a build-like tree.
-    #[command(long_about = GVISOR_ABOUT, display_order = 6)]
-    Gvisor => gvisor::Gvisor,
-}
+crate::bench::each_benchmark!(registry);
 
 /// The reader of `B`'s results: its renderer, or a refusal naming it.
 fn reader<B: Benchmark>() -> Reader {
@@ -85,15 +73,29 @@ mod tests {
     use clap::CommandFactory;
 
     /// Each benchmark's command is named as its results' `benchmark`
-    /// field, and names are unique.
+    /// field, names are unique, and each has its one line of help, without
+    /// a final period (as clap writes a doc comment's).
     #[test]
     fn names_are_the_commands() {
         let cli = super::super::Cli::command();
         for name in super::NAMES {
-            assert!(cli.find_subcommand(name).is_some(), "no command {name}");
+            let about = cli.find_subcommand(name).and_then(|c| c.get_about()).map(ToString::to_string);
+            assert!(about.as_ref().is_some_and(|a| !a.is_empty() && !a.ends_with('.')), "{name}: {about:?}");
             assert_eq!(super::NAMES.iter().filter(|n| *n == name).count(), 1, "{name} twice");
         }
         let readers = super::readers();
         assert_eq!(readers.iter().map(|r| r.benchmark).collect::<Vec<_>>(), super::NAMES);
+    }
+
+    /// Each benchmark's fewest valid arguments parse as its command (the
+    /// outputs test runs them).
+    #[test]
+    fn minimal_args_parse() {
+        use clap::Parser;
+        for (name, args) in super::NAMES.iter().zip(super::MINIMAL_ARGS) {
+            let argv = ["dentrylab", *name].into_iter().chain(args.iter().copied());
+            let parsed = super::super::Cli::try_parse_from(argv);
+            assert!(parsed.is_ok(), "{name} {args:?}: {:?}", parsed.err());
+        }
     }
 }

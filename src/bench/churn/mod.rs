@@ -195,7 +195,6 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
 }
 
 /// Runs the benchmark. The sandbox must already be entered.
-#[allow(clippy::too_many_lines)] // listed in docs/architecture.md: the run, step by step in the order the timeline needs
 pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ChurnResult> {
     let header = crate::result::Header::new("churn");
     let environment = Environment::capture(proc);
@@ -228,20 +227,7 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
 
     let before_remove = Counts::read(proc)?;
     let plan = workload::plan(opts.files, opts.dirs, opts.workers);
-    let progress = Progress::default();
-    let stop = AtomicBool::new(false);
-    let interval = Duration::from_secs_f64(opts.interval_seconds);
-    let t0 = sys::monotonic_ns();
-    let (outcomes, samples) = std::thread::scope(|s| -> Result<_> {
-        let sampler = std::thread::Builder::new()
-            .name("churn-sampler".into())
-            .spawn_scoped(s, || sample_loop(proc, &progress.done, &stop, t0, interval))
-            .context("cannot start the sampler thread")?;
-        let removed = unlink::remove(&root, &plan, &progress);
-        stop.store(true, Ordering::Relaxed);
-        let samples = sampler.join().unwrap_or_else(|_| bail!("the sampler thread panicked"));
-        Ok((removed?, samples?))
-    })?;
+    let (t0, outcomes, samples) = remove_sampled(opts, &root, &plan, proc)?;
     let remove_seconds = (sys::monotonic_ns() - t0) as f64 / 1e9;
     let after_remove = Counts::read(proc)?;
     let t = std::time::Instant::now();
@@ -301,6 +287,31 @@ pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dy
     result.summary = summary_lines(&result);
     result.notes = notes(&result);
     Ok(result)
+}
+
+/// The workers' unlinks, timed from `t0` (returned with their outcomes),
+/// with the counters sampled every `--interval` beside them.
+fn remove_sampled(
+    opts: &Options,
+    root: &std::path::Path,
+    plan: &[Vec<workload::WorkItem>],
+    proc: &ProcRoot,
+) -> Result<(u64, Vec<unlink::WorkerOutcome>, Vec<Sample>)> {
+    let progress = Progress::default();
+    let stop = AtomicBool::new(false);
+    let interval = Duration::from_secs_f64(opts.interval_seconds);
+    let t0 = sys::monotonic_ns();
+    let (outcomes, samples) = std::thread::scope(|s| -> Result<_> {
+        let sampler = std::thread::Builder::new()
+            .name("churn-sampler".into())
+            .spawn_scoped(s, || sample_loop(proc, &progress.done, &stop, t0, interval))
+            .context("cannot start the sampler thread")?;
+        let removed = unlink::remove(root, plan, &progress);
+        stop.store(true, Ordering::Relaxed);
+        let samples = sampler.join().unwrap_or_else(|_| bail!("the sampler thread panicked"));
+        Ok((removed?, samples?))
+    })?;
+    Ok((t0, outcomes, samples))
 }
 
 /// Reads the counters every `interval` (on a fixed schedule from `t0`)
@@ -405,12 +416,14 @@ pub fn high_water(samples: &[Sample], before_build: &Counts, also: &[&Counts]) -
     }
 }
 
-#[allow(clippy::too_many_lines)] // listed in docs/architecture.md: one summary sentence per figure, in reading order
+/// One summary sentence per figure, in reading order.
 fn summary_lines(r: &ChurnResult) -> Vec<String> {
-    let mut out = Vec::new();
-    let o = &r.options;
-    let h = &r.high_water;
-    out.push(format!(
+    vec![rate_line(r), high_water_line(r), negatives_line(r), oscillation_line(r), memory_line(r)]
+}
+
+/// The removal's rate, overall and in the steady part.
+fn rate_line(r: &ChurnResult) -> String {
+    format!(
         "removed {} files with {} workers in {:.1} s: {}/s overall{}",
         human(r.unlinks_total),
         r.workers.len(),
@@ -427,8 +440,13 @@ fn summary_lines(r: &ChurnResult) -> Vec<String> {
                 human(s.unlinks_per_second_p90 as u64)
             ))
             .unwrap_or_default()
-    ));
-    out.push(format!(
+    )
+}
+
+/// The dentry high-water mark, and the steady state if there was one.
+fn high_water_line(r: &ChurnResult) -> String {
+    let h = &r.high_water;
+    format!(
         "dentry high-water mark: nr_dentry {} at {:.1} s ({}{} over the start of the removal); nr_negative up to {}{}",
         human(h.nr_dentry),
         h.at_seconds,
@@ -451,9 +469,13 @@ fn summary_lines(r: &ChurnResult) -> Vec<String> {
                 ),
             })
             .unwrap_or_default()
-    ));
+    )
+}
+
+/// The negatives the unlinks left, and what rmdir and the umount freed.
+fn negatives_line(r: &ChurnResult) -> String {
     let neg_added = r.after_remove.dentry_state.nr_negative as i64 - r.before_remove.dentry_state.nr_negative as i64;
-    out.push(format!(
+    format!(
         "after the last unlink nr_negative was {}{} over the start: {} of the {} unlinked files' dentries stayed \
          cached as negative dentries; removing the {} emptied directories freed {} dentries in {} (rmdir prunes a \
          directory's cached children), the final umount {} more in {}",
@@ -466,9 +488,13 @@ fn summary_lines(r: &ChurnResult) -> Vec<String> {
         crate::duration::secs(r.rmdir_seconds),
         human(r.umount_freed.max(0) as u64),
         crate::duration::secs(r.umount_seconds)
-    ));
+    )
+}
+
+/// Whether the throughput oscillates, against seed 002's pattern.
+fn oscillation_line(r: &ChurnResult) -> String {
     let osc = &r.oscillation;
-    out.push(match (osc.oscillates, osc.period_seconds, osc.peak_trough_ratio) {
+    match (osc.oscillates, osc.period_seconds, osc.peak_trough_ratio) {
         (true, Some(p), Some(ratio)) => format!(
             "throughput oscillates: period {:.1} s, peak/trough {:.1}× (autocorrelation {:.2} over {:.1} periods); \
              seed 002 saw a period of about {SEED_002_PERIOD_SECONDS:.0} s and 80k/20k = 4×",
@@ -498,9 +524,14 @@ fn summary_lines(r: &ChurnResult) -> Vec<String> {
                 ))
                 .unwrap_or_default()
         ),
-    });
+    }
+}
+
+/// What the run took of the memory.
+fn memory_line(r: &ChurnResult) -> String {
+    let (o, h) = (&r.options, &r.high_water);
     let share = h.memory_used_bytes as f64 / r.before_build.mem_available_bytes.max(1) as f64;
-    out.push(format!(
+    format!(
         "memory: MemAvailable fell by at most {} ({:.0}% of the {} available at the start; reclaimable slab, \
          which MemAvailable counts as available, peaked at {}; {} files on {})",
         bytes(h.memory_used_bytes),
@@ -509,8 +540,7 @@ fn summary_lines(r: &ChurnResult) -> Vec<String> {
         bytes(h.slab_reclaimable_max_bytes),
         human(o.files),
         o.fs
-    ));
-    out
+    )
 }
 
 fn notes(r: &ChurnResult) -> Vec<String> {

@@ -10,7 +10,7 @@
 pub mod benchmark;
 pub mod profile;
 
-pub use benchmark::{Benchmark, Context, LockupEdge};
+pub use benchmark::{Benchmark, Context, LockupEdge, OutputPaths, WithJson};
 
 use anyhow::{Context as _, Result, bail};
 

@@ -7,39 +7,28 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use super::{CreateResult, Options};
-use crate::bench::common::{self, Benchmark, Context};
-use crate::output::{OutputArgs, Paths};
+use crate::bench::common::{self, Benchmark, Context, WithJson};
 use crate::sandbox::Sandbox;
-
-/// `create`: the benchmark's own options ([`super::Args`]) and the output
-/// files.
-#[derive(Debug, clap::Args)]
-pub struct CommandArgs {
-    #[command(flatten)]
-    pub create: super::Args,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
 
 /// Make dentries in the sandbox and hold them.
 pub struct Create;
 
 impl Benchmark for Create {
-    type Args = CommandArgs;
+    type Args = WithJson<super::Args>;
     type Plan = Options;
     type Result = CreateResult;
+
+    const ABOUT: &'static str = "Only create dentries in a sandbox and hold them for manual experiments";
+    const DISPLAY_ORDER: usize = 1;
+    const MINIMAL_ARGS: &'static [&'static str] = &["--count", "1000"];
 
     const REPORTS: bool = false;
     const ANNOUNCE_ON_STDOUT: bool = true;
 
-    fn outputs(a: &CommandArgs) -> Paths {
-        Paths::json(&a.output)
-    }
-
-    fn plan(a: CommandArgs, cx: &Context) -> Result<Options> {
-        let opts = a.create.options(crate::env::cpus())?;
+    fn plan(a: Self::Args, cx: &Context) -> Result<Options> {
+        let opts = a.args.options(crate::env::cpus())?;
         common::check_kind(opts.kind, opts.fs)?;
-        common::preflight(&[opts.count], opts.kind, a.create.force, cx.proc)?;
+        common::preflight(&[opts.count], opts.kind, a.args.force, cx.proc)?;
         Ok(opts)
     }
 

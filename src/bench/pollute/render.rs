@@ -185,44 +185,63 @@ fn body(r: &PolluteResult, level: usize) -> Doc {
 /// pollution size (grouped bars); for all results together, the slowdown of
 /// each probe against the pollution size, with its 95 % interval, the
 /// no-change line and the lookup-pollution report's figure.
-#[allow(clippy::too_many_lines)] // listed in docs/architecture.md: one table row builder per column group
 fn figures(results: &[&PolluteResult], labels: &[String], subtitle: &str) -> Vec<FigureSpec> {
     let many = results.len() > 1;
-    let mut figures = Vec::new();
-    for (i, r) in results.iter().enumerate() {
-        let groups = r
-            .levels
-            .iter()
-            .enumerate()
-            .map(|(k, l)| BarGroup {
-                label: if l.negatives == 0 {
-                    "unpolluted".into()
-                } else {
-                    format!("{} negative dentries", human(l.negatives))
-                },
-                values: Probe::ALL
-                    .iter()
-                    .map(|&p| l.probes.iter().find(|s| s.probe == p).map(|s| s.p50_ns).filter(|v| v.is_finite()))
-                    .collect(),
-                colour: k,
-            })
-            .collect();
-        let plot = BarPlot {
-            title: "Lookup latency (p50) before and after negative-dentry pollution".into(),
-            subtitle: if many { format!("{subtitle}; {}", labels[i]) } else { subtitle.to_string() },
-            y: Axis::new("latency per call (p50 of the repetitions' medians)", Scale::Linear, Unit::Nanoseconds),
-            categories: Probe::ALL.iter().map(|p| p.name().to_string()).collect(),
-            groups,
-        };
-        figures.push(FigureSpec {
-            file: if many { format!("pollute-latency-{}.svg", i + 1) } else { "pollute-latency.svg".into() },
-            caption: format!(
-                "Median latency of each probe, unpolluted and after each pollution size{}",
-                if many { format!(" ({})", labels[i]) } else { String::new() }
-            ),
-            plot: Plot::Bars(plot),
-        });
+    let mut figures: Vec<FigureSpec> = results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| latency_figure(r, many.then(|| (i, labels[i].as_str())), subtitle))
+        .collect();
+    figures.push(slowdown_figure(results, labels, subtitle));
+    figures
+}
+
+/// One result's p50 latency of every probe at every pollution size;
+/// `which`: its index and label when there are several results.
+fn latency_figure(r: &PolluteResult, which: Option<(usize, &str)>, subtitle: &str) -> FigureSpec {
+    let groups = r
+        .levels
+        .iter()
+        .enumerate()
+        .map(|(k, l)| BarGroup {
+            label: if l.negatives == 0 { "unpolluted".into() } else { format!("{} negative dentries", human(l.negatives)) },
+            values: Probe::ALL
+                .iter()
+                .map(|&p| l.probes.iter().find(|s| s.probe == p).map(|s| s.p50_ns).filter(|v| v.is_finite()))
+                .collect(),
+            colour: k,
+        })
+        .collect();
+    let plot = BarPlot {
+        title: "Lookup latency (p50) before and after negative-dentry pollution".into(),
+        subtitle: match which {
+            Some((_, label)) => format!("{subtitle}; {label}"),
+            None => subtitle.to_string(),
+        },
+        y: Axis::new("latency per call (p50 of the repetitions' medians)", Scale::Linear, Unit::Nanoseconds),
+        categories: Probe::ALL.iter().map(|p| p.name().to_string()).collect(),
+        groups,
+    };
+    FigureSpec {
+        file: match which {
+            Some((i, _)) => format!("pollute-latency-{}.svg", i + 1),
+            None => "pollute-latency.svg".into(),
+        },
+        caption: format!(
+            "Median latency of each probe, unpolluted and after each pollution size{}",
+            match which {
+                Some((_, label)) => format!(" ({label})"),
+                None => String::new(),
+            }
+        ),
+        plot: Plot::Bars(plot),
     }
+}
+
+/// Every result's slowdown of each probe against the pollution size, with
+/// the no-change line and the report's figure.
+fn slowdown_figure(results: &[&PolluteResult], labels: &[String], subtitle: &str) -> FigureSpec {
+    let many = results.len() > 1;
     let mut plot = XyPlot::new(
         "Slowdown against the unpolluted measurement",
         Axis::new("negative dentries added (log scale)", Scale::Log, Unit::Count),
@@ -260,6 +279,18 @@ fn figures(results: &[&PolluteResult], labels: &[String], subtitle: &str) -> Vec
             });
         }
     }
+    reported_guides(&mut plot);
+    FigureSpec {
+        file: "pollute-slowdown.svg".into(),
+        caption: "Slowdown of each probe against the number of negative dentries added, with 95% intervals over \
+                  the repetitions, the no-change line and the lookup-pollution report's figure"
+            .into(),
+        plot: Plot::Xy(plot),
+    }
+}
+
+/// The no-change line and the lookup-pollution report's figure.
+fn reported_guides(plot: &mut XyPlot) {
     plot.guides.push(Guide {
         label: "no change (1×)".into(),
         shape: Shape::Horizontal(1.0),
@@ -283,12 +314,4 @@ fn figures(results: &[&PolluteResult], labels: &[String], subtitle: &str) -> Vec
         text: "lookup-pollution report".into(),
         colour: 5,
     });
-    figures.push(FigureSpec {
-        file: "pollute-slowdown.svg".into(),
-        caption: "Slowdown of each probe against the number of negative dentries added, with 95% intervals over \
-                  the repetitions, the no-change line and the lookup-pollution report's figure"
-            .into(),
-        plot: Plot::Xy(plot),
-    });
-    figures
 }

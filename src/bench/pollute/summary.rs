@@ -86,11 +86,33 @@ pub(super) fn find(l: &LevelSummary, p: Probe) -> Option<&ProbeSummary> {
     l.probes.iter().find(|s| s.probe == p)
 }
 
-/// The plain-language findings.
-#[allow(clippy::too_many_lines)] // listed in docs/architecture.md: one summary sentence per figure, in reading order
+/// The plain-language findings: whether the report's effect shows, what
+/// the report saw against what was measured here, the polluted directory
+/// against another, a negative hit against a miss, and the witness.
 pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<String> {
-    let mut out = Vec::new();
-    let Some(last) = levels.last().filter(|_| levels.len() > 1) else { return out };
+    let Some(last) = levels.last().filter(|_| levels.len() > 1) else { return Vec::new() };
+    let mut out: Vec<String> = [
+        effect_line(levels, shows),
+        reported_line(levels),
+        directories_line(last),
+        negative_line(&levels[0], last),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    out.push(format!(
+        "dentry-state witnessed the pollution: nr_negative grew by {} (median of {reps} repetition(s)) when {} \
+         negative dentries had been made",
+        human(last.nr_negative_added.median.max(0.0) as u64),
+        human(last.negatives_made)
+    ));
+    out
+}
+
+/// Whether the report's effect shows: where hot lookups first got
+/// measurably slower, or the largest change when none did.
+fn effect_line(levels: &[LevelSummary], shows: bool) -> Option<String> {
+    let last = levels.last()?;
     let hot: Vec<&ProbeSummary> = last.probes.iter().filter(|p| p.probe.is_hot()).collect();
     let worst = hot
         .iter()
@@ -100,7 +122,7 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
         l.probes.iter().find(|p| p.probe.is_hot() && p.effect == Some(Effect::Slower)).map(|p| (l.negatives, p))
     });
     match (shows, first_slow, worst) {
-        (true, Some((n, p)), Some(w)) => out.push(format!(
+        (true, Some((n, p)), Some(w)) => Some(format!(
             "the lookup-pollution report's effect shows on this kernel: hot lookups slow down as negative dentries pile up. First \
              measurable at {}: {} {} slower; at {}: {} {}",
             human(n),
@@ -116,7 +138,7 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
                 .filter(|p| p.effect == Some(Effect::Small))
                 .map(|p| format!("{} {}", p.probe, ratio_text(&p.slowdown.unwrap())))
                 .collect();
-            out.push(format!(
+            Some(format!(
                 "the lookup-pollution report's effect does not show on this kernel: no hot lookup is measurably slower (more than \
                  {:.0}% with 95% confidence) after up to {} negative dentries; the largest change is {} {}{}",
                 MIN_EFFECT * 100.0,
@@ -130,23 +152,30 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
                 }
             ))
         }
-        _ => {}
+        _ => None,
     }
-    if let Some(l) = levels.iter().find(|l| l.negatives == REPORTED_NEGATIVES) {
-        let parts: Vec<String> = l
-            .probes
-            .iter()
-            .filter(|p| p.probe.is_hot())
-            .filter_map(|p| p.slowdown.map(|r| format!("{} {}", p.probe, ratio_text(&r))))
-            .collect();
-        out.push(format!(
-            "the lookup-pollution report saw about {:.1}× the kernel time of its hot loop after {} failed lookups; here after {}: {}",
-            REPORTED_SLOWDOWN,
-            human(REPORTED_NEGATIVES),
-            human(REPORTED_NEGATIVES),
-            parts.join(", ")
-        ));
-    }
+}
+
+/// The report's own figure beside the hot lookups at its count.
+fn reported_line(levels: &[LevelSummary]) -> Option<String> {
+    let l = levels.iter().find(|l| l.negatives == REPORTED_NEGATIVES)?;
+    let parts: Vec<String> = l
+        .probes
+        .iter()
+        .filter(|p| p.probe.is_hot())
+        .filter_map(|p| p.slowdown.map(|r| format!("{} {}", p.probe, ratio_text(&r))))
+        .collect();
+    Some(format!(
+        "the lookup-pollution report saw about {:.1}× the kernel time of its hot loop after {} failed lookups; here after {}: {}",
+        REPORTED_SLOWDOWN,
+        human(REPORTED_NEGATIVES),
+        human(REPORTED_NEGATIVES),
+        parts.join(", ")
+    ))
+}
+
+/// The polluted directory against another one, at the largest count.
+fn directories_line(last: &LevelSummary) -> Option<String> {
     let pair = |a: Probe, b: Probe| -> Option<String> {
         let (x, y) = (find(last, a)?.slowdown?, find(last, b)?.slowdown?);
         let overlap = x.ci_low <= y.ci_high && y.ci_low <= x.ci_high;
@@ -167,33 +196,27 @@ pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<Str
         .into_iter()
         .flatten()
         .collect();
-    if !pairs.is_empty() {
-        out.push(format!(
+    (!pairs.is_empty()).then(|| {
+        format!(
             "polluted directory vs another one at {}: {}; the dentry hash table is global, so a directory's own \
              negative dentries lengthen the same hash chains as anyone's",
             human(last.negatives),
             pairs.join("; ")
-        ));
-    }
-    let base = &levels[0];
-    if let (Some(h0), Some(h1), Some(m)) =
-        (find(base, Probe::NegativeHit), find(last, Probe::NegativeHit), find(last, Probe::NegativeMiss))
-    {
-        out.push(format!(
-            "a lookup that hits a cached negative dentry takes {} (p50) unpolluted and {} at {}; a miss (a name \
-             never looked up, answered by the filesystem) takes {}, {:.1}× a hit",
-            crate::duration::nanos(h0.p50_ns),
-            crate::duration::nanos(h1.p50_ns),
-            human(last.negatives),
-            crate::duration::nanos(m.p50_ns),
-            m.p50_ns / h1.p50_ns
-        ));
-    }
-    out.push(format!(
-        "dentry-state witnessed the pollution: nr_negative grew by {} (median of {reps} repetition(s)) when {} \
-         negative dentries had been made",
-        human(last.nr_negative_added.median.max(0.0) as u64),
-        human(last.negatives_made)
-    ));
-    out
+        )
+    })
+}
+
+/// A hit on a cached negative dentry, unpolluted and at the largest count,
+/// against a miss.
+fn negative_line(base: &LevelSummary, last: &LevelSummary) -> Option<String> {
+    let (h0, h1, m) = (find(base, Probe::NegativeHit)?, find(last, Probe::NegativeHit)?, find(last, Probe::NegativeMiss)?);
+    Some(format!(
+        "a lookup that hits a cached negative dentry takes {} (p50) unpolluted and {} at {}; a miss (a name \
+         never looked up, answered by the filesystem) takes {}, {:.1}× a hit",
+        crate::duration::nanos(h0.p50_ns),
+        crate::duration::nanos(h1.p50_ns),
+        human(last.negatives),
+        crate::duration::nanos(m.p50_ns),
+        m.p50_ns / h1.p50_ns
+    ))
 }

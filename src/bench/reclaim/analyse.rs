@@ -332,7 +332,8 @@ pub(super) fn compare(per_method: &[MethodAnalysis], sizes: &[SizeSummary]) -> O
             })
         })
         .collect();
-    verdict::most_dangerous(&rows)
+    // Ranked in numbers, then put in words once: printed and saved alike.
+    verdict::most_dangerous(&rows).map(|d| verdict::Danger { summary: super::render::verdict::danger_lines(&d), ..d })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 
 use super::{Options, ReclaimResult};
-use crate::bench::common::{self, Benchmark, Context};
+use crate::bench::common::{self, Benchmark, Context, OutputPaths};
 use crate::output::{OutputArgs, Paths};
 use crate::probe::victims::Victim;
 use crate::sandbox::{self, Sandbox};
@@ -32,6 +32,12 @@ pub struct CommandArgs {
     pub output: OutputArgs,
 }
 
+impl OutputPaths for CommandArgs {
+    fn output_paths(&self) -> Paths {
+        Paths { json: self.output.json.clone(), markdown: self.markdown.clone(), report: self.report.clone() }
+    }
+}
+
 /// The sweep: create, reclaim, time and probe, fit, extrapolate, verdict.
 pub struct Reclaim;
 
@@ -47,11 +53,10 @@ impl Benchmark for Reclaim {
     type Plan = Plan;
     type Result = ReclaimResult;
 
-    fn outputs(a: &CommandArgs) -> Paths {
-        Paths { json: a.output.json.clone(), markdown: a.markdown.clone(), report: a.report.clone() }
-    }
+    const ABOUT: &'static str = "Sweep sizes: create dentries, reclaim them, time and probe the reclaim, fit, extrapolate, verdict";
+    const DISPLAY_ORDER: usize = 0;
 
-    fn plan(a: CommandArgs, cx: &Context) -> Result<Plan> {
+    fn plan(a: Self::Args, cx: &Context) -> Result<Plan> {
         let (cpu, control_cpu) = common::choose_cpus(a.reclaim.cpu)?;
         // Every usage error (exit 2) before any output file or directory is made.
         let opts = a.reclaim.options(crate::env::cpus(), cpu, control_cpu)?;

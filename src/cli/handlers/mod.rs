@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::analysis;
-use crate::bench::common::{Benchmark, Context, LockupEdge};
+use crate::bench::common::{Benchmark, Context, LockupEdge, OutputPaths};
 use crate::env;
 use crate::output::Outputs;
 use crate::procfs::ProcRoot;
@@ -29,7 +29,7 @@ use crate::status;
 /// every usage error), open the outputs (a bad path fails before any
 /// work), run, write the result to every output, finish.
 pub fn run<B: Benchmark>(args: B::Args, cx: &Context) -> Result<ExitCode> {
-    let paths = B::outputs(&args);
+    let paths = args.output_paths();
     let mut plan = B::plan(args, cx)?;
     let mut out = Outputs::open(&paths)?;
     let on_stdout = B::ANNOUNCE_ON_STDOUT && !out.json_to_stdout();

@@ -13,7 +13,6 @@ use crate::size::human;
 /// on shared axes: reclaim time, ns per dentry and longest gap against the
 /// dentry count, each with the power-law fit, its extrapolation and the
 /// soft-lockup threshold. `labels` name the results in legends.
-#[allow(clippy::too_many_lines)] // listed in docs/architecture.md: one figure spec per plot, in report order
 pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) -> Vec<FigureSpec> {
     let x_axis = || Axis::new("dentries reclaimed (log scale)", Scale::Log, Unit::Count);
     let many = results.len() > 1;
@@ -103,6 +102,20 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
         }
     }
 
+    threshold_guides(results, thresholds, targets, &mut time, &mut ns, &mut gap);
+    specs(time, ns, gap)
+}
+
+/// Every result's soft-lockup threshold (a line on the time and gap plots,
+/// a curve on the per-dentry one) and extrapolation target, as guides.
+fn threshold_guides(
+    results: &[&ReclaimResult],
+    mut thresholds: Vec<f64>,
+    mut targets: Vec<u64>,
+    time: &mut XyPlot,
+    ns: &mut XyPlot,
+    gap: &mut XyPlot,
+) {
     thresholds.sort_by(f64::total_cmp);
     thresholds.dedup();
     targets.sort_unstable();
@@ -111,7 +124,7 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
     let x_hi = targets.last().map(|&t| t as f64).unwrap_or(x_lo);
     for thr in &thresholds {
         let label = format!("soft-lockup threshold {} (2 × watchdog_thresh)", format_value(Unit::Seconds, *thr));
-        for p in [&mut time, &mut gap] {
+        for p in [&mut *time, &mut *gap] {
             p.guides.push(Guide { label: label.clone(), shape: Shape::Horizontal(*thr), kind: GuideKind::Threshold });
         }
         // On the per-dentry axis the threshold is a curve: thr / N.
@@ -123,7 +136,7 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
         });
     }
     for t in &targets {
-        for p in [&mut time, &mut ns, &mut gap] {
+        for p in [&mut *time, &mut *ns, &mut *gap] {
             p.guides.push(Guide {
                 label: format!("extrapolation target {}", human(*t)),
                 shape: Shape::Vertical(*t as f64),
@@ -131,6 +144,10 @@ pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) ->
             });
         }
     }
+}
+
+/// The three plots as figures, in report order.
+fn specs(time: XyPlot, ns: XyPlot, gap: XyPlot) -> Vec<FigureSpec> {
     vec![
         FigureSpec {
             file: "reclaim-time.svg".into(),

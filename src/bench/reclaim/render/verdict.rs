@@ -1,11 +1,12 @@
-//! The verdict in words: `analysis::verdict::decide` returns numbers and
-//! kinds; the sentences people read are made here. Results saved before
-//! that carry their sentences, which are printed as they were.
+//! The verdict in words: `analysis::verdict::decide` and
+//! `most_dangerous` return numbers and kinds; the sentences people read are
+//! made here. Results saved before that carry their sentences, which are
+//! printed as they were.
 
 use crate::analysis::fit::SUPERLINEAR_EXPONENT;
 use crate::analysis::interval::{Interval, count_with_interval};
 use crate::analysis::linearity::Shape;
-use crate::analysis::verdict::{Governs, RowKind, ThresholdRow, Verdict};
+use crate::analysis::verdict::{Danger, Governs, PathRow, RankedBy, RowKind, ThresholdRow, Verdict};
 use crate::bench::reclaim::{Method, Run, profile};
 use crate::size::human;
 
@@ -183,30 +184,115 @@ pub fn row_label(r: &ThresholdRow) -> String {
     format!("{label}: {}", count_with_interval(r.dentries, r.interval.map(|i| i.low), r.interval.and_then(|i| i.high)))
 }
 
+/// The reclaim paths compared, in words: the most dangerous and by how
+/// much, whether the ranking is settled, what each path left and did
+/// under contention. (`analysis::verdict::most_dangerous` ranks them.)
+pub fn danger_lines(d: &Danger) -> Vec<String> {
+    let Some(top) = d.ranking.first() else { return Vec::new() };
+    let by_count = d.ranked_by == RankedBy::LockupCount;
+    let mut summary = vec![];
+    let next = d.ranking.get(1);
+    let mut lead = format!(
+        "At {} dentries, {} is the most dangerous reclaim path on this kernel: it held the reclaiming CPU for \
+         up to {} without a reschedule (whole reclaim {})",
+        human(d.target),
+        top.method,
+        secs(top.max_gap_seconds),
+        secs(top.reclaim_seconds)
+    );
+    if let Some(n) = next
+        && n.max_gap_seconds > 0.0
+    {
+        lead += &format!(
+            ", {:.1}× the next, {} ({})",
+            top.max_gap_seconds / n.max_gap_seconds,
+            n.method,
+            secs(n.max_gap_seconds)
+        );
+    }
+    lead.push('.');
+    summary.push(lead);
+    if let Some(n) = next
+        && !by_count
+        && top.max_gap_min_seconds <= n.max_gap_seconds
+    {
+        summary.push(format!(
+            "The longest stretches overlap from one repetition to the next ({} {}–{}, {} {}–{}): at this size the \
+                 ranking is not settled; measure larger sizes.",
+            top.method,
+            secs(top.max_gap_min_seconds),
+            secs(top.max_gap_seconds),
+            n.method,
+            secs(n.max_gap_min_seconds),
+            secs(n.max_gap_seconds)
+        ));
+    }
+    if by_count {
+        summary.push(format!(
+            "Its fit reaches the soft-lockup threshold at about {} dentries per reclaim, the fewest of all paths ({}).",
+            human(top.lockup_count.unwrap_or(0.0) as u64),
+            d.ranking
+                .iter()
+                .map(|r| format!("{} {}", r.method, human(r.lockup_count.unwrap_or(0.0) as u64)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    summary.extend(d.ranking.iter().flat_map(path_lines));
+    summary
+}
+
+fn secs(s: f64) -> String {
+    format!("{:.3} s", s)
+}
+
+/// What one path left in the cache, and what contention did to it.
+fn path_lines(r: &PathRow) -> Vec<String> {
+    let mut out = vec![];
+    if r.freed_fraction < 0.99 && !r.walk_only {
+        out.push(format!(
+            "{} freed only {:.1}% of the dentries created: its stretch covers only those, and the rest stay in \
+             the cache.",
+            r.method,
+            r.freed_fraction * 100.0
+        ));
+    }
+    if let (Some(g), Some(t)) = (r.contended_max_gap_seconds, r.contended_reclaim_seconds)
+        && r.max_gap_seconds > 0.0
+        && r.reclaim_seconds > 0.0
+    {
+        let mut l = format!(
+            "With lookups contending on the other CPUs, {} took {} instead of {} ({:.2}×) and its longest \
+                 stretch went from {} to {} ({:.2}×)",
+            r.method,
+            secs(t),
+            secs(r.reclaim_seconds),
+            t / r.reclaim_seconds,
+            secs(r.max_gap_seconds),
+            secs(g),
+            g / r.max_gap_seconds
+        );
+        if t > 2.0 * r.reclaim_seconds && g < 2.0 * r.max_gap_seconds {
+            l += ": the extra time was spent waiting, not holding the CPU";
+        }
+        l.push('.');
+        out.push(l);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fit::{linear, power};
     use crate::analysis::interval::SizeValues;
     use crate::analysis::linearity;
-    use crate::analysis::verdict::{Inputs, decide};
+    use crate::analysis::verdict::decide;
+    use crate::analysis::verdict::fixtures::{inputs, row};
+    use crate::analysis::verdict::most_dangerous;
     use crate::analysis::weighted::weighted_power;
 
     const TIME: [(f64, f64); 3] = [(3e6, 2.6), (10e6, 11.8), (36e6, 36.8)];
     const GAP: [(f64, f64); 3] = [(3e6, 0.36), (10e6, 2.8), (36e6, 4.2)];
-
-    fn inputs(time: &[(f64, f64)], gap: &[(f64, f64)], ratio: f64) -> Inputs {
-        Inputs {
-            time_linear: linear(time),
-            time: Some(linearity::test(None, power(time))),
-            gap: Some(linearity::test(None, power(gap))),
-            gap_to_time_ratio: ratio,
-            largest_size: time.last().unwrap().0 as u64,
-            watchdog_thresh_seconds: 10,
-            extrapolate_to: 1_500_000_000,
-            soft_lockups_observed: 0,
-        }
-    }
 
     #[test]
     fn the_first_line_says_what_governs() {
@@ -281,5 +367,40 @@ mod tests {
             label: "old note".into(),
         };
         assert_eq!(row_label(&old), "old note");
+    }
+
+    #[test]
+    fn the_most_dangerous_path_is_said_with_what_the_others_freed() {
+        let d = most_dangerous(&[
+            row("umount", 0.2, 1.0, None),
+            row("ns-exit", 0.25, 1.0, Some(5e7)),
+            row("memcg", 0.05, 0.4, None),
+        ])
+        .unwrap();
+        let l = danger_lines(&d);
+        assert!(l[0].starts_with("At 1M dentries, ns-exit is the most dangerous"), "{l:?}");
+        assert!(l[0].contains("1.2× the next, umount"), "{l:?}");
+        assert!(l.iter().any(|l| l.starts_with("memcg freed only 40.0%")));
+        // 0.225–0.25 s against 0.18–0.2 s: apart, so no overlap warning.
+        assert!(!l.iter().any(|l| l.contains("overlap")));
+    }
+
+    #[test]
+    fn overlapping_spreads_and_waiting_under_contention_are_said() {
+        let mut a = row("umount", 0.02, 1.0, None);
+        a.max_gap_min_seconds = 0.005;
+        let mut b = row("memcg", 0.015, 1.0, Some(2e13));
+        b.contended_reclaim_seconds = Some(b.reclaim_seconds * 4.0);
+        b.contended_max_gap_seconds = Some(0.016);
+        let l = danger_lines(&most_dangerous(&[a, b]).unwrap());
+        assert!(l.iter().any(|l| l.contains("overlap")), "{l:?}");
+        assert!(l.iter().any(|l| l.contains("waiting, not holding the CPU")), "{l:?}");
+    }
+
+    #[test]
+    fn ranked_by_prediction_the_counts_are_listed() {
+        let d = most_dangerous(&[row("umount", 0.3, 1.0, Some(9e7)), row("drop-caches", 0.1, 1.0, Some(4e7))]).unwrap();
+        let l = danger_lines(&d);
+        assert!(l.iter().any(|l| l.ends_with("the fewest of all paths (drop-caches 40M, umount 90M).")), "{l:?}");
     }
 }
