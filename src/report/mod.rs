@@ -12,13 +12,14 @@
 //! In: result structs (`bench`, `status`), or their saved JSON. Out: text,
 //! Markdown, JSON and SVG. Imports `render`, `bench`, `status`, `analysis`
 //! and below; imported only by `cli`. Inside, one way: `plain` (the text
-//! grid), `svg` and `node` below `markdown`, below `table` and `matrix`,
-//! below `document`, below `emit`.
+//! grid), `svg` and `node` below `markdown`, below `matrix_victims`, below
+//! `table` and `matrix`, below `document`, below `emit`.
 
 pub mod document;
 pub mod emit;
 pub mod markdown;
 pub mod matrix;
+pub mod matrix_victims;
 pub mod node;
 pub mod plain;
 pub mod svg;
