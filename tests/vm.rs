@@ -1,5 +1,6 @@
 //! `dentrylab vm`: a Debian kernel fetched by dentrylab itself boots under
-//! TCG and a tiny reclaim comes back whole over the result channel; a
+//! TCG and a tiny reclaim comes back whole over the result channel, its
+//! victims (`--victims`) too; a
 //! model the kernel lacks and bad flags are refused in one line (exit 2);
 //! SIGKILL while fetching, while booting and while the guest runs the
 //! command leaves no QEMU and no temporary directory.
@@ -70,6 +71,47 @@ fn a_debian_kernel_boots_under_tcg_and_the_json_comes_back_whole() {
     assert!(stdout.contains(release) && stdout.contains("tcg (emulated)"), "{stdout}");
 }
 
+/// `reclaim --victims` in a guest: the victims run on the guest's second
+/// vCPU and their rows come back in the row's result and in vm's table.
+/// fork-exec execs /bin/true, which the initramfs carries for it.
+#[test]
+fn the_victims_run_in_a_guest_and_their_rows_come_back() {
+    require_vm_tools!();
+    let _k = kernel_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    let command =
+        ["reclaim", "--sizes", "20k,40k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0", "--victims"];
+    let out = bin()
+        .args(["vm", "--kernel", &test_kernel(), "--accel", "tcg", "--cpus", "2", "--timeout", "5m", "--json"])
+        .arg(&json)
+        .arg("--")
+        .args(command)
+        .arg("umount,fork-exec")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = &m["rows"][0];
+    assert_eq!(r["error"], serde_json::Value::Null, "{r}");
+    assert_eq!(r["cpus"], 2, "{r}");
+    assert_eq!(r["proc_stack"], true, "Debian's kernels have /proc/PID/stack: {r}");
+    let res = &r["result"];
+    let runs = res["victim_runs"].as_array().expect("victim repetitions in the guest's result");
+    assert_eq!(runs.len(), 2, "{res}");
+    assert_eq!(runs[1]["target"], 40_000);
+    let victims = runs[1]["victims"].as_array().unwrap();
+    for name in ["umount", "fork-exec"] {
+        let v = victims.iter().find(|v| v["victim"] == name).unwrap_or_else(|| panic!("no {name}: {victims:?}"));
+        assert_eq!(v["error"], serde_json::Value::Null, "{v}");
+        assert!(v["during"]["calls"].as_u64().unwrap() >= 1, "{name} made no call during the reclaim: {v}");
+        assert!(v["outside"]["calls"].as_u64().unwrap() >= 1, "{name} made no call before the reclaim: {v}");
+    }
+    let sizes = res["victims"]["sizes"].as_array().unwrap();
+    assert!(sizes.iter().any(|s| s["victim"] == "umount" && s["target"] == 40_000), "{sizes:?}");
+}
+
 #[test]
 fn a_model_the_kernel_lacks_is_refused_before_anything_boots() {
     require_vm_tools!();
@@ -114,6 +156,8 @@ fn bad_input_is_one_line_and_exit_2() {
     usage_error("vm", &with(&["--", "reclaim", "--json", "x"]), &["--json"]);
     usage_error("vm", &with(&["--", "vm", "--kernel", "host"]), &["vm"]);
     usage_error("vm", &with(&["--accel", "kvm", "--clock", "icount:4", "--", "reclaim"]), &["icount", "TCG"]);
+    usage_error("vm", &with(&["--cpus", "1", "--", "reclaim", "--victims", "umount"]), &["--cpus 1", "--victims"]);
+    usage_error("vm", &with(&["--", "reclaim", "--victims=umount,container"]), &["container victim", "runsc"]);
     usage_error("vm", &with(&["--memory", "100T", "--", "reclaim"]), &["--memory", "lower --memory"]);
     usage_error("vm", &["--kernel", "/nonexistent/vmlinuz", "--", "reclaim"], &["/nonexistent/vmlinuz"]);
     let _ = k;

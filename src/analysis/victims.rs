@@ -21,7 +21,8 @@ pub struct CallStats {
     pub p50_seconds: f64,
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub p99_seconds: f64,
-    /// Calls that ended in the window, per second of it.
+    /// Calls that ended in the window, per second of it (NaN without calls).
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub per_second: f64,
 }
 
@@ -175,6 +176,13 @@ mod tests {
         let none = CallStats::during(&calls, 300_000_000, 400_000_000);
         assert_eq!(none.calls, 0);
         assert!(none.longest_seconds.is_nan());
+        // No call in the control window (a call longer than it): NaN, saved
+        // as null, read back.
+        let b = CallStats::before(&[call(0, 2000)], 1_000_000_000);
+        assert!(b.per_second.is_nan());
+        let back: CallStats = serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap();
+        assert_eq!(back.calls, 0);
+        assert!(back.per_second.is_nan() && back.longest_seconds.is_nan());
     }
 
     fn linear_fit(seconds_per_million: f64) -> PowerFit {

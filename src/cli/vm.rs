@@ -16,9 +16,14 @@ model, and gather the results into one matrix: one row per (kernel, model, accel
 --kernel takes Debian kernel packages (linux-image-…: fetched with apt into private lists under the state \
 directory, the host's apt configuration untouched, unpacked and cached; the modules come from the same package), \
 kernel image paths (IMAGE[:MODULES_DIR]) and `host` (the same command run natively, as the reference row). \
-The guest's init is this binary: it mounts /proc, /sys, /dev and debugfs, loads the loop, ext4, xfs and overlay \
-modules, checks the preemption model the kernel ended up with (and refuses a model it lacks), runs the command \
-with --json, sends the JSON and the kernel log back on a second serial port, never the console, and powers off.\n\n\
+The guest's init is this binary: it mounts /proc, /sys, /dev, debugfs and cgroup2 (the memory controller \
+enabled for its children), loads the loop, ext4, xfs and overlay modules, checks the preemption model the \
+kernel ended up with (and refuses a model it lacks), runs the command with --json, sends the JSON and the \
+kernel log back on a second serial port, never the console, and powers off.\n\n\
+`reclaim --victims` runs in each guest as on the host, its victims on the guest's CPUs besides the reclaiming \
+one (so --cpus 2 or more; the initramfs carries /bin/true for fork-exec; the container victim cannot run in a \
+guest), and the table gains a line per row and victim: whether it waits, its longest wait against the longest \
+stretch, and the kernel function it waited in.\n\n\
 --preempt boots each PREEMPT_DYNAMIC kernel once per model with preempt=MODEL; a kernel built with one model \
 (PREEMPT_RT) gets one row with its own model. A model the kernel's build does not offer is refused before \
 anything boots (exit 2).\n\n\
@@ -116,6 +121,25 @@ impl VmArgs {
                 "--accel kvm with --clock icount: QEMU counts instructions only under TCG; use --accel tcg".into(),
             )
             .into());
+        }
+        if let Some(list) = crate::bench::vm::victims_list(&self.command) {
+            if self.cpus < 2 {
+                return Err(UsageError(format!(
+                    "--cpus {}: the command's --victims run on a CPU besides the reclaiming one: use --cpus 2 or more",
+                    self.cpus
+                ))
+                .into());
+            }
+            let asked = crate::probe::victims::parse_list(list).unwrap_or_default();
+            if let Some((v, why)) =
+                asked.iter().find_map(|&v| crate::bench::vm::victim_not_in_guest(v).map(|why| (v, why)))
+            {
+                return Err(UsageError(format!(
+                    "--victims: the {} victim cannot run in a guest: {why}; list the victims without it",
+                    v.name()
+                ))
+                .into());
+            }
         }
         // The command must parse here as it will in the guest.
         let argv = std::iter::once("dentrylab".to_string()).chain(self.command.iter().cloned());

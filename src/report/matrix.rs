@@ -254,6 +254,13 @@ pub fn table(m: &VmMatrix) -> String {
     for n in notes(m) {
         s += &format!("note: {n}\n");
     }
+    if let Some(g) = super::matrix_victims::grid(m, false) {
+        s += "\nWhat the rest of the guest waits for (--victims)\n";
+        s += &super::plain::render_grid(&g);
+        for n in super::matrix_victims::notes() {
+            s += &format!("note: {n}\n");
+        }
+    }
     s
 }
 
@@ -267,6 +274,14 @@ pub fn markdown(m: &VmMatrix, chart: Option<&super::svg::Figure>) -> String {
     s.push('\n');
     for n in notes(m) {
         s += &format!("{n}\n\n");
+    }
+    if let Some(g) = super::matrix_victims::grid(m, true) {
+        s += "### What the rest of the guest waits for (`--victims`)\n\n";
+        s += &super::markdown::render_grid(&g);
+        s.push('\n');
+        for n in super::matrix_victims::notes() {
+            s += &format!("{n}\n\n");
+        }
     }
     s
 }
@@ -311,6 +326,7 @@ mod tests {
             memory_bytes: 1 << 30,
             cpus: 2,
             wall_seconds: 1.0,
+            proc_stack: None,
             result,
             kernel_log: Vec::new(),
             error: error.map(String::from),

@@ -13,13 +13,15 @@
 //! Markdown, JSON and SVG. Imports `render`, `bench`, `status`, `analysis`
 //! and below; imported only by `cli`. Inside, one way: `plain` (the text
 //! grid), `svg`, `node` and `incident` (`status`'s first incident) below
-//! `markdown`, below `table` and `matrix`, below `document`, below `emit`.
+//! `markdown`, below `matrix_victims`, below `table` and `matrix`, below
+//! `document`, below `emit`.
 
 pub mod document;
 pub mod emit;
 pub mod incident;
 pub mod markdown;
 pub mod matrix;
+pub mod matrix_victims;
 pub mod node;
 pub mod plain;
 pub mod svg;

@@ -120,11 +120,17 @@ pub struct VictimSize {
     /// The longest call during the reclaim, over the repetitions.
     pub longest_seconds: Spread,
     /// Median p99 and rate during the reclaim.
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub p99_seconds: f64,
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub per_second: f64,
-    /// The same outside the reclaim (the control window).
+    /// The same outside the reclaim (the control window; NaN, saved as
+    /// null, when no call ended in it).
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub outside_longest_seconds: f64,
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub outside_p99_seconds: f64,
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub outside_per_second: f64,
     /// Median longest call ÷ the size's median longest stretch (probed).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -36,6 +36,10 @@ pub struct Hello {
     /// Modules that would not load, with the kernel's errno.
     #[serde(default)]
     pub module_errors: Vec<String>,
+    /// Whether the kernel has `/proc/PID/stack` (CONFIG_STACKTRACE), where
+    /// `reclaim --victims` reads where a waiting victim waits.
+    #[serde(default)]
+    pub proc_stack: bool,
 }
 
 /// One record of the protocol.
@@ -132,6 +136,7 @@ mod tests {
             cpus: 2,
             memory_bytes: 2 << 30,
             module_errors: vec![],
+            proc_stack: true,
         };
         let records = [
             Record::Hello(hello),

@@ -49,6 +49,9 @@ pub fn main() -> ! {
 
 fn run() -> Result<()> {
     mount_pseudo()?;
+    if let Err(e) = mount_cgroup2() {
+        eprintln!("dentrylab vm init: no memory cgroups in the guest (--method memcg, the cgroup victim): {e:#}");
+    }
     let cfg: GuestConfig = serde_json::from_str(&std::fs::read_to_string(CONFIG_PATH).context("cannot read /vm.json")?)
         .context("/vm.json")?;
     let mut module_errors = Vec::new();
@@ -117,6 +120,23 @@ fn mount_pseudo() -> Result<()> {
     Ok(())
 }
 
+/// The cgroup v2 hierarchy on /sys/fs/cgroup with the memory controller
+/// enabled for the root's children: what `--method memcg` and the `cgroup`
+/// victim make their cgroups in (`sandbox::cgroup`). The root cgroup may
+/// hold processes and still enable controllers (the "no internal
+/// processes" rule exempts it), so the init stays where it is.
+fn mount_cgroup2() -> Result<()> {
+    use nix::mount::{MsFlags, mount};
+    let root = Path::new(CGROUP_ROOT);
+    mount(Some("cgroup2"), root, Some("cgroup2"), MsFlags::empty(), None::<&str>)
+        .with_context(|| format!("cannot mount cgroup2 on {CGROUP_ROOT}"))?;
+    let ctl = root.join("cgroup.subtree_control");
+    std::fs::write(&ctl, "+memory").with_context(|| format!("cannot write +memory to {}", ctl.display()))
+}
+
+/// Where the guest's init mounts the cgroup v2 hierarchy.
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
 /// The kernel and its preemption model as the guest sees them: a
 /// PREEMPT_RT build says so in /sys/kernel/realtime and `uname -v`; a
 /// PREEMPT_DYNAMIC one lists its models in debugfs `sched/preempt` with
@@ -143,7 +163,9 @@ fn hello(module_errors: Vec<String>) -> Hello {
     };
     let memory_bytes = crate::procfs::ProcRoot::default().meminfo().map(|m| m.mem_total_bytes).unwrap_or(0);
     let cpus = crate::env::cpus();
-    Hello { release, version, preempt, preempt_source: source, offered, cpus, memory_bytes, module_errors }
+    // fs/proc/base.c has the file only with CONFIG_STACKTRACE.
+    let proc_stack = Path::new("/proc/self/stack").exists();
+    Hello { release, version, preempt, preempt_source: source, offered, cpus, memory_bytes, module_errors, proc_stack }
 }
 
 /// `--profile` in the guest: Debian's kernels default to
@@ -249,6 +271,7 @@ mod tests {
             cpus: 2,
             memory_bytes: 0,
             module_errors: vec![],
+            proc_stack: true,
         }
     }
 

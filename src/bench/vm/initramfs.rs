@@ -1,7 +1,8 @@
 //! The guest's initramfs: a gzip-compressed newc cpio archive (the format
 //! the kernel unpacks into its rootfs, init/initramfs.c) holding this
 //! dentrylab binary as the init, its shared libraries (from `ldd`), the
-//! mkfs tools a disk filesystem needs with theirs, the kernel modules the
+//! mkfs tools a disk filesystem needs with theirs, `/bin/true` (what the
+//! `fork-exec` victim execs) with its libraries, the kernel modules the
 //! benchmarks use (with their dependencies, from modules.dep, in load
 //! order) and the init's configuration, `/vm.json`.
 
@@ -25,11 +26,15 @@ pub const MODULES: [&str; 6] = ["crc32c_generic", "crc32c-intel", "loop", "ext4"
 /// the host has them (and perf when the command asks for `--profile`).
 const TOOLS: [&str; 2] = ["mkfs.ext4", "mkfs.xfs"];
 const TOOL_FILES: [&str; 1] = ["/etc/mke2fs.conf"];
+/// What the `fork-exec` victim of `reclaim --victims` execs
+/// (`crate::probe::victims`): copied from the host with its libraries, so
+/// that the guest's victim does what the host's does.
+pub const FORK_EXEC_PROGRAM: &str = "/bin/true";
 
 /// Builds the archive at `out`; `modules_dir` is `lib/modules/<release>`.
 pub fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, decompress_in_kernel: bool) -> Result<()> {
     let mut a = Archive::default();
-    for d in ["dev", "proc", "sys", "tmp", "sbin", "etc", "run", "var", "var/tmp", "root"] {
+    for d in ["dev", "proc", "sys", "tmp", "bin", "sbin", "etc", "run", "var", "var/tmp", "root"] {
         a.dir(d);
     }
     // Opened by the kernel as the init's stdin/out/err (init/main.c,
@@ -43,6 +48,11 @@ pub fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, decompress
             a.file_from(&format!("sbin/{t}"), &p, 0o755)?;
             libs.extend(shared_libraries(&p)?);
         }
+    }
+    let program = Path::new(FORK_EXEC_PROGRAM);
+    if program.is_file() {
+        a.file_from(FORK_EXEC_PROGRAM.trim_start_matches('/'), program, 0o755)?;
+        libs.extend(shared_libraries(program)?);
     }
     // `--profile` in the guest: perf (linux-perf), with its libraries.
     if argv.iter().any(|x| x == "--profile")

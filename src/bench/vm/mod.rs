@@ -100,6 +100,10 @@ pub struct Row<R = RawResult> {
     pub memory_bytes: u64,
     pub cpus: usize,
     pub wall_seconds: f64,
+    /// Whether the row's kernel has `/proc/PID/stack` (where a waiting
+    /// victim's stack is read); none when the guest never said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proc_stack: Option<bool>,
     /// The command's own `--json` output; none when the row failed.
     pub result: Option<R>,
     #[serde(default)]
@@ -226,6 +230,31 @@ fn run_in(
     Ok(Matrix { schema: SCHEMA.into(), started_at, host, command: o.argv.clone(), accel_reason, rows })
 }
 
+/// Whether the command runs `reclaim --victims`: its victims need a vCPU
+/// besides the reclaiming one.
+pub fn asks_victims(argv: &[String]) -> bool {
+    victims_list(argv).is_some()
+}
+
+/// The value of the command's `--victims` (`--victims LIST` or
+/// `--victims=LIST`; an empty list when it is the last word).
+pub fn victims_list(argv: &[String]) -> Option<&str> {
+    argv.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--victims") {
+        Some("") => Some(argv.get(i + 1).map_or("", String::as_str)),
+        Some(rest) => rest.strip_prefix('='),
+        None => None,
+    })
+}
+
+/// Victims that cannot run in a guest, and why: the initramfs carries no
+/// container runtime (and the guest has no network to fetch one).
+pub fn victim_not_in_guest(v: crate::probe::victims::Victim) -> Option<&'static str> {
+    match v {
+        crate::probe::victims::Victim::Container => Some("the guest's initramfs carries no container runtime (runsc)"),
+        _ => None,
+    }
+}
+
 /// `--preempt all`: each model the kernel's build offers.
 pub const ALL_MODELS: &str = "all";
 
@@ -320,6 +349,18 @@ pub fn guard_main(paths: &[PathBuf]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_commands_victims_are_found_in_either_spelling() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(victims_list(&argv(&["reclaim", "--victims", "umount,stat", "--reps", "1"])), Some("umount,stat"));
+        assert_eq!(victims_list(&argv(&["reclaim", "--victims=all"])), Some("all"));
+        assert_eq!(victims_list(&argv(&["reclaim", "--victims"])), Some(""));
+        assert_eq!(victims_list(&argv(&["reclaim", "--victimsx"])), None);
+        assert!(!asks_victims(&argv(&["reclaim", "--sizes", "20k"])));
+        assert!(victim_not_in_guest(crate::probe::victims::Victim::Container).is_some());
+        assert!(victim_not_in_guest(crate::probe::victims::Victim::Umount).is_none());
+    }
 
     #[test]
     fn a_fixed_model_kernel_boots_once_and_refuses_nothing() {

@@ -38,7 +38,7 @@ pub fn guest(
     let error = if let Some(why) = &t.refused {
         Some(why.clone())
     } else if hello.is_none() {
-        Some(boot_failure(spec, m, &out))
+        Some(boot_failure(spec, m, &out, super::asks_victims(&o.argv)))
     } else if !t.complete {
         Some(if out.timed_out {
             format!("no report within {} s (--timeout); the console's last line: {}", o.timeout.as_secs(), last(&out))
@@ -61,6 +61,7 @@ pub fn guest(
         row.kernel_release = h.release.clone();
         row.preempt = h.preempt.clone();
         row.cpus = h.cpus;
+        row.proc_stack = Some(h.proc_stack);
         if !h.module_errors.is_empty() {
             row.kernel_log.push(format!("dentrylab vm: modules not loaded: {}", h.module_errors.join("; ")));
         }
@@ -83,7 +84,8 @@ fn keep_logs(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// A boot that never said hello: QEMU's own complaint, else the console's.
-fn boot_failure(spec: &Spec, m: &Machine, out: &qemu::Outcome) -> String {
+/// `victims`: the command has `--victims`, which needs two vCPUs.
+fn boot_failure(spec: &Spec, m: &Machine, out: &qemu::Outcome, victims: bool) -> String {
     let what = match out.qemu_stderr.lines().rfind(|l| !l.trim().is_empty()) {
         Some(l) => format!("QEMU: {l}"),
         None if out.no_hello => format!(
@@ -99,6 +101,10 @@ fn boot_failure(spec: &Spec, m: &Machine, out: &qemu::Outcome) -> String {
         // Measured: Debian's 6.1 kernels stop at "x86: Booting SMP
         // configuration" under -icount with -smp 2 (any -cpu model, sleep on
         // or off) and boot with -smp 1 (docs/vm.md).
+        (Accel::Tcg, qemu::Clock::Icount(_)) if m.cpus > 1 && out.no_hello && victims => {
+            "under --clock icount some kernels (Debian's 6.1) stop while bringing up their second CPU, and \
+             --victims needs two: run this kernel with --clock host"
+        }
         (Accel::Tcg, qemu::Clock::Icount(_)) if m.cpus > 1 && out.no_hello => {
             "under --clock icount some kernels (Debian's 6.1) stop while bringing up their second CPU: try --cpus 1"
         }
@@ -123,6 +129,7 @@ fn base(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>
         memory_bytes: m.memory_bytes,
         cpus: m.cpus as usize,
         wall_seconds: out.wall_seconds,
+        proc_stack: None,
         result: None,
         kernel_log: vec![],
         error: None,
@@ -177,6 +184,7 @@ pub fn host(o: &Options, tmp: &Path, info: &HostInfo) -> Result<Row> {
         memory_bytes: info.memory_bytes,
         cpus: info.cpus,
         wall_seconds,
+        proc_stack: Some(Path::new("/proc/self/stack").exists()),
         result,
         kernel_log: vec![],
         error,
@@ -203,13 +211,16 @@ mod tests {
     fn a_boot_that_never_reaches_init_says_where_it_stopped_and_what_to_try() {
         let spec = Spec::Package("linux-image-6.1.0-56-cloud-amd64".into());
         let m = |cpus, clock| Machine { accel: Accel::Tcg, clock, memory_bytes: 1 << 30, cpus, cpu_model: None };
-        let e = boot_failure(&spec, &m(2, qemu::Clock::Icount(4)), &stalled(true));
+        let e = boot_failure(&spec, &m(2, qemu::Clock::Icount(4)), &stalled(true), false);
         assert!(e.contains("did not reach dentrylab's init within 600 s"), "{e}");
         assert!(e.contains("Booting SMP configuration") && e.ends_with("try --cpus 1)"), "{e}");
         // One vCPU, or the host clock: the hint would be wrong.
-        let e = boot_failure(&spec, &m(1, qemu::Clock::Icount(4)), &stalled(true));
+        let e = boot_failure(&spec, &m(1, qemu::Clock::Icount(4)), &stalled(true), false);
         assert!(!e.contains("--cpus 1"), "{e}");
-        let e = boot_failure(&spec, &m(2, qemu::Clock::Host), &stalled(false));
+        let e = boot_failure(&spec, &m(2, qemu::Clock::Host), &stalled(false), false);
         assert!(e.contains("no report before the time limit") && !e.contains("--cpus 1"), "{e}");
+        // --victims needs the second vCPU: the way out is the host clock.
+        let e = boot_failure(&spec, &m(2, qemu::Clock::Icount(4)), &stalled(true), true);
+        assert!(e.ends_with("run this kernel with --clock host)") && !e.contains("--cpus 1"), "{e}");
     }
 }
