@@ -92,6 +92,9 @@ fn the_victims_run_in_a_guest_and_their_rows_come_back() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    // The matrix's own table, with the victims' grid under it (not the
+    // one-line fallback of a result the matrix cannot read).
+    assert!(!stdout.contains("result in --json") && stdout.contains("Victim"), "{stdout}");
     let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let r = &m["rows"][0];
     assert_eq!(r["error"], serde_json::Value::Null, "{r}");

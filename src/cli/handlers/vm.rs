@@ -16,10 +16,12 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
     let proc = crate::procfs::ProcRoot::default();
     let announce = |m: &str| eprintln!("dentrylab vm: {m}");
     let matrix = crate::bench::vm::run(&o, &proc, &announce)?;
-    // One renderer for the matrix: the one `report` uses on a saved matrix.
-    // One renderer for the matrix: the one `report` uses on a saved matrix;
-    // another command's results (census): one line per row, the results in --json.
-    let table = match serde_json::from_value::<crate::report::matrix::VmMatrix>(serde_json::to_value(&matrix)?) {
+    // One renderer for the matrix: the one `report` uses on a saved matrix,
+    // fed the same text a saved matrix holds (a float the guest wrote as
+    // null reads back there as it does in `report`, not through
+    // `to_value`); another command's results (census): one line per row,
+    // the results in --json.
+    let table = match serde_json::from_str::<crate::report::matrix::VmMatrix>(&serde_json::to_string(&matrix)?) {
         Ok(doc) => crate::report::matrix::table(&doc),
         Err(_) => matrix
             .rows
