@@ -248,6 +248,7 @@ mod tests {
             }],
             unaffected: vec![Unaffected { victim: Victim::Stat, why: "flat".into() }],
             incidents: vec![],
+            stalls: vec![],
         });
         r
     }
