@@ -44,10 +44,14 @@ struct Last {
 pub struct Background {
     last: Mutex<Option<Last>>,
     walks: Mutex<u64>,
+    /// Opened by [`Background::go`] once the exporter has announced its
+    /// address: the thread's first line on stderr never comes before the
+    /// announcement, which callers read as the first line.
+    gate: (Mutex<bool>, std::sync::Condvar),
 }
 
 impl Background {
-    /// Starts the thread: the first walk at once, then every interval. A
+    /// Starts the thread: the first walk once [`Background::go`] is called, then every interval. A
     /// census that cannot run says why on stderr (once per new reason) and
     /// in `dentrylab_census_up 0`.
     pub fn start(o: Options, proc: crate::procfs::ProcRoot) -> Result<Arc<Background>> {
@@ -56,6 +60,13 @@ impl Background {
         std::thread::Builder::new()
             .name("census".into())
             .spawn(move || {
+                {
+                    let (open, cv) = &shared.gate;
+                    let mut g = open.lock().unwrap_or_else(|e| e.into_inner());
+                    while !*g {
+                        g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
                 let mut said: Option<String> = None;
                 loop {
                     let t0 = Instant::now();
@@ -73,6 +84,13 @@ impl Background {
             })
             .context("cannot start the census thread (raise the process's thread limit: ulimit -u, the pids cgroup)")?;
         Ok(b)
+    }
+
+    /// Lets the first walk start (after the exporter's announcement).
+    pub fn go(&self) {
+        let (open, cv) = &self.gate;
+        *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
     }
 
     pub fn store(&self, census: NodeCensus, seconds: f64) {

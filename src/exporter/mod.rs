@@ -66,7 +66,10 @@ pub fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
     let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
     let addr = listener.local_addr().context("listening socket address")?;
     let census = opts.census.clone().map(|c| census::Background::start(c, opts.status.proc.clone())).transpose()?;
-    let scrapes = collect::Scrapes::start(collector, opts.workers, census)?;
+    let scrapes = collect::Scrapes::start(collector, opts.workers, census.clone())?;
     announce(addr, &first.calibration.name);
+    if let Some(c) = census {
+        c.go();
+    }
     server::serve(listener, scrapes, opts.limits)
 }
