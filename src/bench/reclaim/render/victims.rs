@@ -161,3 +161,17 @@ pub fn first_incident_line(r: &ReclaimResult) -> Option<String> {
         op.map(|o| format!(" ({o})")).unwrap_or_default()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    /// A column per reclaim path: umount stalls the umount victim, ns-exit
+    /// does not (its wait under 2× the control).
+    #[test]
+    fn the_stalls_grid_has_a_column_per_path() {
+        let a = crate::bench::reclaim::victims::tests::two_methods();
+        let g = super::stalls_grid(&a).unwrap();
+        assert_eq!(g.header, ["Victim", "umount", "ns-exit"]);
+        assert!(g.rows[0][1].starts_with("waits 404 ms"), "{:?}", g.rows);
+        assert!(g.rows[0][2].starts_with("no:"), "{:?}", g.rows);
+    }
+}
