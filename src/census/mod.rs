@@ -339,21 +339,7 @@ mod tests {
         let mut btf = Vec::new();
         flate2::read::GzDecoder::new(std::fs::File::open(fixture).unwrap()).read_to_end(&mut btf).unwrap();
         std::fs::write(root.join("btf"), btf).unwrap();
-        // An ELF64 core header with one PT_LOAD segment.
-        let mut d = vec![0u8; 64];
-        d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
-        d[16..18].copy_from_slice(&4u16.to_le_bytes());
-        d[18..20].copy_from_slice(&62u16.to_le_bytes());
-        d[20..24].copy_from_slice(&1u32.to_le_bytes());
-        d[32..40].copy_from_slice(&64u64.to_le_bytes());
-        d[54..56].copy_from_slice(&56u16.to_le_bytes());
-        d[56..58].copy_from_slice(&1u16.to_le_bytes());
-        let mut ph = vec![0u8; 56];
-        ph[..4].copy_from_slice(&1u32.to_le_bytes());
-        ph[16..24].copy_from_slice(&PAGE_OFFSET.to_le_bytes());
-        ph[32..40].copy_from_slice(&4096u64.to_le_bytes());
-        d.extend(ph);
-        std::fs::write(root.join("kcore"), d).unwrap();
+        std::fs::write(root.join("kcore"), synthetic::core_header(0, PAGE_OFFSET, 4096)).unwrap();
         let (k, b) = (root.join("kcore"), root.join("btf"));
         let t = T::parse_from(["census", "--kcore", k.to_str().unwrap(), "--btf", b.to_str().unwrap()]);
         let src = Source { kcore: t.a.kcore, btf: t.a.btf };

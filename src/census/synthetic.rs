@@ -136,22 +136,7 @@ impl Image {
     /// Writes the core file, the BTF and the proc tree under `dir`, with
     /// `mounts` as (dev, mount point, type) in mountinfo.
     pub fn write(&self, dir: &Path, mounts: &[(u32, &str, &str)]) -> (Source, ProcRoot) {
-        let mut d = vec![0u8; 64];
-        d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
-        d[16..18].copy_from_slice(&4u16.to_le_bytes());
-        d[18..20].copy_from_slice(&62u16.to_le_bytes());
-        d[20..24].copy_from_slice(&1u32.to_le_bytes());
-        d[32..40].copy_from_slice(&64u64.to_le_bytes());
-        d[52..54].copy_from_slice(&64u16.to_le_bytes());
-        d[54..56].copy_from_slice(&56u16.to_le_bytes());
-        d[56..58].copy_from_slice(&1u16.to_le_bytes());
-        let mut p = vec![0u8; 56];
-        p[..4].copy_from_slice(&1u32.to_le_bytes());
-        p[8..16].copy_from_slice(&DATA.to_le_bytes());
-        p[16..24].copy_from_slice(&PAGE_OFFSET_L4.to_le_bytes());
-        p[32..40].copy_from_slice(&(self.mem.len() as u64).to_le_bytes());
-        p[40..48].copy_from_slice(&(self.mem.len() as u64).to_le_bytes());
-        d.extend(p);
+        let mut d = core_header(DATA, PAGE_OFFSET_L4, self.mem.len() as u64);
         d.resize(DATA as usize, 0);
         d.extend(&self.mem);
         std::fs::write(dir.join("kcore"), d).unwrap();
@@ -198,6 +183,28 @@ pub fn small(dir: &Path) -> (Source, ProcRoot) {
     }
     i.dentry(PAGE_OFFSET_L4 + 8, c, "stray", false);
     i.write(dir, &[(42, "/mnt/t", "tmpfs"), ((7 << 20) | 3, "/var/x", "ext4")])
+}
+
+/// An ELF64 core header with one PT_LOAD segment of `len` bytes at file
+/// `offset`, mapping kernel address `vaddr`, as fs/proc/kcore.c writes it.
+pub fn core_header(offset: u64, vaddr: u64, len: u64) -> Vec<u8> {
+    let mut d = vec![0u8; 64];
+    d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+    d[16..18].copy_from_slice(&4u16.to_le_bytes());
+    d[18..20].copy_from_slice(&62u16.to_le_bytes());
+    d[20..24].copy_from_slice(&1u32.to_le_bytes());
+    d[32..40].copy_from_slice(&64u64.to_le_bytes());
+    d[52..54].copy_from_slice(&64u16.to_le_bytes());
+    d[54..56].copy_from_slice(&56u16.to_le_bytes());
+    d[56..58].copy_from_slice(&1u16.to_le_bytes());
+    let mut p = vec![0u8; 56];
+    p[..4].copy_from_slice(&1u32.to_le_bytes());
+    p[8..16].copy_from_slice(&offset.to_le_bytes());
+    p[16..24].copy_from_slice(&vaddr.to_le_bytes());
+    p[32..40].copy_from_slice(&len.to_le_bytes());
+    p[40..48].copy_from_slice(&len.to_le_bytes());
+    d.extend(p);
+    d
 }
 
 #[cfg(test)]
