@@ -58,6 +58,9 @@ pub enum Shape {
 pub struct LinearityTest {
     /// The free power law's exponent and its 90% interval (with the run
     /// scatter); `None` without a band (fewer than 3 points): untested.
+    /// NaN (saved as null) when there was no power law to test, e.g. every
+    /// size's longest gap under the noise floor.
+    #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub exponent: f64,
     pub exponent_interval: Option<Interval>,
     /// One-sided level ([`REJECT_LEVEL`]).
@@ -182,6 +185,24 @@ pub fn count_reaching(sizes: &[SizeValues], rs: RunScatter, deadline_seconds: f6
 mod tests {
     use super::*;
     use crate::analysis::run_scatter::GAP;
+
+    /// A series with no power law (every gap under the noise floor) saves
+    /// its exponent as null, and the result must read back.
+    #[test]
+    fn an_untested_exponent_reads_back_from_null() {
+        let t = LinearityTest {
+            exponent: f64::NAN,
+            exponent_interval: None,
+            level: REJECT_LEVEL,
+            rejected: false,
+            testable: false,
+            governs: Shape::PowerLaw,
+        };
+        let text = serde_json::to_string(&t).unwrap();
+        assert!(text.contains(r#""exponent":null"#), "{text}");
+        let back: LinearityTest = serde_json::from_str(&text).unwrap();
+        assert!(back.exponent.is_nan() && !back.testable);
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-12)
