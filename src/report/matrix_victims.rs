@@ -310,6 +310,30 @@ mod tests {
         assert!(grid(&m, false).is_none());
     }
 
+    /// The idle TCG matrix of docs/vm.md reads back (a row with no gap fit
+    /// saves null exponents), and its grid says what the docs quote: on
+    /// every RT build the umount victim waits, though the stretch stays
+    /// at a few ms; on the cloud builds `stat` does not.
+    #[test]
+    fn the_recorded_idle_guest_matrix_reads_back_and_rt_umount_waits() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/vm-victims-tcg-idle-4M.json");
+        let m: Matrix = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let g = grid(&m, false).unwrap();
+        let cell = |release: &str, victim: &str| {
+            let r = g.rows.iter().find(|r| r[0].starts_with(release) && r[3] == victim);
+            r.unwrap_or_else(|| panic!("no {release} {victim} line")).clone()
+        };
+        for rt in ["6.1.0-56-rt", "6.12.118+deb13-rt", "7.3.4+deb13-rt"] {
+            let l = cell(rt, "umount");
+            assert_eq!(l[4], "yes", "{l:?}");
+            assert!(l[9].contains("synchronize_rcu"), "{l:?}");
+        }
+        for cloud in ["6.1.0-56-cloud", "6.12.118+deb13-cloud"] {
+            assert_eq!(cell(cloud, "umount")[4], "yes");
+            assert_eq!(cell(cloud, "stat")[4], "no");
+        }
+    }
+
     #[test]
     fn a_result_without_victims_has_no_lines() {
         let mut r = result();
