@@ -11,9 +11,17 @@ pub(super) const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and n
     calibration that 'reclaim' saved in the state directory (or a built-in conservative default when there is \
     none, named as such), the predicted time to reclaim every dentry in one walk, the predicted longest stretch \
     without a reschedule, and the distance to the soft-lockup threshold (2 × watchdog_thresh) as a ratio and as \
-    a count.\n\nReads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
-    Levels: ok; warn when the predicted longest stretch is at least half the threshold (the stretch varies about \
-    2× from run to run); danger when it reaches the threshold.\n\n\
+    a count; where the calibration measured what the node's other tasks wait for (reclaim --victims: the node \
+    calibration runs the standard victims), the first incident: for each deadline of the node (a probe's 1 s \
+    timeout, the 5 s pod-startup SLO, the watchdog, RCU's stall warning, the hung-task warning, the node lease, \
+    the runtime request timeout), who misses it first, at what count, and how far the node is from it.\n\n\
+    Reads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
+    Levels, for each deadline: ok; warn when the predicted wait is at least half the deadline (the predicted \
+    longest stretch against the soft-lockup threshold; it varies about 2× from run to run); danger when it \
+    reaches the deadline; the upper end of the 90% interval first. The level is the worst over the soft-lockup \
+    threshold and every deadline of the first incident, and one line names the deadline that set it; without \
+    the victims' fits (an older calibration, the built-in default) the incidents are unknown and the level is \
+    the soft-lockup one.\n\n\
     --census (root, a kernel with /proc/kcore and BTF) adds where the dentries are: the top directories per \
     filesystem from a census of the kernel's dentry hash table (a 1% sample by default, counts with their 90% \
     interval); where it cannot run, one line says why and the rest goes on.\n\n\

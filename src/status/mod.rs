@@ -18,6 +18,7 @@ pub mod growth;
 pub mod incident;
 pub mod kernel_log;
 pub mod kube;
+pub mod level;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -116,6 +117,14 @@ pub struct StatusResult {
     /// it is first missed, and the distance to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incidents: Option<incident::Incidents>,
+    /// The node's level, what `--fail-on` and `--watch` follow: the worst
+    /// of the soft-lockup level (`prediction.level`) and every deadline's
+    /// (`incidents.rows[].level`), the soft-lockup one alone when the
+    /// incidents are unknown ([`level`]).
+    pub level: Level,
+    /// The deadline that set it: the nearest to being missed. `None` when
+    /// no deadline has a prediction (the watchdog off, incidents unknown).
+    pub level_source: Option<level::LevelSource>,
 }
 
 /// Reads the node; the kernel and preemption model are captured once (they
@@ -170,6 +179,7 @@ impl Collector {
         let prediction = edge::predict(&cal.model(), ds.nr_dentry, thresh);
         let notes = notes(&environment, &cal, &prediction);
         let incidents = incident::assess(&cal, &cal.model(), ds.nr_dentry, thresh, proc);
+        let (level, level_source) = level::assess(&prediction, Some(&incidents));
         let b = DENTRY_OBJECT_BYTES;
         let by_cgroup = self
             .by_cgroup
@@ -220,6 +230,8 @@ impl Collector {
             growth,
             census,
             incidents: Some(incidents),
+            level,
+            level_source,
         })
     }
 }
