@@ -250,6 +250,47 @@ fn an_older_calibration_keeps_the_soft_lockup_level() {
     assert_eq!(v["level_source"]["ratio"], v["prediction"]["lockup_ratio"]);
 }
 
+/// `status --watch`: every line gives the level and the dentries to the
+/// first incident beside those to the soft-lockup edge (text and JSON).
+#[test]
+fn watch_lines_carry_the_first_incident_beside_the_edge() {
+    let cal = calibration(&victims_dir());
+    let probe = crossing(&cal, "umount", 1.0);
+    for (root, level, verb) in [(holding(1e6), "ok", "nearest:"), (holding(0.7 * probe), "warn", "set by")] {
+        let args = ["--watch", "100ms", "--samples", "2", "--json", "-"];
+        let (code, json, text) = status_at(root.path(), &victims_dir(), &args);
+        assert_eq!(code, 0, "{text}");
+        let lines: Vec<Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2, "{json}");
+        let text: Vec<&str> = text.lines().collect();
+        assert_eq!(text.len(), 2, "{text:?}");
+        for (v, t) in lines.iter().zip(&text) {
+            assert_eq!(v["level"], level, "{t}");
+            assert_eq!(v["level_source"]["key"], "probe_timeout");
+            assert_eq!(v["incidents"]["first"], "probe_timeout");
+            let first =
+                v["incidents"]["rows"].as_array().unwrap().iter().find(|r| r["key"] == "probe_timeout").unwrap();
+            let nr = v["dentries"]["nr_dentry"].as_f64().unwrap();
+            let low = first["dentries_low"].as_f64().unwrap();
+            assert_eq!(first["dentries_to_incident"].as_f64().unwrap(), low - nr);
+            let edge = v["prediction"]["dentries_to_lockup"].as_f64().unwrap();
+            for want in [
+                format!("level {level} ({verb} an exec or HTTP probe's timeout)"),
+                format!("first incident (an exec or HTTP probe's timeout, 1 s): {} dentries to go", human(low - nr)),
+                format!("soft-lockup edge: {} dentries to go", human(edge)),
+            ] {
+                assert!(t.contains(&want), "{want:?} in {t}");
+            }
+        }
+        // From the second sample: the growth, with the first incident's
+        // count (a fixture does not grow: no time to it).
+        let g = &lines[1]["growth"];
+        let low = lines[1]["incidents"]["rows"][0]["dentries_low"].as_f64().unwrap();
+        assert_eq!(g["first_incident_dentries"].as_f64(), Some(low), "{g}");
+        assert!(g["seconds_to_first_incident"].is_null(), "{g}");
+    }
+}
+
 /// The value of the series `name{labels}` in `text` (labels as written).
 fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
@@ -308,6 +349,26 @@ fn the_exporter_gives_a_series_per_deadline_with_bounded_labels() {
     assert_eq!(sample(&m, "dentrylab_calibration_victims"), Some(0.0));
     assert!(!m.contains("dentrylab_incident") && !m.contains("dentries_to_incident"), "{m}");
     assert_eq!(sample(&m, r#"dentrylab_level_deadline{deadline="soft_lockup"}"#), Some(1.0));
+}
+
+/// From the second scrape, at the exporter's own growth: the time to the
+/// first incident is its distance over the rate, beside the time to the
+/// soft-lockup edge.
+#[test]
+fn the_exporter_times_the_first_incident_at_its_growth() {
+    let root = holding(1e6);
+    let e = Exporter::start(&["--proc-root", p(root.path()), "--state-dir", p(&victims_dir())]);
+    assert!(!e.metrics().contains("dentrylab_seconds_to_first_incident"), "no growth from one scrape");
+    std::fs::write(root.path().join("sys/fs/dentry-state"), "1010000 505000 45 0 1000 0\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let m = e.metrics();
+    let growth = sample(&m, "dentrylab_dentries_growth_per_second").expect("growth from the second scrape");
+    assert!(growth > 0.0, "{m}");
+    let to = sample(&m, r#"dentrylab_dentries_to_incident{deadline="probe_timeout",victim="umount"}"#).unwrap();
+    let t = sample(&m, "dentrylab_seconds_to_first_incident").expect("a time to the first incident");
+    assert!((t - to / growth).abs() <= 1e-4 * t, "{t} s vs {to} / {growth}/s");
+    let lockup = sample(&m, "dentrylab_seconds_to_lockup").unwrap();
+    assert!(t < lockup, "the first incident comes first: {t} {lockup}");
 }
 
 #[test]

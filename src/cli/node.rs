@@ -35,8 +35,8 @@ pub(super) const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prome
     slow client holds no thread: a request head must arrive within --header-timeout (default 3s) of the \
     connect and be at most 8 KiB (else 431), and past --max-requests scrapes in flight (default 40) /metrics \
     answers 503 at once. Read-only, runs as any user; stops on SIGTERM or Ctrl-C.\n\n\
-    Every scrape adds a sample to a 10-minute window: dentrylab_dentries_growth_per_second and \
-    dentrylab_seconds_to_lockup appear from the second scrape on. --by-cgroup exports the --top cgroups \
+    Every scrape adds a sample to a 10-minute window: dentrylab_dentries_growth_per_second, \
+    dentrylab_seconds_to_lockup and dentrylab_seconds_to_first_incident appear from the second scrape on. --by-cgroup exports the --top cgroups \
     (default 10) and one \"other\" series; --kernel-log [FILE] exports dentrylab_kernel_lockups_total \
     {dcache=\"true|false\"} (re-reading /dev/kmsg or FILE at every scrape).\n\n\
     --census-interval D (at least 5m; root, a kernel with /proc/kcore and BTF) walks the kernel's dentry hash \
@@ -81,7 +81,7 @@ pub struct StatusArgs {
     pub node: NodeArgs,
     #[command(flatten)]
     pub extra: NodeExtraArgs,
-    /// Sample every INTERVAL (1s, 500ms, 2m) until Ctrl-C: growth rate and the time to the lockup edge at that rate.
+    /// Sample every INTERVAL (1s, 500ms, 2m) until Ctrl-C, a line each: the level and what set it, the dentries to the first incident and to the soft-lockup edge, the growth rate and the time to each at that rate.
     #[arg(long, value_name = "INTERVAL", value_parser = parse_watch)]
     pub watch: Option<std::time::Duration>,
     /// With --watch: the sliding window the growth is measured over.

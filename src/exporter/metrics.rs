@@ -191,6 +191,13 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
             "Time until nr_dentry reaches the low end of the lockup count's 90% interval (the point without one) at the current growth (0 past it; absent when not growing).",
             g.seconds_to_lockup.map(sig6),
         );
+        o.gauge(
+            "dentrylab_seconds_to_first_incident",
+            "Time until nr_dentry reaches the low end of the first incident's count (the deadline missed at the \
+             smallest count; the point without an interval) at the current growth (0 past it; absent when not \
+             growing or when the incidents are unknown).",
+            g.seconds_to_first_incident.map(sig6),
+        );
     }
     if let Some(b) = &s.by_cgroup {
         super::cgroups::encode(&mut o, b);

@@ -76,6 +76,14 @@ pub struct Growth {
     /// interval). `None` when the count is not growing or no edge is known;
     /// 0 past it.
     pub seconds_to_lockup: Option<f64>,
+    /// The first incident's count (the low end of its interval, else its
+    /// point), and the time until the count reaches it at this rate (0
+    /// past it); `None` when the incidents are unknown or none is
+    /// predicted, or (the time) when the count is not growing.
+    #[serde(default)]
+    pub first_incident_dentries: Option<f64>,
+    #[serde(default)]
+    pub seconds_to_first_incident: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -180,6 +188,7 @@ impl Collector {
         let notes = notes(&environment, &cal, &prediction);
         let incidents = incident::assess(&cal, &cal.model(), ds.nr_dentry, thresh, proc);
         let (level, level_source) = level::assess(&prediction, Some(&incidents));
+        let first_incident = incidents.first_row().and_then(|r| r.dentries_low.or(r.dentries));
         let b = DENTRY_OBJECT_BYTES;
         let by_cgroup = self
             .by_cgroup
@@ -201,6 +210,12 @@ impl Collector {
                 edge_low_dentries: prediction.lockup_dentries_low,
                 seconds_to_lockup: growth::seconds_to_edge(
                     prediction.lockup_dentries_low.or(prediction.lockup_dentries),
+                    ds.nr_dentry,
+                    rate.dentries_per_second,
+                ),
+                first_incident_dentries: first_incident,
+                seconds_to_first_incident: growth::seconds_to_edge(
+                    first_incident,
                     ds.nr_dentry,
                     rate.dentries_per_second,
                 ),
