@@ -6,7 +6,10 @@
 //! victims run (`tests/fixtures/calibration/6.18-victims`, made from
 //! `docs/results/victims-6.18.json` by the code that saves calibrations);
 //! a calibration saved before the victims still loads and says the
-//! incidents are unknown and how to measure them.
+//! incidents are unknown and how to measure them. The level, `--fail-on`
+//! and `--watch` follow the first incident as they follow the soft-lockup
+//! edge, on proc trees like the 6.18 fixture at counts taken from the
+//! calibration's own fits; an older calibration keeps the soft-lockup level.
 
 mod common;
 mod metrics;
@@ -15,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{bin, kernel_lock, usage_error};
-use metrics::{Exporter, assert_golden, assert_promtool_ok, calibration_dir, fixture, repo};
+use metrics::{Exporter, assert_golden, assert_promtool_ok, calibration_dir, fixture, proc_root_with, repo};
 use serde_json::Value;
 
 fn victims_dir() -> PathBuf {
@@ -32,6 +35,23 @@ fn status(state: &Path, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .unwrap()
+}
+
+/// `status` on the proc tree `proc` (exit code, stdout, stderr).
+fn status_at(proc: &Path, state: &Path, extra: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_dentrylab"))
+        .args(["status", "--proc-root", p(proc), "--state-dir", p(state)])
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.code().unwrap(), text(&o.stdout), text(&o.stderr))
+}
+
+/// A proc tree like the 6.18 fixture holding `n` dentries.
+fn holding(n: f64) -> tempfile::TempDir {
+    let n = n as u64;
+    proc_root_with(&format!("{n} {} 45 0 1000 0\n", n / 2), "10\n")
 }
 
 fn stdout(o: &Output) -> String {
@@ -161,6 +181,116 @@ fn an_older_calibration_loads_and_says_the_incidents_are_unknown() {
     assert!(row(&out, "first incident:").starts_with("first incident: unknown: the built-in default"), "{out}");
 }
 
+/// At 0.7 of the count at which the umount victim misses a probe's 1 s
+/// timeout, its predicted wait is past half the timeout (warn) while the
+/// stretch is a few percent of the soft-lockup threshold (ok): `--fail-on
+/// warn` exits 3 and names the probe's timeout; past that count, danger.
+#[test]
+fn fail_on_sees_the_first_incident_before_the_soft_lockup() {
+    let cal = calibration(&victims_dir());
+    let probe = crossing(&cal, "umount", 1.0);
+    let warn = holding(0.7 * probe);
+    let (code, out, err) = status_at(warn.path(), &victims_dir(), &["--fail-on", "warn"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert_eq!(row(&out, "soft-lockup level"), "soft-lockup level ok");
+    let level = row(&out, "level:");
+    assert!(
+        level.starts_with(
+            "level: warn, set by an exec or HTTP probe's timeout (1 s): umount's predicted longest wait is 0."
+        ),
+        "{level}"
+    );
+    assert!(level.ends_with("(the upper end of its 90% interval); the soft-lockup level alone is ok"), "{level}");
+    assert_eq!(status_at(warn.path(), &victims_dir(), &["--fail-on", "danger"]).0, 0);
+    let (code, json, err) = status_at(warn.path(), &victims_dir(), &["--json", "-"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((&v["level"], &v["prediction"]["level"]), (&Value::from("warn"), &Value::from("ok")));
+    let rows = v["incidents"]["rows"].as_array().unwrap();
+    let probe_row = rows.iter().find(|r| r["key"] == "probe_timeout").unwrap();
+    assert_eq!(probe_row["level"], "warn");
+    let src = &v["level_source"];
+    assert_eq!(src["key"], "probe_timeout");
+    assert_eq!(src["who"], "umount");
+    assert_eq!(src["interval"], true);
+    assert_eq!(src["ratio"], probe_row["ratio_high"]);
+    let r = src["ratio"].as_f64().unwrap();
+    assert!((0.5..1.0).contains(&r), "{src}");
+    // Past the count: danger from the probe's timeout, the soft lockup still ok.
+    let danger = holding(1.2 * probe);
+    let (code, out, err) = status_at(danger.path(), &victims_dir(), &["--fail-on", "danger"]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(row(&out, "level:").starts_with("level: danger, set by an exec or HTTP probe's timeout (1 s)"), "{out}");
+    assert_eq!(row(&out, "soft-lockup level"), "soft-lockup level ok");
+}
+
+/// A calibration saved before the victims keeps the soft-lockup level:
+/// ok at the count where the victims' calibration warns, warn from its
+/// own stretch, named as the soft-lockup watchdog.
+#[test]
+fn an_older_calibration_keeps_the_soft_lockup_level() {
+    let probe = crossing(&calibration(&victims_dir()), "umount", 1.0);
+    let n = holding(0.7 * probe);
+    let (code, out, err) = status_at(n.path(), &calibration_dir(), &["--fail-on", "warn"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(row(&out, "soft-lockup level"), "soft-lockup level ok");
+    let level = row(&out, "level:");
+    assert!(level.starts_with("level: ok, the nearest deadline is the soft-lockup watchdog (20 s)"), "{level}");
+    assert!(level.ends_with("the first incident is unknown, so this is the soft-lockup level"), "{level}");
+    // Its own edge (exponent 0.63, no interval): at 0.6 of it the stretch is 0.72 of the threshold.
+    let (_, json, _) = status_at(&fixture("6.18"), &calibration_dir(), &["--json", "-"]);
+    let edge = serde_json::from_str::<Value>(&json).unwrap()["prediction"]["lockup_dentries"].as_f64().unwrap();
+    let near = holding(0.6 * edge);
+    let (code, json, err) = status_at(near.path(), &calibration_dir(), &["--fail-on", "warn", "--json", "-"]);
+    assert_eq!(code, 3, "{err}");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((&v["level"], &v["prediction"]["level"]), (&Value::from("warn"), &Value::from("warn")));
+    assert_eq!(v["level_source"]["key"], "soft_lockup");
+    assert_eq!(v["level_source"]["interval"], false);
+    assert_eq!(v["level_source"]["ratio"], v["prediction"]["lockup_ratio"]);
+}
+
+/// `status --watch`: every line gives the level and the dentries to the
+/// first incident beside those to the soft-lockup edge (text and JSON).
+#[test]
+fn watch_lines_carry_the_first_incident_beside_the_edge() {
+    let cal = calibration(&victims_dir());
+    let probe = crossing(&cal, "umount", 1.0);
+    for (root, level, verb) in [(holding(1e6), "ok", "nearest:"), (holding(0.7 * probe), "warn", "set by")] {
+        let args = ["--watch", "100ms", "--samples", "2", "--json", "-"];
+        let (code, json, text) = status_at(root.path(), &victims_dir(), &args);
+        assert_eq!(code, 0, "{text}");
+        let lines: Vec<Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2, "{json}");
+        let text: Vec<&str> = text.lines().collect();
+        assert_eq!(text.len(), 2, "{text:?}");
+        for (v, t) in lines.iter().zip(&text) {
+            assert_eq!(v["level"], level, "{t}");
+            assert_eq!(v["level_source"]["key"], "probe_timeout");
+            assert_eq!(v["incidents"]["first"], "probe_timeout");
+            let first =
+                v["incidents"]["rows"].as_array().unwrap().iter().find(|r| r["key"] == "probe_timeout").unwrap();
+            let nr = v["dentries"]["nr_dentry"].as_f64().unwrap();
+            let low = first["dentries_low"].as_f64().unwrap();
+            assert_eq!(first["dentries_to_incident"].as_f64().unwrap(), low - nr);
+            let edge = v["prediction"]["dentries_to_lockup"].as_f64().unwrap();
+            for want in [
+                format!("level {level} ({verb} an exec or HTTP probe's timeout)"),
+                format!("first incident (an exec or HTTP probe's timeout, 1 s): {} dentries to go", human(low - nr)),
+                format!("soft-lockup edge: {} dentries to go", human(edge)),
+            ] {
+                assert!(t.contains(&want), "{want:?} in {t}");
+            }
+        }
+        // From the second sample: the growth, with the first incident's
+        // count (a fixture does not grow: no time to it).
+        let g = &lines[1]["growth"];
+        let low = lines[1]["incidents"]["rows"][0]["dentries_low"].as_f64().unwrap();
+        assert_eq!(g["first_incident_dentries"].as_f64(), Some(low), "{g}");
+        assert!(g["seconds_to_first_incident"].is_null(), "{g}");
+    }
+}
+
 /// The value of the series `name{labels}` in `text` (labels as written).
 fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
@@ -195,9 +325,20 @@ fn the_exporter_gives_a_series_per_deadline_with_bounded_labels() {
     let deadlines = ["probe_timeout", "pod_startup_slo", "soft_lockup", "rcu_stall", "hung_task", "node_lease_grace"];
     let deadlines: Vec<&str> = deadlines.into_iter().chain(["runtime_request_timeout"]).collect();
     let victims = ["umount", "netns", "fork-exec", "stat", "cgroup", "inotify", "container", "reclaiming-cpu"];
-    for l in
-        m.lines().filter(|l| l.starts_with("dentrylab_incident") || l.starts_with("dentrylab_dentries_to_incident"))
-    {
+    // The level follows the first incident, and says which deadline set it.
+    assert_eq!(sample(&m, "dentrylab_level"), Some(0.0));
+    assert_eq!(sample(&m, r#"dentrylab_level_deadline{deadline="probe_timeout"}"#), Some(1.0));
+    assert_eq!(m.matches("\ndentrylab_level_deadline{").count(), 1, "one deadline set it");
+    let warn = holding(0.7 * crossing(&cal, "umount", 1.0));
+    let w = Exporter::start(&["--proc-root", p(warn.path()), "--state-dir", p(&victims_dir())]).metrics();
+    assert_eq!(sample(&w, "dentrylab_level"), Some(1.0), "warn from the probe's timeout");
+    assert!(sample(&w, "dentrylab_lockup_ratio").is_some_and(|r| r < 0.5), "the soft lockup alone is ok");
+    assert_eq!(sample(&w, r#"dentrylab_level_deadline{deadline="probe_timeout"}"#), Some(1.0));
+    for l in m.lines().filter(|l| {
+        ["dentrylab_incident", "dentrylab_dentries_to_incident", "dentrylab_level_deadline"]
+            .iter()
+            .any(|p| l.starts_with(p))
+    }) {
         let label = |k: &str| l.split(&format!("{k}=\"")).nth(1).map(|r| r.split('"').next().unwrap());
         assert!(label("deadline").is_some_and(|d| deadlines.contains(&d)), "{l}");
         assert!(label("victim").is_none_or(|v| victims.contains(&v)), "{l}");
@@ -207,6 +348,27 @@ fn the_exporter_gives_a_series_per_deadline_with_bounded_labels() {
     let m = old.metrics();
     assert_eq!(sample(&m, "dentrylab_calibration_victims"), Some(0.0));
     assert!(!m.contains("dentrylab_incident") && !m.contains("dentries_to_incident"), "{m}");
+    assert_eq!(sample(&m, r#"dentrylab_level_deadline{deadline="soft_lockup"}"#), Some(1.0));
+}
+
+/// From the second scrape, at the exporter's own growth: the time to the
+/// first incident is its distance over the rate, beside the time to the
+/// soft-lockup edge.
+#[test]
+fn the_exporter_times_the_first_incident_at_its_growth() {
+    let root = holding(1e6);
+    let e = Exporter::start(&["--proc-root", p(root.path()), "--state-dir", p(&victims_dir())]);
+    assert!(!e.metrics().contains("dentrylab_seconds_to_first_incident"), "no growth from one scrape");
+    std::fs::write(root.path().join("sys/fs/dentry-state"), "1010000 505000 45 0 1000 0\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let m = e.metrics();
+    let growth = sample(&m, "dentrylab_dentries_growth_per_second").expect("growth from the second scrape");
+    assert!(growth > 0.0, "{m}");
+    let to = sample(&m, r#"dentrylab_dentries_to_incident{deadline="probe_timeout",victim="umount"}"#).unwrap();
+    let t = sample(&m, "dentrylab_seconds_to_first_incident").expect("a time to the first incident");
+    assert!((t - to / growth).abs() <= 1e-4 * t, "{t} s vs {to} / {growth}/s");
+    let lockup = sample(&m, "dentrylab_seconds_to_lockup").unwrap();
+    assert!(t < lockup, "the first incident comes first: {t} {lockup}");
 }
 
 #[test]

@@ -69,7 +69,11 @@ fn prints_figures_and_names_the_builtin_calibration() {
             human(edge)
         )
     );
-    assert_eq!(row(&out, "level"), "level ok");
+    assert_eq!(row(&out, "soft-lockup level"), "soft-lockup level ok");
+    // No victims in the built-in default: the level is the soft-lockup one.
+    let level = row(&out, "level:");
+    assert!(level.starts_with("level: ok, the nearest deadline is the soft-lockup watchdog (20 s)"), "{level}");
+    assert!(level.ends_with("the first incident is unknown, so this is the soft-lockup level"), "{level}");
 }
 
 #[test]
@@ -100,6 +104,7 @@ fn json_output() {
     let r = v["prediction"]["lockup_ratio"].as_f64().unwrap();
     let want = builtin_ns_per_dentry() * 1e-9 * 9_999_922.0 / 20.0;
     assert!((r - want).abs() < 1e-6 * want, "{r} {want}");
+    assert_eq!(v["level"], v["prediction"]["level"], "no victims: the soft-lockup level");
     assert_eq!(
         v["prediction"]["level"],
         if want >= 1.0 {
@@ -132,7 +137,8 @@ fn fail_on_sets_the_exit_status() {
     };
     let (c, out) = code(&warn, &[]);
     assert_eq!(c, 0);
-    assert_eq!(row(&out, "level"), "level warn");
+    assert_eq!(row(&out, "soft-lockup level"), "soft-lockup level warn");
+    assert!(row(&out, "level:").starts_with("level: warn, set by the soft-lockup watchdog (20 s)"), "{out}");
     assert_eq!(code(&warn, &["--fail-on", "warn"]).0, 3);
     assert_eq!(code(&warn, &["--fail-on", "danger"]).0, 0);
     let (c, out) = code(&danger, &["--fail-on", "warn"]);
@@ -153,7 +159,11 @@ fn watchdog_off_has_no_threshold() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(out.contains("soft-lockup watchdog is off"), "{out}");
     assert_eq!(row(&out, "distance: ratio"), "distance: ratio –");
-    assert_eq!(row(&out, "level"), "level ok");
+    assert_eq!(row(&out, "soft-lockup level"), "soft-lockup level ok");
+    assert_eq!(
+        row(&out, "level:"),
+        "level: ok: no deadline has a prediction (the watchdog is off and the first incident is unknown)"
+    );
 }
 
 #[test]

@@ -17,9 +17,10 @@ pub const WARN_RATIO: f64 = 0.5;
 /// Ratio from which the level is `danger`: the prediction reaches the threshold.
 pub const DANGER_RATIO: f64 = 1.0;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
+    #[default]
     Ok,
     Warn,
     Danger,

@@ -11,9 +11,17 @@ pub(super) const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and n
     calibration that 'reclaim' saved in the state directory (or a built-in conservative default when there is \
     none, named as such), the predicted time to reclaim every dentry in one walk, the predicted longest stretch \
     without a reschedule, and the distance to the soft-lockup threshold (2 × watchdog_thresh) as a ratio and as \
-    a count.\n\nReads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
-    Levels: ok; warn when the predicted longest stretch is at least half the threshold (the stretch varies about \
-    2× from run to run); danger when it reaches the threshold.\n\n\
+    a count; where the calibration measured what the node's other tasks wait for (reclaim --victims: the node \
+    calibration runs the standard victims), the first incident: for each deadline of the node (a probe's 1 s \
+    timeout, the 5 s pod-startup SLO, the watchdog, RCU's stall warning, the hung-task warning, the node lease, \
+    the runtime request timeout), who misses it first, at what count, and how far the node is from it.\n\n\
+    Reads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
+    Levels, for each deadline: ok; warn when the predicted wait is at least half the deadline (the predicted \
+    longest stretch against the soft-lockup threshold; it varies about 2× from run to run); danger when it \
+    reaches the deadline; the upper end of the 90% interval first. The level is the worst over the soft-lockup \
+    threshold and every deadline of the first incident, and one line names the deadline that set it; without \
+    the victims' fits (an older calibration, the built-in default) the incidents are unknown and the level is \
+    the soft-lockup one.\n\n\
     --census (root, a kernel with /proc/kcore and BTF) adds where the dentries are: the top directories per \
     filesystem from a census of the kernel's dentry hash table (a 1% sample by default, counts with their 90% \
     interval); where it cannot run, one line says why and the rest goes on.\n\n\
@@ -27,8 +35,8 @@ pub(super) const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prome
     slow client holds no thread: a request head must arrive within --header-timeout (default 3s) of the \
     connect and be at most 8 KiB (else 431), and past --max-requests scrapes in flight (default 40) /metrics \
     answers 503 at once. Read-only, runs as any user; stops on SIGTERM or Ctrl-C.\n\n\
-    Every scrape adds a sample to a 10-minute window: dentrylab_dentries_growth_per_second and \
-    dentrylab_seconds_to_lockup appear from the second scrape on. --by-cgroup exports the --top cgroups \
+    Every scrape adds a sample to a 10-minute window: dentrylab_dentries_growth_per_second, \
+    dentrylab_seconds_to_lockup and dentrylab_seconds_to_first_incident appear from the second scrape on. --by-cgroup exports the --top cgroups \
     (default 10) and one \"other\" series; --kernel-log [FILE] exports dentrylab_kernel_lockups_total \
     {dcache=\"true|false\"} (re-reading /dev/kmsg or FILE at every scrape).\n\n\
     --census-interval D (at least 5m; root, a kernel with /proc/kcore and BTF) walks the kernel's dentry hash \
@@ -73,7 +81,7 @@ pub struct StatusArgs {
     pub node: NodeArgs,
     #[command(flatten)]
     pub extra: NodeExtraArgs,
-    /// Sample every INTERVAL (1s, 500ms, 2m) until Ctrl-C: growth rate and the time to the lockup edge at that rate.
+    /// Sample every INTERVAL (1s, 500ms, 2m) until Ctrl-C, a line each: the level and what set it, the dentries to the first incident and to the soft-lockup edge, the growth rate and the time to each at that rate.
     #[arg(long, value_name = "INTERVAL", value_parser = parse_watch)]
     pub watch: Option<std::time::Duration>,
     /// With --watch: the sliding window the growth is measured over.

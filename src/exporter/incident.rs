@@ -20,7 +20,7 @@ fn victim_label(who: &str) -> Option<&'static str> {
     Victim::ALL.iter().map(|v| v.name()).find(|n| *n == who)
 }
 
-fn deadline_label(k: DeadlineKey) -> Option<&'static str> {
+pub(super) fn deadline_label(k: DeadlineKey) -> Option<&'static str> {
     DeadlineKey::ALL.contains(&k).then(|| k.name())
 }
 

@@ -153,9 +153,20 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
     );
     o.gauge(
         "dentrylab_level",
-        "0 ok, 1 warn (lockup ratio at least 0.5), 2 danger (at least 1), from the interval's conservative end.",
-        Some(p.level as u8 as f64),
+        "0 ok, 1 warn, 2 danger: status's level, the worst over the soft-lockup threshold and every deadline of the \
+         first incident (a predicted wait of at least half the deadline warns, of all of it is danger; the upper end \
+         of its 90% interval), the soft-lockup threshold alone when the incidents are unknown; \
+         dentrylab_level_deadline names the deadline that set it.",
+        Some(s.level as u8 as f64),
     );
+    if let Some(k) = s.level_source.as_ref().and_then(|l| super::incident::deadline_label(l.key)) {
+        o.family(
+            "dentrylab_level_deadline",
+            "1 for the deadline that set dentrylab_level, the nearest to being missed (the deadline label takes the \
+             values of the first incident's series; absent when no deadline has a prediction).",
+            &[(&[("deadline", k)], 1.0)],
+        );
+    }
     if let Some(i) = &s.incidents {
         super::incident::encode(&mut o, i, d.nr_dentry);
     }
@@ -179,6 +190,13 @@ pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
             "dentrylab_seconds_to_lockup",
             "Time until nr_dentry reaches the low end of the lockup count's 90% interval (the point without one) at the current growth (0 past it; absent when not growing).",
             g.seconds_to_lockup.map(sig6),
+        );
+        o.gauge(
+            "dentrylab_seconds_to_first_incident",
+            "Time until nr_dentry reaches the low end of the first incident's count (the deadline missed at the \
+             smallest count; the point without an interval) at the current growth (0 past it; absent when not \
+             growing or when the incidents are unknown).",
+            g.seconds_to_first_incident.map(sig6),
         );
     }
     if let Some(b) = &s.by_cgroup {

@@ -7,10 +7,12 @@ use std::fmt::Write;
 
 use super::Grid;
 use super::plain::render_grid;
+use crate::analysis::edge::Level;
 use crate::analysis::interval::count_with_interval;
 use crate::size::human;
 use crate::state::DeadlineKey;
-use crate::status::incident::{Incidents, Row};
+use crate::status::StatusResult;
+use crate::status::incident::{Incidents, RECLAIMING_CPU, Row};
 
 /// The section under the prediction.
 pub fn section(inc: &Incidents) -> String {
@@ -116,6 +118,30 @@ fn first_line(inc: &Incidents) -> String {
             edge.0,
             edge.1 / f.dentries.unwrap_or(f64::NAN)
         );
+    }
+    s
+}
+
+/// `level: warn, set by ...`: the node's level, what `--fail-on` follows,
+/// and the deadline that set it (the nearest to being missed).
+pub fn level_line(st: &StatusResult) -> String {
+    let mut s = format!("level: {}", st.level.name());
+    let Some(src) = &st.level_source else {
+        s += ": no deadline has a prediction (the watchdog is off and the first incident is unknown)";
+        return s;
+    };
+    let verb = if st.level == Level::Ok { "the nearest deadline is" } else { "set by" };
+    let what = match src.who.as_deref() {
+        Some(RECLAIMING_CPU) => "the reclaiming CPU's predicted longest stretch".to_string(),
+        Some(who) => format!("{who}'s predicted longest wait"),
+        None => "the predicted wait".into(),
+    };
+    let upper = if src.interval { " (the upper end of its 90% interval)" } else { "" };
+    let _ = write!(s, ", {verb} {}: {what} is {} of it{upper}", src.deadline(), ratio(src.ratio));
+    if st.incidents.as_ref().is_none_or(|i| !i.known) {
+        s += "; the first incident is unknown, so this is the soft-lockup level";
+    } else if src.key != DeadlineKey::SoftLockup {
+        let _ = write!(s, "; the soft-lockup level alone is {}", st.prediction.level.name());
     }
     s
 }

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::Grid;
 use super::plain::render_grid;
+use crate::analysis::edge::Level;
 use crate::size::{bytes, grouped, human};
 use crate::status::StatusResult;
 use crate::status::cgroups::ByCgroup;
@@ -126,11 +127,43 @@ pub fn kernel_log(k: &KernelLog) -> String {
     s
 }
 
+/// `9.78M dentries to go`, `1.2M dentries past it`, `–`.
+fn to_go(distance: Option<f64>) -> String {
+    match distance {
+        Some(t) if t >= 0.0 => format!("{} dentries to go", human(t as u64)),
+        Some(t) => format!("{} dentries past it", human((-t) as u64)),
+        None => "–".into(),
+    }
+}
+
+/// The level, the first incident and the soft-lockup edge of a watch line:
+/// the distances to the low ends of their intervals, as the level takes them.
+fn watch_distances(st: &StatusResult) -> String {
+    let mut s = format!("  level {}", st.level.name());
+    if let Some(src) = &st.level_source {
+        let verb = if st.level == Level::Ok { "nearest:" } else { "set by" };
+        let _ = write!(s, " ({verb} {})", src.name);
+    }
+    s += "  first incident ";
+    match st.incidents.as_ref().filter(|i| i.known) {
+        None => s += "unknown",
+        Some(i) => match i.first_row() {
+            None => s += "none predicted",
+            Some(r) => {
+                let _ = write!(s, "({}, {} s): {}", r.deadline.name, r.deadline.seconds, to_go(r.dentries_to_incident));
+            }
+        },
+    }
+    let _ = write!(s, "  soft-lockup edge: {}", to_go(st.prediction.dentries_to_lockup));
+    s
+}
+
 /// One line of `status --watch`.
 pub fn watch_line(st: &StatusResult, elapsed: f64) -> String {
     let d = &st.dentries;
     let mut s =
         format!("{:>7.1}s  nr_dentry {}  nr_negative {}", elapsed, grouped(d.nr_dentry), grouped(d.nr_negative));
+    s += &watch_distances(st);
     match &st.growth {
         None => s += "  growth: – (needs two samples)",
         Some(g) => {
@@ -155,6 +188,11 @@ pub fn watch_line(st: &StatusResult, elapsed: f64) -> String {
                     human_duration(t)
                 ),
                 None => write!(s, "  not growing: no time to the edge ({edge})"),
+            };
+            let _ = match g.seconds_to_first_incident {
+                Some(0.0) => write!(s, "; past the first incident"),
+                Some(t) => write!(s, "; the first incident {} away", human_duration(t)),
+                None => Ok(()),
             };
         }
     }

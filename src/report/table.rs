@@ -88,13 +88,14 @@ pub fn status(st: &crate::status::StatusResult) -> String {
             })),
         ],
         vec!["distance: count".into(), distance],
-        vec!["level".into(), p.level.name().into()],
+        vec!["soft-lockup level".into(), p.level.name().into()],
     ];
     let _ = writeln!(s, "prediction for {} dentries reclaimed in one walk", grouped(d.nr_dentry));
     s += &render_grid(&Grid { header: vec!["Figure".into(), "Value".into()], rows });
     if let Some(i) = &st.incidents {
         s += &super::incident::section(i);
     }
+    let _ = writeln!(s, "{}", super::incident::level_line(st));
     for n in &st.notes {
         let _ = writeln!(s, "note: {n}");
     }

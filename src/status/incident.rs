@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::calibration::{CalibrationUsed, Source};
-use crate::analysis::edge::{Model, Prediction, predict_against};
+use crate::analysis::edge::{Level, Model, Prediction, predict_against};
 use crate::analysis::verdict::Governs;
 use crate::analysis::victims::{Deadline, Watches};
 use crate::probe::victims::Victim;
@@ -76,6 +76,10 @@ pub struct Row {
     pub ratio_high: Option<f64>,
     /// `dentries_low` (else `dentries`) − the node's count; negative past it.
     pub dentries_to_incident: Option<f64>,
+    /// The deadline's level, by the soft-lockup rule: warn from a ratio
+    /// of 0.5, danger from 1, the upper end of the interval first.
+    #[serde(default)]
+    pub level: Level,
 }
 
 impl Incidents {
@@ -207,6 +211,7 @@ fn row(
         ratio: p.and_then(|p| p.lockup_ratio),
         ratio_high: p.and_then(|p| p.lockup_ratio_high),
         dentries_to_incident: p.and_then(|p| p.dentries_to_lockup),
+        level: p.map_or(Level::Ok, |p| p.level),
     }
 }
 

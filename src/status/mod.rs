@@ -18,6 +18,7 @@ pub mod growth;
 pub mod incident;
 pub mod kernel_log;
 pub mod kube;
+pub mod level;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -75,6 +76,14 @@ pub struct Growth {
     /// interval). `None` when the count is not growing or no edge is known;
     /// 0 past it.
     pub seconds_to_lockup: Option<f64>,
+    /// The first incident's count (the low end of its interval, else its
+    /// point), and the time until the count reaches it at this rate (0
+    /// past it); `None` when the incidents are unknown or none is
+    /// predicted, or (the time) when the count is not growing.
+    #[serde(default)]
+    pub first_incident_dentries: Option<f64>,
+    #[serde(default)]
+    pub seconds_to_first_incident: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -116,6 +125,14 @@ pub struct StatusResult {
     /// it is first missed, and the distance to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incidents: Option<incident::Incidents>,
+    /// The node's level, what `--fail-on` and `--watch` follow: the worst
+    /// of the soft-lockup level (`prediction.level`) and every deadline's
+    /// (`incidents.rows[].level`), the soft-lockup one alone when the
+    /// incidents are unknown ([`level`]).
+    pub level: Level,
+    /// The deadline that set it: the nearest to being missed. `None` when
+    /// no deadline has a prediction (the watchdog off, incidents unknown).
+    pub level_source: Option<level::LevelSource>,
 }
 
 /// Reads the node; the kernel and preemption model are captured once (they
@@ -170,6 +187,8 @@ impl Collector {
         let prediction = edge::predict(&cal.model(), ds.nr_dentry, thresh);
         let notes = notes(&environment, &cal, &prediction);
         let incidents = incident::assess(&cal, &cal.model(), ds.nr_dentry, thresh, proc);
+        let (level, level_source) = level::assess(&prediction, Some(&incidents));
+        let first_incident = incidents.first_row().and_then(|r| r.dentries_low.or(r.dentries));
         let b = DENTRY_OBJECT_BYTES;
         let by_cgroup = self
             .by_cgroup
@@ -191,6 +210,12 @@ impl Collector {
                 edge_low_dentries: prediction.lockup_dentries_low,
                 seconds_to_lockup: growth::seconds_to_edge(
                     prediction.lockup_dentries_low.or(prediction.lockup_dentries),
+                    ds.nr_dentry,
+                    rate.dentries_per_second,
+                ),
+                first_incident_dentries: first_incident,
+                seconds_to_first_incident: growth::seconds_to_edge(
+                    first_incident,
                     ds.nr_dentry,
                     rate.dentries_per_second,
                 ),
@@ -220,6 +245,8 @@ impl Collector {
             growth,
             census,
             incidents: Some(incidents),
+            level,
+            level_source,
         })
     }
 }

@@ -41,12 +41,13 @@ pub fn proc_root_with(dentry_state: &str, watchdog_thresh: &str) -> tempfile::Te
 }
 
 /// Figures that depend on when the scrapes happened.
-const TIMED: [&str; 5] = [
+const TIMED: [&str; 6] = [
     "dentrylab_scrape_duration_seconds",
     "dentrylab_dentries_growth_per_second",
     "dentrylab_dentries_negative_growth_per_second",
     "dentrylab_growth_window_seconds",
     "dentrylab_seconds_to_lockup",
+    "dentrylab_seconds_to_first_incident",
 ];
 
 /// The scrape duration and the growth (timed) are the figures that differ between runs.

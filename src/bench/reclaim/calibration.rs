@@ -139,6 +139,21 @@ mod tests {
         assert_eq!(back.victims, r.calibration().unwrap().victims);
     }
 
+    /// The recorded run's first incidents are what its own fits give for
+    /// its deadlines, so a deadline corrected since the run (the node-lease
+    /// grace period, 40 s → 50 s) carries the count its fit gives, and
+    /// its deadline is today's default.
+    #[test]
+    fn the_recorded_incidents_are_the_fits_crossings() {
+        let r: ReclaimResult = serde_json::from_str(include_str!("../../../docs/results/victims-6.18.json")).unwrap();
+        let a = r.victims.as_ref().unwrap();
+        let deadlines: Vec<Deadline> = a.incidents.iter().map(|i| i.deadline.clone()).collect();
+        assert_eq!(a.incidents, crate::analysis::victims::incidents(&deadlines, &a.fits));
+        let lease = deadlines.iter().find(|d| key(d) == DeadlineKey::NodeLeaseGrace).unwrap();
+        assert_eq!(lease.seconds, super::super::victims::NODE_LEASE_GRACE_SECONDS);
+        assert_eq!(lease.source, super::super::victims::NODE_LEASE_GRACE_SOURCE);
+    }
+
     /// `tests/fixtures/calibration/6.18-victims` (what `status` and the
     /// exporter tests read) is what this code saves from the recorded run,
     /// but for the time it was saved; `UPDATE_GOLDEN=1` rewrites it.

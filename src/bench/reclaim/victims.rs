@@ -303,9 +303,16 @@ pub fn analyse(
 pub const PROBE_TIMEOUT_SECONDS: f64 = 1.0;
 /// Kubernetes' pod-startup SLO (99th percentile, stateless pods).
 pub const POD_STARTUP_SLO_SECONDS: f64 = 5.0;
-/// The node controller's grace period for a node's lease
-/// (`--node-monitor-grace-period`).
-pub const NODE_LEASE_GRACE_SECONDS: f64 = 40.0;
+/// The node controller's grace period for a node's heartbeats, its lease
+/// among them, before it marks the node NotReady: kube-controller-manager's
+/// `--node-monitor-grace-period`, 50 s by default since Kubernetes v1.32
+/// (`pkg/controller/nodelifecycle/config/v1alpha1/defaults.go` in
+/// kubernetes/kubernetes v1.34.2, the version this project runs). Not the
+/// kubelet's `nodeLeaseDurationSeconds` (40 s), the lease's own duration.
+pub const NODE_LEASE_GRACE_SECONDS: f64 = 50.0;
+/// Where [`NODE_LEASE_GRACE_SECONDS`] comes from, as the deadline's source.
+pub const NODE_LEASE_GRACE_SOURCE: &str =
+    "kube-controller-manager's --node-monitor-grace-period default (Kubernetes v1.34.2)";
 /// The kubelet's `--runtime-request-timeout` default.
 pub const RUNTIME_REQUEST_TIMEOUT_SECONDS: f64 = 120.0;
 /// Where RCU's CPU stall timeout is read.
@@ -344,7 +351,7 @@ pub fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
     out.push(d(
         "the node-lease grace period",
         NODE_LEASE_GRACE_SECONDS,
-        "the node controller's --node-monitor-grace-period".into(),
+        NODE_LEASE_GRACE_SOURCE.into(),
         Watches::Victims,
     ));
     out.push(d(

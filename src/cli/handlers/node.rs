@@ -60,7 +60,7 @@ pub fn status(a: cli::StatusArgs) -> Result<ExitCode> {
     if let Some(p) = &a.textfile {
         output::write_atomic(p, &exporter::metrics::encode(&s, s.collection_seconds))?;
     }
-    Ok(ExitCode::from(status::exit_code(s.prediction.level, a.fail_on)))
+    Ok(ExitCode::from(status::exit_code(s.level, a.fail_on)))
 }
 
 /// `status --watch`: one line per sample (and one JSON object per line
