@@ -28,6 +28,7 @@ mod calibration;
 mod checks;
 pub mod child;
 pub mod command;
+pub mod fit_waits;
 pub mod lowered;
 mod measure;
 pub mod methods;
