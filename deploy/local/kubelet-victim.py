@@ -37,16 +37,21 @@ What it records:
     observations in each window, their mean and the bucket bounds of the
     largest.
 
-The fit (here, not dentrylab's analysis, which reads only its own runs):
-the wait a reclaim adds to a pod start, `w = longest during - median
-control` of the same repetition, fitted as w = c.N by least squares through
-the origin, with a 90% interval for c from Student's t on the residuals;
-the count at which a deadline D is missed is (D - base) / c, base the median
-control start (its interval from c's). Also with the control's longest start
-in place of its median. The same for the Lease's longest renewal gap
-overlapping a reclaim, over the median gap outside every reclaim, against
-the node-monitor grace period read from kube-controller-manager --help.
-`--refit FILE` recomputes the fits of a saved run.
+The fit is dentrylab's own, the one `reclaim --victims` fits its victims'
+waits with (`dentrylab __internal fit-waits`, the binary above or
+--dentrylab): the wait a reclaim adds to a pod start, `w = longest during -
+median control` of the same repetition, against the size N (each size's
+repetitions together), fitted as w = c.N unless the waits reject it (then
+w = c.N^k), with a 90% band that carries the scatter between runs; the
+count at which a deadline D is missed is where w reaches D - base, base the
+median control start, with its 90% interval. Also with the control's
+longest start in place of its median. The same for the Lease's longest
+renewal gap overlapping a reclaim, over the median gap outside every
+reclaim, against the node-monitor grace period read from
+kube-controller-manager --help. The fit is in log space: a wait of 0 or
+less is left out (and listed). `--refit FILE` recomputes the fits of a
+saved run (no cluster; the binary is then target/release/dentrylab when
+the static one is not built).
 """
 import argparse
 import calendar
@@ -71,6 +76,7 @@ PKI = os.path.join(RUN, "pki")
 NODE, NODE_IP, NS = "dentrylab-node", "10.215.0.1", "dentrylab-victim"
 PAUSE_IMAGE = "localhost/dentrylab/pause:1"
 DENTRYLAB = os.path.join(REPO, "target/x86_64-unknown-linux-gnu/release/dentrylab")
+DENTRYLAB_HOST = os.path.join(REPO, "target/release/dentrylab")  # for --refit without the static build
 POD_START_SLO_SECONDS = 5.0  # Kubernetes' pod startup SLO (p99, stateless pods, no image pull)
 KUBELET_HISTOGRAMS = [
     "kubelet_pleg_relist_duration_seconds",
@@ -80,10 +86,7 @@ KUBELET_HISTOGRAMS = [
     "kubelet_pod_worker_duration_seconds",
     "kubelet_run_podsandbox_duration_seconds",
 ]
-# Student's t, two-sided 90% (the 0.95 quantile), by degrees of freedom.
 CHILDREN = []  # dentrylab create processes: reclaimed (SIGTERM) however the script ends
-T90 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771,
-       1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725]
 
 
 def die(msg):
@@ -368,31 +371,36 @@ def summary(xs):
             "shortest_seconds": xs[0]}
 
 
-def fit_through_origin(points):
-    """y = c.N by least squares; c's 90% interval (t on n-1 dof)."""
-    pts = [(n, y) for n, y in points if y is not None]
-    if len(pts) < 2:
-        return None
-    sxx = sum(n * n for n, _ in pts)
-    c = sum(n * y for n, y in pts) / sxx
-    dof = len(pts) - 1
-    s2 = sum((y - c * n) ** 2 for n, y in pts) / dof
-    se = math.sqrt(s2 / sxx)
-    t = T90[min(dof, len(T90)) - 1]
-    return {"model": "y = c*N, least squares through the origin", "points": len(pts),
-            "c_seconds_per_million": c * 1e6, "c_low": (c - t * se) * 1e6, "c_high": (c + t * se) * 1e6,
-            "t90": t, "dof": dof}
+class FitError(Exception):
+    pass
 
 
-def crossing(fit, deadline, base):
-    """The count at which base + c.N reaches the deadline, and its interval
-    (its high end None when c's interval reaches 0: growth not shown)."""
-    if not fit or fit["c_seconds_per_million"] <= 0:
-        return {"count": None, "grows": False, "why": "no growth with N was measured"}
+def fit_waits(binary, points, deadline):
+    """`dentrylab __internal fit-waits`: the victims' model of (N, wait)
+    points and the count at which it reaches `deadline` seconds."""
+    p = subprocess.run([binary, "__internal", "fit-waits", "--deadline", repr(float(deadline))],
+                       input=json.dumps(points), capture_output=True, text=True)
+    if p.returncode != 0:
+        raise FitError(f"{binary} __internal fit-waits exited {p.returncode}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def projection(binary, points, deadline, base):
+    """The fit of the waits a reclaim added over `base`, and the count at
+    which base + wait reaches the deadline (its interval's high end None:
+    unbounded)."""
+    pts = [[n, w] for n, w in points if w is not None]
     room = deadline - base
-    at = lambda c: room / c * 1e6 if c > 0 else None
-    return {"count": at(fit["c_seconds_per_million"]), "low": at(fit["c_high"]), "high": at(fit["c_low"]),
-            "grows": fit["c_low"] > 0, "deadline_seconds": deadline, "base_seconds": base}
+    if room <= 0:
+        return None, {"count": None, "why": f"the control alone ({base:.3f} s) reaches the deadline",
+                      "deadline_seconds": deadline, "base_seconds": base}
+    fit = fit_waits(binary, pts, room)
+    interval = fit["interval"] or {}
+    proj = {"count": fit["count"], "low": interval.get("low"), "high": interval.get("high"),
+            "model": fit["model"], "deadline_seconds": deadline, "base_seconds": base}
+    if fit.get("why"):
+        proj["why"] = fit["why"]
+    return fit, proj
 
 
 def lease_gaps(renewals, reps):
@@ -420,34 +428,46 @@ def flag_default(binary, flag):
 RENEW_SECONDS = 10.0  # the kubelet's Lease renew interval: a quarter of nodeLeaseDurationSeconds (40 s)
 
 
-def refit(out):
-    """The fits and projections of a run's repetitions (also `--refit FILE`).
-    Two measures of the pod-start wait a reclaim adds, per repetition: the
-    longest start overlapping it minus the control's median start
-    (`pod_start_wait`), and minus the control's longest start
-    (`pod_start_over_control_longest`: like against like)."""
+def refit(out, binary):
+    """The fits and projections of a run's repetitions (also `--refit FILE`),
+    by `binary`'s fit-waits. Two measures of the pod-start wait a reclaim
+    adds, per repetition: the longest start overlapping it minus the
+    control's median start (`pod_start_wait`), and minus the control's
+    longest start (`pod_start_over_control_longest`: like against like).
+    N is the repetition's size (its target), as `reclaim --victims` has it."""
     reps, grace = out["reps"], out["environment"]["node_monitor_grace_period_seconds"]
     lease_base = out["lease"]["outside"].get("median_seconds", RENEW_SECONDS)
     for r in reps:
         d, c = r["during"].get("longest_seconds"), r["control"].get("longest_seconds")
         r["pod_start_over_control_longest_seconds"] = d - c if d is not None and c is not None else None
-    fits = {
-        "pod_start_wait": fit_through_origin([(r["reclaimed_dentries"], r["pod_start_wait_seconds"]) for r in reps]),
-        "pod_start_over_control_longest": fit_through_origin(
-            [(r["reclaimed_dentries"], r["pod_start_over_control_longest_seconds"]) for r in reps]),
-        # Over the median gap outside every reclaim (the Lease's own control).
-        "lease_gap_excess": fit_through_origin([(r["reclaimed_dentries"], r["lease_longest_gap_seconds"] - lease_base)
-                                                for r in reps if r["lease_longest_gap_seconds"] is not None]),
-    }
-    out["fits"] = fits
-    out["projections"] = {
-        "pod_startup_slo": crossing(fits["pod_start_wait"], POD_START_SLO_SECONDS,
-                                    statistics.median(r["control"]["median_seconds"] for r in reps)),
-        "pod_startup_slo_over_control_longest": crossing(
-            fits["pod_start_over_control_longest"], POD_START_SLO_SECONDS,
+    series = {
+        "pod_start_wait": ([(r["size"], r["pod_start_wait_seconds"]) for r in reps], POD_START_SLO_SECONDS,
+                           statistics.median(r["control"]["median_seconds"] for r in reps)),
+        "pod_start_over_control_longest": (
+            [(r["size"], r["pod_start_over_control_longest_seconds"]) for r in reps], POD_START_SLO_SECONDS,
             statistics.median(r["control"]["longest_seconds"] for r in reps)),
-        "node_monitor_grace_period": crossing(fits["lease_gap_excess"], grace, lease_base),
+        # Over the median gap outside every reclaim (the Lease's own control).
+        "lease_gap_excess": ([(r["size"], r["lease_longest_gap_seconds"] - lease_base)
+                              for r in reps if r["lease_longest_gap_seconds"] is not None], grace, lease_base),
     }
+    names = {"pod_start_wait": "pod_startup_slo",
+             "pod_start_over_control_longest": "pod_startup_slo_over_control_longest",
+             "lease_gap_excess": "node_monitor_grace_period"}
+    fits, projections = {}, {}
+    for key, (points, deadline, base) in series.items():
+        fits[key], projections[names[key]] = projection(binary, points, deadline, base)
+    out["schema"] = 2  # 2: the fits are dentrylab's (fit-waits); 1 fitted c.N by least squares here
+    out["fits"], out["projections"] = fits, projections
+
+
+def fit_binary(a):
+    """The dentrylab whose fit-waits fits: --dentrylab, else the static
+    build up.sh makes, else (for --refit) the host's release build."""
+    for b in ([a.dentrylab] if a.dentrylab else [DENTRYLAB] + ([DENTRYLAB_HOST] if a.refit else [])):
+        if os.access(b, os.X_OK):
+            return b
+    die(f"no dentrylab binary to fit with: {a.dentrylab or DENTRYLAB} is not there "
+        f"(build it: cargo build --release, or pass --dentrylab PATH)")
 
 
 def main():
@@ -459,10 +479,15 @@ def main():
     p.add_argument("--tail", type=float, default=1.0, help="seconds of pods after the reclaim (default 1)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--refit", metavar="FILE", help="recompute the fits of a saved run (no cluster) and rewrite it")
+    p.add_argument("--dentrylab", metavar="PATH", help="the dentrylab binary that fits (default: the static build "
+                   "up.sh makes; with --refit, else target/release/dentrylab)")
     a = p.parse_args()
     if a.refit:
         out = json.load(open(a.refit))
-        refit(out)
+        try:
+            refit(out, fit_binary(a))
+        except FitError as e:
+            die(str(e))
         with open(a.refit, "w") as f:
             json.dump(out, f, indent=1)
             f.write("\n")
@@ -537,14 +562,22 @@ def measure(a, sizes, started):
         lease = lease_gaps(list(rec.renewals), reps)
     grace = flag_default("kube-controller-manager", "node-monitor-grace-period")
     out = {
-        "schema": 1, "benchmark": "kubelet-victim", "started": started,
+        "schema": 2, "benchmark": "kubelet-victim", "started": started,
         "command": "deploy/local/kubelet-victim.py " + " ".join(sys.argv[1:]),
         "environment": {"kernel": os.uname().release, "cpus": os.cpu_count(),
                         "kubernetes": open(os.path.join(K8S, "bin", "version")).read().strip(),
                         "node_monitor_grace_period_seconds": grace, "lease_renew_interval_seconds": RENEW_SECONDS},
         "options": vars(a), "reps": reps, "lease": lease,
     }
-    refit(out)
+    try:
+        refit(out, fit_binary(a))
+    except FitError as e:
+        # The measurements are kept whatever the fit does.
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(out, f, indent=1)
+                f.write("\n")
+        die(f"{e} (the repetitions are in {a.json or 'no file: no --json'}; --refit it)")
     print(json.dumps({k: out[k] for k in ("fits", "projections")}, indent=1))
     print(f"lease: {lease['renewals']} renewals; outside the reclaims {lease['outside']}; during: "
           f"{[r['lease_longest_gap_seconds'] for r in reps]}")

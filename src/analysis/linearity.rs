@@ -154,9 +154,8 @@ pub fn test(linear: Option<PowerFit>, power: Option<PowerFit>) -> Model {
     Model { linear, power, test }
 }
 
-/// Where a series reaches a deadline, by the model that governs.
-// For the victims' longest waits, whose benchmark calls it (tested below).
-#[allow(dead_code)]
+/// Where a series reaches a deadline, by the model that governs (for a
+/// series measured elsewhere: `__internal fit-waits`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reach {
     pub model: Model,
@@ -170,7 +169,6 @@ pub struct Reach {
 /// each repetition's value in seconds): both fits, the linearity test, and
 /// the count at which the governing fit reaches `deadline_seconds`, with its
 /// 90% interval carrying the run scatter `rs`.
-#[allow(dead_code)]
 pub fn count_reaching(sizes: &[SizeValues], rs: RunScatter, deadline_seconds: f64) -> Option<Reach> {
     let model = choose(sizes, rs)?;
     let fit = model.governing();

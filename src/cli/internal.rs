@@ -2,7 +2,8 @@
 //! re-executing itself as a generator in its own mount namespace, a
 //! container, a worker process, the guest's init, or a guardian that
 //! restores sysctls and removes cgroups and directories however the parent
-//! ends. Each one's entry lives beside the code it serves, under the
+//! ends; or the victims' fit for a script's series (`fit-waits`). Each
+//! one's entry lives beside the code it serves, under the
 //! command-name constant the parent spawns it with (behind
 //! [`crate::sys::INTERNAL_COMMAND`]); this only parses and dispatches, and
 //! exits 0, or 1 with the error.
@@ -58,6 +59,10 @@ pub enum Internal {
     /// Removes dentrylab's memory cgroups when dentrylab ends, however it ends.
     #[command(name = crate::sandbox::cgroup::GUARD_COMMAND)]
     CgroupGuard(crate::sandbox::cgroup::GuardArgs),
+    /// Fits (N, wait) points, JSON on stdin, as 'reclaim --victims' fits its victims' waits, and prints the fit
+    /// and the count reaching --deadline (for deploy/local/kubelet-victim.py).
+    #[command(name = bench::reclaim::fit_waits::FIT_WAITS_COMMAND)]
+    FitWaits(bench::reclaim::fit_waits::FitWaitsArgs),
     /// Lists the registry's benchmarks, one a line: its name and its fewest
     /// valid arguments (for tests).
     Benchmarks,
@@ -77,6 +82,7 @@ impl Internal {
             Internal::ReclaimChild(a) => bench::reclaim::child::child_main(&a.spec),
             Internal::SysctlGuard(a) => a.run(),
             Internal::CgroupGuard(a) => a.run(),
+            Internal::FitWaits(a) => a.run(),
             Internal::Benchmarks => {
                 for (name, args) in super::registry::NAMES.iter().zip(super::registry::MINIMAL_ARGS) {
                     println!("{}", std::iter::once(*name).chain(args.iter().copied()).collect::<Vec<_>>().join(" "));

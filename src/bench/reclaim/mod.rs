@@ -15,6 +15,8 @@
 //! In: [`Options`] (from its [`command`], which the generic handler
 //! runs), the sandbox, the proc root. Out: [`ReclaimResult`], which
 //! `report` renders and whose fit `state` saves as the calibration.
+//! [`run`] is the sweep, stage by stage (`sweep`); `measure` runs one
+//! repetition and `repetition` holds what it records.
 //! Imported by `cli` and `report` (what other benchmarks shared with it
 //! is in `bench::common`); the internal `__reclaim-child` and `__sysctl-guard`
 //! commands run [`child`] and [`watchdog`].
@@ -26,6 +28,7 @@ mod calibration;
 mod checks;
 pub mod child;
 pub mod command;
+pub mod fit_waits;
 pub mod lowered;
 mod measure;
 pub mod methods;
@@ -33,7 +36,9 @@ pub mod overlay;
 pub mod placement;
 pub mod profile;
 pub mod render;
+mod repetition;
 pub mod schedule;
+mod sweep;
 pub mod sysctl_guard;
 pub mod victim_db;
 pub mod victims;
@@ -44,32 +49,21 @@ pub use args::Args;
 pub use checks::{MAX_CONTEND, validate};
 pub use command::Reclaim;
 pub use methods::Method;
+pub use repetition::{COUNT_TOLERANCE, Run, Unobserved, fit_count};
+pub use sweep::run;
 
-use std::time::Duration;
-
-use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::fit::{LinearFit, PowerFit};
 use crate::analysis::interval::LeftOut;
 use crate::analysis::verdict::{self, Verdict};
 use crate::env::Environment;
-use crate::probe::counters::Counts;
-use crate::probe::kmsg::KmsgWatch;
-use crate::probe::victims::Database;
-use crate::procfs::ProcRoot;
-use crate::procfs::kmsg::Alert;
-use crate::sandbox::{FsType, Privilege, Sandbox};
-use crate::size::human;
-use crate::stats::{GapStats, Spread};
-use crate::workload::contend::ContendStats;
-use crate::workload::{self, Kind, Layout};
-use methods::MemcgOutcome;
+use crate::sandbox::{FsType, Privilege};
+use crate::stats::Spread;
+use crate::workload::{Kind, Layout};
 
 /// Refuse a size whose predicted monopolisation exceeds this, unless --force.
 pub const MAX_PREDICTED_GAP_SECONDS: f64 = 10.0;
-/// How long the probes run before and after the reclaim call.
-const PROBE_MARGIN: Duration = Duration::from_millis(20);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Options {
@@ -135,154 +129,6 @@ impl Options {
     /// The filesystem as people name it: `ext4`, or `overlay (lower ext4, upper tmpfs)`.
     pub fn fs_label(&self) -> String {
         self.overlay.map_or_else(|| self.fs.to_string(), |s| s.to_string())
-    }
-}
-
-/// One repetition at one size.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Run {
-    pub target: u64,
-    pub rep: u32,
-    pub method: Method,
-    /// Lookup threads contending during the reclaim (0: none).
-    pub contenders: usize,
-    pub create: workload::CreateOutcome,
-    pub before: Counts,
-    pub after_create: Counts,
-    pub after_reclaim: Counts,
-    /// nr_dentry gained by creating (dentry-state).
-    pub created: i64,
-    /// nr_dentry lost by reclaiming (dentry-state).
-    pub reclaimed: i64,
-    /// Same two from slabinfo's active dentry objects, when readable.
-    pub created_slab: Option<i64>,
-    pub reclaimed_slab: Option<i64>,
-    /// nr_negative gained by creating and lost by reclaiming.
-    pub created_negative: i64,
-    pub reclaimed_negative: i64,
-    /// The counter that witnesses this kind: `nr_negative` for negative
-    /// kinds, else `nr_dentry`.
-    pub witness: String,
-    /// Of the dentries this run made (one per entry), how many the reclaim
-    /// freed: what it took off the witness counter, or for the paths that
-    /// leave the filesystem mounted, the entries made minus what the
-    /// clean-up umount still took off it.
-    pub freed: i64,
-    pub freed_fraction: f64,
-    /// Dentries (by the witness) the clean-up umount found after a reclaim
-    /// that leaves the filesystem mounted.
-    pub left_for_umount: Option<i64>,
-    pub after_cleanup: Option<Counts>,
-    pub contention: Option<ContendStats>,
-    pub memcg: Option<MemcgOutcome>,
-    /// `inotify`: the watches added and the kernel's count of them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub watch: Option<methods::WatchOutcome>,
-    pub reclaim_seconds: f64,
-    pub reclaim_sys_seconds: f64,
-    /// Busy share of the CPUs other than the reclaiming one while the
-    /// reclaim ran (/proc/stat; `None`: unreadable, or no tick passed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub others_busy: Option<f64>,
-    pub ns_per_dentry: f64,
-    pub bytes_per_dentry: f64,
-    pub probe: GapStats,
-    pub control: Option<GapStats>,
-    pub kernel_messages: Vec<Alert>,
-    /// Thread id of the task that ran the reclaim (the one a soft-lockup
-    /// message names).
-    pub reclaim_task_pid: u32,
-    /// On which CPU the reclaim ran, and whether it was pinned there.
-    #[serde(default = "placement::Placement::before_recorded")]
-    pub placement: placement::Placement,
-    /// With `--profile`: what held the CPU in the longest gap and over the reclaim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<profile::RunProfile>,
-    /// With `--profile`: why this run has no profile.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_problem: Option<String>,
-    /// With `--fs overlay`: per filesystem of the stack (overlay, upper,
-    /// lower), what the reclaim freed and what stayed, counted by
-    /// unmounting each in turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub layers: Option<crate::bench::layers::StackTeardown>,
-    /// `--census`: what a census found in the directories this run filled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub census: Option<crate::census::workload::Named>,
-    /// A victim repetition's raw calls (summarised into a
-    /// [`victims::VictimRun`], never saved).
-    #[serde(skip)]
-    pub victims: Option<victims::Observed>,
-}
-
-/// An unobserved repetition: the reclaim timed with no probe, no control
-/// probe and no contenders running, and the kmsg reader off its CPU.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Unobserved {
-    pub target: u64,
-    pub rep: u32,
-    pub method: Method,
-    pub freed: i64,
-    pub freed_fraction: f64,
-    pub reclaim_seconds: f64,
-    pub reclaim_sys_seconds: f64,
-    /// As [`Run::others_busy`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub others_busy: Option<f64>,
-    pub ns_per_dentry: f64,
-    pub soft_lockups: usize,
-    /// On which CPU the reclaim ran, and whether it was pinned there.
-    #[serde(default = "placement::Placement::before_recorded")]
-    pub placement: placement::Placement,
-}
-
-impl Unobserved {
-    fn of(r: &Run) -> Unobserved {
-        Unobserved {
-            target: r.target,
-            rep: r.rep,
-            method: r.method,
-            freed: r.freed,
-            freed_fraction: r.freed_fraction,
-            reclaim_seconds: r.reclaim_seconds,
-            reclaim_sys_seconds: r.reclaim_sys_seconds,
-            others_busy: r.others_busy,
-            ns_per_dentry: r.ns_per_dentry,
-            soft_lockups: r.kernel_messages.iter().filter(|a| a.kind == crate::procfs::kmsg::Kind::SoftLockup).count(),
-            placement: r.placement.clone(),
-        }
-    }
-
-    pub fn fit_count(&self) -> f64 {
-        fit_count(self.method, self.freed, self.target)
-    }
-}
-
-/// Share of the target by which the kernel's count may differ before it is
-/// taken as disturbed by other activity on the machine.
-pub const COUNT_TOLERANCE: f64 = 0.10;
-
-/// The dentry count a reclaim is charged with: what it freed by the witness
-/// counter. For the paths that free everything (umount, ns-exit), a freed
-/// count more than [`COUNT_TOLERANCE`] off the target means other work on
-/// the machine moved the global counter: the target stands in for it.
-///
-/// `inotify` frees nothing: it is charged with the target, the negatives
-/// the generator made in the walked directories (one per entry); a run
-/// whose clean-up umount found far fewer still cached says so in a note.
-pub fn fit_count(method: Method, freed: i64, target: u64) -> f64 {
-    let t = target as f64;
-    if !method.frees() {
-        return t;
-    }
-    let f = freed.max(1) as f64;
-    if !method.lru_only() && (f - t).abs() > t * COUNT_TOLERANCE { t } else { f }
-}
-
-impl Run {
-    /// The count this run stands for in fits.
-    pub fn fit_count(&self) -> f64 {
-        fit_count(self.method, self.freed, self.target)
     }
 }
 
@@ -426,172 +272,4 @@ pub struct ReclaimResult {
     /// `--victims`: per victim and size, the fits and the first incident.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub victims: Option<victims::Analysis>,
-}
-
-/// Runs the sweep. The sandbox must already be entered; `db` is the
-/// `mariadb` victim's server ([`victim_db`]), when it runs.
-#[allow(clippy::too_many_lines)] // listed in docs/architecture.md: the sweep loop and its summary, in run order
-pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Option<&Database>) -> Result<ReclaimResult> {
-    // The header says when the run started, not when it ended.
-    let header = crate::result::Header::new("reclaim");
-    let environment = Environment::capture(proc);
-    let kmsg = KmsgWatch::start(Some(opts.cpu));
-    let mut notes = Vec::new();
-    match (&kmsg.unavailable, kmsg.offset_ns()) {
-        (Some(why), _) => notes.push(why.clone()),
-        (None, None) => notes.push(format!(
-            "/dev/kmsg is not writable: the kernel clock's offset was not measured, so kernel messages are matched \
-             to reclaims with {} ms of slack",
-            crate::probe::kmsg::WINDOW_SLACK.as_millis()
-        )),
-        _ => {}
-    }
-    if proc.slab_dentry().is_none() {
-        notes.push("/proc/slabinfo is not readable: counts come from dentry-state only".into());
-    }
-    if opts.control_cpu.is_none() {
-        notes.push("only one CPU is available: no control probe".into());
-    }
-    notes.extend(checks::method_notes(opts));
-    if let Some(why) = &opts.victims_skipped {
-        eprintln!("dentrylab: {why}");
-        notes.push(why.clone());
-    }
-    if opts.unobserved_reps == 0 {
-        notes.push("no unobserved repetitions (--unobserved-reps 0): the times include the probe's cost".into());
-    }
-    let profiling = profile::available(opts.profile, opts.cpu, sandbox.scratch(), &mut notes);
-    let mut runs: Vec<Run> = Vec::new();
-    let mut unobserved: Vec<Unobserved> = Vec::new();
-    let mut unpinned: Vec<Unobserved> = Vec::new();
-    let mut victim_runs: Vec<victims::VictimRun> = Vec::new();
-    let mut refused = Vec::new();
-    let mut bpd_measured: Option<f64> = None;
-    let contention: Vec<usize> = if opts.contend > 0 { vec![0, opts.contend] } else { vec![0] };
-    notes.push(format!("probes: {} ({})", opts.probe_policy.describe(), opts.probe_policy_why));
-    let mut listed = opts.sizes.iter().copied();
-    let mut ran: Vec<u64> = Vec::new();
-    let mut auto_stop: Option<(auto::StoppedBy, String)> = None;
-    'sizes: loop {
-        let target = match opts.auto {
-            None => match listed.next() {
-                Some(t) => t,
-                None => break 'sizes,
-            },
-            Some(a) => {
-                let last = ran.last().map(|&t| (t, auto::median_gap(&runs, t)));
-                match auto::next(last, checks::memory_limit(opts, bpd_measured, proc)?, a.cap) {
-                    Ok(t) => t,
-                    Err(stop) => {
-                        auto_stop = Some(stop);
-                        break 'sizes;
-                    }
-                }
-            }
-        };
-        if let Some(reason) = checks::refuse(opts, target, bpd_measured, &runs, proc)? {
-            if opts.auto.is_some() {
-                // An auto sweep stopped by the checks is done, not failed.
-                auto_stop = Some((auto::StoppedBy::SafetyCheck, format!("size {}: {reason}", human(target))));
-                break 'sizes;
-            }
-            eprintln!("dentrylab: refusing size {}: {reason}", human(target));
-            refused.push(Refusal { target, reason });
-            break 'sizes;
-        }
-        ran.push(target);
-        let schedule = schedule::Schedule::of(&schedule::Counts {
-            probed: opts.reps,
-            unobserved: opts.unobserved_reps,
-            unpinned: opts.unpinned_reps,
-            victims: if opts.victims.is_empty() { 0 } else { opts.reps },
-            contention: contention.clone(),
-        });
-        for &method in &opts.methods {
-            for &(rep, slot) in schedule.slots() {
-                let profile = profiling && slot == schedule::Slot::Probed { contenders: 0 };
-                let at = measure::At { target, rep, method, slot, profile };
-                let r = measure::one_run(opts, sandbox, proc, &kmsg, &at, db)?;
-                if bpd_measured.is_none() && r.bytes_per_dentry.is_finite() && r.bytes_per_dentry > 0.0 {
-                    bpd_measured = Some(r.bytes_per_dentry);
-                }
-                measure::report_progress(&r, slot.observed());
-                match slot {
-                    schedule::Slot::Probed { .. } => runs.push(r),
-                    schedule::Slot::Unobserved { pinned: true } => unobserved.push(Unobserved::of(&r)),
-                    schedule::Slot::Unobserved { pinned: false } => unpinned.push(Unobserved::of(&r)),
-                    schedule::Slot::Victims => victim_runs.extend(victims::VictimRun::of(&r)),
-                }
-            }
-        }
-    }
-    if opts.overlay.is_some() {
-        // Through an overlay most of the workload's dentries live in the
-        // upper and lower filesystems, which the overlay's reclaim does not
-        // touch: a small count here is the overlay, not other activity.
-        let mut seen = std::collections::BTreeSet::new();
-        for r in runs.iter().filter(|r| r.freed.max(0) as u64 * 2 < r.target && seen.insert(r.target)) {
-            notes.push(format!(
-                "size {}: the overlay's reclaim freed {} dentries of the {} made through it; the rest stayed in the \
-                 upper and lower filesystems (the layers table counts them), so the fits are of the overlay's own \
-                 reclaim",
-                human(r.target),
-                r.freed,
-                human(r.target)
-            ));
-        }
-    }
-    notes.extend(checks::walk_notes(&runs));
-    for r in
-        runs.iter().filter(|r| opts.overlay.is_none() && r.method.frees() && r.fit_count() != r.freed.max(1) as f64)
-    {
-        notes.push(format!(
-            "size {} rep {}: the {} counter moved by {} instead of about {} (other activity on the machine); \
-             this run is counted at its target",
-            human(r.target),
-            r.rep + 1,
-            r.witness,
-            r.freed,
-            r.target
-        ));
-    }
-    let auto = auto_stop.map(|(stopped_by, reason)| auto::Outcome { sizes: ran.clone(), stopped_by, reason });
-    if let Some(a) = &auto {
-        notes.push(a.line());
-        eprintln!("dentrylab: {}", a.line());
-    }
-    let opts = &if opts.auto.is_some() { Options { sizes: ran, ..opts.clone() } } else { opts.clone() };
-    let sizes = analyse::summarise(&runs, &unobserved, &unpinned, opts);
-    let per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
-    let comparison = analyse::compare(&per_method, &sizes);
-    let (fits, verdict) =
-        per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));
-    let probe_overhead = analyse::overhead(&runs, &unobserved);
-    let pinning_cost = placement::cost(&unobserved, &unpinned);
-    let deadlines = victims::deadlines(&environment, proc);
-    let victims = victims::analyse(&victim_runs, &sizes, fits.gap_governing(), &deadlines);
-    Ok(ReclaimResult {
-        header,
-        environment,
-        options: opts.clone(),
-        sandbox: sandbox.privilege,
-        runs,
-        unobserved,
-        unpinned,
-        sizes,
-        probe_overhead,
-        pinning_cost,
-        fits,
-        verdict,
-        per_method,
-        comparison,
-        bytes_per_dentry: bpd_measured.unwrap_or(f64::NAN),
-        refused,
-        notes,
-        watchdog: None,
-        auto,
-        watchdog_more: Vec::new(),
-        victim_runs,
-        victims,
-    })
 }
