@@ -133,11 +133,23 @@ pub fn text(r: &CensusResult) -> String {
         }
     }
     if let Some(c) = &r.churn {
-        let _ = writeln!(
-            out,
-            "\nchurn: {} creates and unlinks during the walk ({:.0}/s; {}/s asked), {} in all",
-            c.during_walk, c.per_second_during_walk, c.asked_per_second, c.operations
-        );
+        let _ = writeln!(out, "\n{}", churn_line(c));
     }
     out
+}
+
+/// What the churn did beside the walk, one line.
+fn churn_line(c: &super::ChurnReport) -> String {
+    format!(
+        "churn: {} creates and unlinks during the walk ({:.0}/s; {}/s asked, {} thread{}), {} in all in {:.2} s of \
+         its threads' CPU time ({:.0} per CPU second)",
+        c.during_walk,
+        c.per_second_during_walk,
+        c.asked_per_second,
+        c.threads,
+        if c.threads == 1 { "" } else { "s" },
+        c.operations,
+        c.cpu_seconds,
+        c.per_cpu_second
+    )
 }
