@@ -58,13 +58,14 @@ pub fn text(r: &CensusResult) -> String {
     let rj = &w.rejected;
     let _ = writeln!(
         out,
-        "rejected reads: {} (bad pointer {}, unreadable {}, unknown superblock {}, bad name {}, chains cut {}); superblocks read {} ({} rejected)",
+        "rejected reads: {} (bad pointer {}, unreadable {}, unknown superblock {}, bad name {}, chains cut {}, wrong bucket {}); superblocks read {} ({} rejected)",
         rj.total(),
         rj.bad_pointer,
         rj.unreadable,
         rj.unknown_superblock,
         rj.bad_name,
         rj.chains_cut,
+        rj.wrong_bucket,
         w.superblocks,
         w.superblocks_rejected
     );
