@@ -6,8 +6,9 @@
 //!
 //! The node tools: `status --census` and the exporter's census collector
 //! where the census cannot run (one line, the rest goes on), their bad
-//! input (exit 2), and `reclaim --census` in a second guest boot, naming
-//! the directory its own workload filled.
+//! input (exit 2), and `reclaim --census` and `containers --census` in
+//! guest boots of their own, each naming the directory its own workload
+//! filled.
 //!
 //! A third boot runs the census under `--clock icount:0` beside a churn of
 //! 32 threads asked for 100k creates and unlinks a second in a tmpfs.
@@ -301,4 +302,35 @@ fn a_guest_reclaim_names_the_directory_its_workload_filled() {
     assert_eq!(c["top_directory"], c["workload_directory"], "{c}");
     assert_eq!(c["top_count"].as_u64(), Some(created), "{c}");
     assert!(c["workload_directory"].as_str().unwrap().ends_with("/d0"), "{c}");
+}
+
+#[test]
+fn a_guest_containers_run_names_the_directory_its_containers_filled() {
+    for t in ["qemu-system-x86_64", "apt-get", "dpkg-deb", "depmod", "ldd"] {
+        require!(has(t), "needs {t} (see .ci/run for its package)");
+    }
+    let _k = kernel_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    let out = bin()
+        .args(["vm", "--kernel", &test_kernel(), "--accel", "tcg", "--timeout", "10m", "--json"])
+        .arg(&json)
+        .args(["--", "containers", "--count", "2", "--ops", "1k", "--census"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let row = &m["rows"][0];
+    assert_eq!(row["error"], serde_json::Value::Null, "{row}");
+    let c = &row["result"]["census"];
+    assert_eq!(c["ok"], true, "{c}");
+    // Every temporary table a container made left one negative dentry in
+    // the image's tmp: the census found each, and that directory on top.
+    let created = c["created"].as_u64().unwrap();
+    assert!(created > 0, "{c}");
+    assert_eq!(c["found"].as_u64(), Some(created), "{c}");
+    assert_eq!(c["kind"], "negative", "{c}");
+    assert_eq!(c["top_directory"], c["workload_directory"], "{c}");
+    assert!(c["workload_directory"].as_str().unwrap().ends_with("/image/tmp"), "{c}");
 }
