@@ -23,6 +23,9 @@ there. The same walk serves 'status --census', 'exporter --census-interval' and 
 /// Most directories listed per ranking.
 pub const MAX_TOP: u32 = 1000;
 
+/// Most churn threads.
+pub const MAX_CHURN_THREADS: u32 = 64;
+
 #[derive(Debug, Clone, ClapArgs)]
 pub struct Args {
     /// How many directories each ranking lists (overall by negative and by total children, and per filesystem).
@@ -47,6 +50,11 @@ pub struct Args {
     /// reads are counted).
     #[arg(long, value_name = "PER_SECOND", requires = "plant", value_parser = crate::size::parse_count)]
     pub churn: Option<u64>,
+    /// With --churn: threads sharing the rate, each in subdirectories of its own (default 1). More threads take
+    /// a larger share of a busy CPU from the walk.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "churn",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_CHURN_THREADS as i64))]
+    pub churn_threads: u32,
     /// The kernel memory file to read [default: /proc/kcore].
     #[arg(long, value_name = "FILE", default_value = "/proc/kcore", hide = true)]
     pub kcore: PathBuf,

@@ -85,11 +85,26 @@ pub struct CensusResult {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct ChurnReport {
     pub asked_per_second: u64,
+    /// Threads sharing the rate (`--churn-threads`).
+    #[serde(default = "one")]
+    pub threads: u64,
     /// Creates and unlinks from the churn's start to the walk's end.
     pub operations: u64,
     /// Of which while the walk ran.
     pub during_walk: u64,
+    /// On the clock the walk's seconds are taken with (`CLOCK_MONOTONIC`;
+    /// in a `vm` guest under `--clock icount`, the instruction counter's).
     pub per_second_during_walk: f64,
+    /// The churn threads' CPU time (`CLOCK_THREAD_CPUTIME_ID`) from their
+    /// start to the walk's end, and the creates and unlinks per second of it.
+    #[serde(default)]
+    pub cpu_seconds: f64,
+    #[serde(default)]
+    pub per_cpu_second: f64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 const SYMBOLS: [&str; 4] = ["dentry_hashtable", "d_hash_shift", "super_blocks", "page_offset_base"];
@@ -122,8 +137,8 @@ pub struct Survey {
     pub fs: Option<String>,
     /// Directories whose counts are known (planted, or a workload's).
     pub expected: Vec<Expected>,
-    /// Names created and deleted per second in this directory during the walk.
-    pub churn: Option<(PathBuf, u64)>,
+    /// Names created and deleted beside the walk.
+    pub churn: Option<plant::ChurnSpec>,
 }
 
 /// Checks that the census can run here: the one-line refusals of
@@ -216,7 +231,11 @@ pub fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult
         top: a.top as usize,
         fs: a.fs.clone(),
         expected: planted.iter().map(plant::Planted::expected).collect(),
-        churn: a.churn.zip(planted.first()).map(|(rate, p)| (p.mount.path().to_path_buf(), rate)),
+        churn: a.churn.zip(planted.first()).map(|(per_second, p)| plant::ChurnSpec {
+            dir: p.mount.path().to_path_buf(),
+            per_second,
+            threads: a.churn_threads as usize,
+        }),
     };
     let result = survey_of(&src, proc, &survey, say);
     drop(planted);
@@ -250,7 +269,7 @@ fn walk_blocks(census: &Census, chosen: &[u64], say: &dyn Fn(&str)) -> (Tally, f
 pub fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dyn Fn(&str)) -> Result<CensusResult> {
     let (kcore, layout, roots) = open_kernel(src, proc)?;
     let census = Census::open(&kcore, layout, roots)?;
-    let churn = survey.churn.as_ref().map(|(dir, rate)| plant::Churn::start(dir.clone(), *rate));
+    let churn = survey.churn.as_ref().map(plant::Churn::start);
     let nblocks = census.buckets.div_ceil(BLOCK);
     let seed =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
@@ -270,13 +289,16 @@ pub fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dyn Fn(&s
     let (tally, seconds) = walk_blocks(&census, &chosen, say);
     let churn = churn.map(|c| {
         let during = c.operations() - ops0.unwrap_or(0);
-        let asked = c.per_second;
-        let total = c.stop();
+        let (asked, threads) = (c.per_second, c.threads as u64);
+        let s = c.stop();
         ChurnReport {
             asked_per_second: asked,
-            operations: total,
+            threads,
+            operations: s.operations,
             during_walk: during,
             per_second_during_walk: during as f64 / seconds.max(1e-9),
+            cpu_seconds: s.cpu_seconds,
+            per_cpu_second: s.operations as f64 / s.cpu_seconds.max(1e-9),
         }
     });
     let fraction = (tally.buckets as f64 / census.buckets as f64).min(1.0);

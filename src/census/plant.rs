@@ -121,41 +121,57 @@ pub struct Check {
     pub ok: bool,
 }
 
+/// What the churn asks for: where, how many creates and unlinks a second in
+/// all, and how many threads share that rate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChurnSpec {
+    pub dir: PathBuf,
+    pub per_second: u64,
+    pub threads: usize,
+}
+
 /// Creates and deletes names in `dir` at about `per_second` each until
-/// stopped: in rounds of a subdirectory, 64 files created and unlinked in
-/// it, and the subdirectory removed, so that `rmdir` frees its dentries
-/// (`shrink_dcache_parent()` in `vfs_rmdir()`) while the census reads.
+/// stopped, split over `threads` threads: each in rounds of a subdirectory
+/// of its own, 64 files created and unlinked in it, and the subdirectory
+/// removed, so that `rmdir` frees its dentries (`shrink_dcache_parent()` in
+/// `vfs_rmdir()`) while the census reads.
 pub struct Churn {
     stop: Arc<AtomicBool>,
     pub ops: Arc<AtomicU64>,
-    /// The rate asked for.
+    /// The threads' CPU time, added by each as it ends (ns).
+    cpu_ns: Arc<AtomicU64>,
+    /// The rate asked for, all threads together.
     pub per_second: u64,
-    thread: Option<std::thread::JoinHandle<()>>,
+    pub threads: usize,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// What a stopped churn did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stopped {
+    /// Creates and unlinks from its start to its stop.
+    pub operations: u64,
+    /// The CPU time of its threads (`CLOCK_THREAD_CPUTIME_ID`), in seconds.
+    pub cpu_seconds: f64,
 }
 
 impl Churn {
-    pub fn start(dir: PathBuf, per_second: u64) -> Churn {
+    pub fn start(spec: &ChurnSpec) -> Churn {
         let stop = Arc::new(AtomicBool::new(false));
         let ops = Arc::new(AtomicU64::new(0));
-        let (s, o) = (stop.clone(), ops.clone());
-        let thread = std::thread::spawn(move || {
-            // Every call relative to a directory descriptor: no path walk
-            // from / per name.
-            let Ok(base) = std::fs::File::open(&dir) else { return };
-            let t0 = std::time::Instant::now();
-            let mut round: u64 = 0;
-            while !s.load(Ordering::Relaxed) {
-                let name = format!("churn{}", round % 64);
-                round += 1;
-                churn_round(&base, &name, &o);
-                // Paced: ops done ahead of the rate wait.
-                let due = std::time::Duration::from_secs_f64(o.load(Ordering::Relaxed) as f64 / per_second as f64);
-                if let Some(w) = due.checked_sub(t0.elapsed()) {
-                    std::thread::sleep(w.min(std::time::Duration::from_millis(50)));
-                }
-            }
-        });
-        Churn { stop, ops, per_second, thread: Some(thread) }
+        let cpu_ns = Arc::new(AtomicU64::new(0));
+        let threads = spec.threads.max(1);
+        let each = spec.per_second as f64 / threads as f64;
+        let handles = (0..threads)
+            .map(|k| {
+                let (s, o, c, dir) = (stop.clone(), ops.clone(), cpu_ns.clone(), spec.dir.clone());
+                std::thread::spawn(move || {
+                    churn_thread(&dir, k, each, &s, &o);
+                    c.fetch_add(thread_cpu_ns(), Ordering::Relaxed);
+                })
+            })
+            .collect();
+        Churn { stop, ops, cpu_ns, per_second: spec.per_second, threads, handles }
     }
 
     /// Creates and unlinks so far.
@@ -163,24 +179,58 @@ impl Churn {
         self.ops.load(Ordering::Relaxed)
     }
 
-    /// Stops the churn; the operations it made.
-    pub fn stop(mut self) -> u64 {
+    /// Stops the churn and waits for its threads.
+    pub fn stop(mut self) -> Stopped {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
+        for t in self.handles.drain(..) {
             let _ = t.join();
         }
-        self.ops.load(Ordering::Relaxed)
+        Stopped {
+            operations: self.ops.load(Ordering::Relaxed),
+            cpu_seconds: self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9,
+        }
+    }
+}
+
+/// The calling thread's CPU time in ns (0 if the clock cannot be read).
+fn thread_cpu_ns() -> u64 {
+    use nix::time::{ClockId, clock_gettime};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+/// Thread `k` of a churn: rounds in `dir` until `stop`, paced to
+/// `per_second` creates and unlinks of its own when it can go faster.
+fn churn_thread(dir: &Path, k: usize, per_second: f64, stop: &AtomicBool, ops: &AtomicU64) {
+    // Every call relative to a directory descriptor: no path walk from /
+    // per name.
+    let Ok(base) = std::fs::File::open(dir) else { return };
+    let t0 = std::time::Instant::now();
+    let mut mine: u64 = 0;
+    let mut round: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let name = format!("churn{k}.{}", round % 64);
+        round += 1;
+        mine += churn_round(&base, &name, ops);
+        // Paced: ops done ahead of the rate wait.
+        let due = std::time::Duration::from_secs_f64(mine as f64 / per_second);
+        if let Some(w) = due.checked_sub(t0.elapsed()) {
+            std::thread::sleep(w.min(std::time::Duration::from_millis(50)));
+        }
     }
 }
 
 /// One round: subdirectory `name` of `base` made, 64 files created and
-/// unlinked in it, the subdirectory removed.
-fn churn_round(base: &std::fs::File, name: &str, ops: &AtomicU64) {
+/// unlinked in it, the subdirectory removed; the creates and unlinks made
+/// (also added to `ops` as they happen).
+fn churn_round(base: &std::fs::File, name: &str, ops: &AtomicU64) -> u64 {
     use nix::fcntl::{OFlag, openat};
     use nix::sys::stat::{Mode, mkdirat};
     use nix::unistd::{UnlinkatFlags, unlinkat};
+    let mut made = 0;
     if mkdirat(base, name, Mode::from_bits_truncate(0o755)).is_err() {
-        return;
+        return 0;
     }
     if let Ok(sub) = openat(base, name, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()) {
         for i in 0..64u32 {
@@ -190,10 +240,12 @@ fn churn_round(base: &std::fs::File, name: &str, ops: &AtomicU64) {
                 && unlinkat(&sub, file.as_str(), UnlinkatFlags::NoRemoveDir).is_ok()
             {
                 ops.fetch_add(2, Ordering::Relaxed);
+                made += 2;
             }
         }
     }
     let _ = unlinkat(base, name, UnlinkatFlags::RemoveDir);
+    made
 }
 
 #[cfg(test)]
@@ -205,9 +257,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let base = std::fs::File::open(dir.path()).unwrap();
         let ops = AtomicU64::new(0);
-        churn_round(&base, "churn0", &ops);
+        assert_eq!(churn_round(&base, "churn0", &ops), 2 * 64);
         churn_round(&base, "churn1", &ops);
         assert_eq!(ops.load(Ordering::Relaxed), 2 * 2 * 64);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_churn_of_three_threads_creates_and_unlinks_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = ChurnSpec { dir: dir.path().to_path_buf(), per_second: 1_000_000, threads: 3 };
+        let c = Churn::start(&spec);
+        // Three rounds' worth of creates and unlinks, whichever threads made
+        // them; then nothing may be left behind.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while c.operations() < 3 * 2 * 64 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let s = c.stop();
+        assert!(s.operations >= 3 * 2 * 64, "{s:?}");
+        assert_eq!(s.operations % 2, 0, "every create has its unlink: {s:?}");
+        assert!(s.cpu_seconds > 0.0, "{s:?}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 

@@ -125,12 +125,30 @@ impl Image {
         let d = self.raw_dentry(sb, Some(parent), name, positive);
         let h =
             name.bytes().fold(parent ^ 0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-        let bucket = self.table + (h >> 17) % self.buckets * 8;
+        let index = (h >> 17) % self.buckets;
+        // The name hash whose top bits pick that bucket (d_hash()).
+        let shift = 32 - self.buckets.trailing_zeros();
+        self.put32(d + l.d_name + l.qstr_hash, ((index << shift) | (h & ((1 << shift) - 1))) as u32);
+        let bucket = self.table + index * 8;
         let first = u64::from_le_bytes(self.at(bucket, 8).try_into().unwrap());
         self.put(d + l.d_hash + l.bl_next, first);
         self.put(bucket, d + l.d_hash);
         self.hashed += 1;
         d
+    }
+
+    /// The bucket dentry `d`'s name hash picks.
+    pub fn bucket_of(&mut self, d: u64) -> u64 {
+        let l = self.layout;
+        let h = u32::from_le_bytes(self.at(d + l.d_name + l.qstr_hash, 4).try_into().unwrap());
+        u64::from(h >> (32 - self.buckets.trailing_zeros()))
+    }
+
+    /// Makes `from`'s chain continue at `to`, as when the dentry `from`
+    /// pointed to was freed and reused as `to` under a walk.
+    pub fn link(&mut self, from: u64, to: u64) {
+        let l = self.layout;
+        self.put(from + l.d_hash + l.bl_next, to + l.d_hash);
     }
 
     /// Writes the core file, the BTF and the proc tree under `dir`, with
@@ -242,5 +260,30 @@ mod tests {
             "b is not the top of its filesystem: {n:?}"
         );
         assert_eq!(n.top_directory.as_deref(), Some("/mnt/t/a"));
+    }
+
+    /// A chain that leads into another bucket's (a dentry freed and reused
+    /// under the walk) is walked again, and cut before the stranger when it
+    /// keeps doing so: every dentry is counted once, none twice.
+    #[test]
+    fn a_chain_that_leads_into_another_bucket_is_retried_and_counted_once() {
+        use crate::probe::census::CHAIN_RETRIES;
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = Image::new(20, 4 << 20);
+        let (t, root) = i.superblock("tmpfs", 42, "tmpfs");
+        let a = i.dentry(t, root, "a", true);
+        let mut others = Vec::new();
+        for k in 0..40 {
+            others.push(i.dentry(t, a, &format!("n{k}"), false));
+        }
+        let x = i.dentry(t, a, "x", false);
+        let y = *others.iter().find(|&&y| i.bucket_of(y) != i.bucket_of(x)).unwrap();
+        i.link(x, y);
+        let (src, proc) = i.write(dir.path(), &[(42, "/mnt/t", "tmpfs")]);
+        let s = Survey { fraction: 1.0, top: 3, ..Survey::default() };
+        let r = survey_of(&src, &proc, &s, &|_| {}).unwrap();
+        assert_eq!(r.walk.rejected.wrong_bucket, u64::from(CHAIN_RETRIES) + 1, "{:?}", r.walk.rejected);
+        assert_eq!(r.walk.dentries_walked, 1 + 40 + 1, "each dentry once");
+        assert_eq!((r.top_negative[0].path.as_str(), r.top_negative[0].negative.found), ("/mnt/t/a", 41));
     }
 }

@@ -58,13 +58,14 @@ pub fn text(r: &CensusResult) -> String {
     let rj = &w.rejected;
     let _ = writeln!(
         out,
-        "rejected reads: {} (bad pointer {}, unreadable {}, unknown superblock {}, bad name {}, chains cut {}); superblocks read {} ({} rejected)",
+        "rejected reads: {} (bad pointer {}, unreadable {}, unknown superblock {}, bad name {}, chains cut {}, wrong bucket {}); superblocks read {} ({} rejected)",
         rj.total(),
         rj.bad_pointer,
         rj.unreadable,
         rj.unknown_superblock,
         rj.bad_name,
         rj.chains_cut,
+        rj.wrong_bucket,
         w.superblocks,
         w.superblocks_rejected
     );
@@ -133,11 +134,23 @@ pub fn text(r: &CensusResult) -> String {
         }
     }
     if let Some(c) = &r.churn {
-        let _ = writeln!(
-            out,
-            "\nchurn: {} creates and unlinks during the walk ({:.0}/s; {}/s asked), {} in all",
-            c.during_walk, c.per_second_during_walk, c.asked_per_second, c.operations
-        );
+        let _ = writeln!(out, "\n{}", churn_line(c));
     }
     out
+}
+
+/// What the churn did beside the walk, one line.
+fn churn_line(c: &super::ChurnReport) -> String {
+    format!(
+        "churn: {} creates and unlinks during the walk ({:.0}/s; {}/s asked, {} thread{}), {} in all in {:.2} s of \
+         its threads' CPU time ({:.0} per CPU second)",
+        c.during_walk,
+        c.per_second_during_walk,
+        c.asked_per_second,
+        c.threads,
+        if c.threads == 1 { "" } else { "s" },
+        c.operations,
+        c.cpu_seconds,
+        c.per_cpu_second
+    )
 }

@@ -22,7 +22,9 @@ pub struct Layout {
     pub d_name: u64,
     pub d_inode: u64,
     pub d_sb: u64,
-    /// `struct qstr`: `len` (a u32 inside its anonymous union) and `name`.
+    /// `struct qstr`: `hash` and `len` (u32s inside its anonymous union) and
+    /// `name`.
+    pub qstr_hash: u64,
     pub qstr_len: u64,
     pub qstr_name: u64,
     /// `struct hlist_bl_node`: `next`.
@@ -81,6 +83,7 @@ impl Layout {
             d_name: off(&dentry, "dentry", "d_name")?,
             d_inode: off(&dentry, "dentry", "d_inode")?,
             d_sb: off(&dentry, "dentry", "d_sb")?,
+            qstr_hash: off(&qstr, "qstr", "hash")?,
             qstr_len: off(&qstr, "qstr", "len")?,
             qstr_name: off(&qstr, "qstr", "name")?,
             bl_next: off(&bl, "hlist_bl_node", "next")?,
@@ -171,7 +174,7 @@ mod tests {
         // of hash and len, then name), d_inode, d_iname[40], then
         // d_lockref, d_op, d_sb.
         assert_eq!((l.d_hash, l.d_parent, l.d_name, l.d_inode), (8, 24, 32, 48), "{l:?}");
-        assert_eq!((l.qstr_len, l.qstr_name, l.bl_next), (4, 8, 0), "{l:?}");
+        assert_eq!((l.qstr_hash, l.qstr_len, l.qstr_name, l.bl_next), (0, 4, 8, 0), "{l:?}");
         assert_eq!(l.d_sb, 104, "{l:?}");
         assert_eq!(l.dentry_size, 192, "{l:?}");
         assert_eq!(l.s_id_len, 32, "{l:?}");

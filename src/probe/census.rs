@@ -23,6 +23,9 @@ use super::kcore::{Kcore, ReadError};
 /// table has about one bucket per dentry of memory's worth); a longer one
 /// is a chain rewritten under the walk.
 pub const MAX_CHAIN: usize = 4096;
+/// How many times a bucket is walked again after its chain led into
+/// another bucket's.
+pub const CHAIN_RETRIES: u32 = 8;
 /// Most superblocks read from `super_blocks`.
 pub const MAX_SUPERBLOCKS: usize = 65536;
 /// Deepest path rebuilt from `d_parent`.
@@ -71,11 +74,31 @@ pub struct Rejected {
     pub bad_name: u64,
     /// Chains cut at MAX_CHAIN nodes.
     pub chains_cut: u64,
+    /// A dentry whose name hashes to another bucket than the chain it was
+    /// reached from: the walk had left the chain through a dentry freed and
+    /// reused while it read. The bucket is walked again (at most
+    /// [`CHAIN_RETRIES`] times; then it is cut before that dentry).
+    #[serde(default)]
+    pub wrong_bucket: u64,
 }
 
 impl Rejected {
     pub fn total(&self) -> u64 {
-        self.bad_pointer + self.unreadable + self.unknown_superblock + self.bad_name + self.chains_cut
+        self.bad_pointer
+            + self.unreadable
+            + self.unknown_superblock
+            + self.bad_name
+            + self.chains_cut
+            + self.wrong_bucket
+    }
+
+    fn add(&mut self, o: &Rejected) {
+        self.bad_pointer += o.bad_pointer;
+        self.unreadable += o.unreadable;
+        self.unknown_superblock += o.unknown_superblock;
+        self.bad_name += o.bad_name;
+        self.chains_cut += o.chains_cut;
+        self.wrong_bucket += o.wrong_bucket;
     }
 }
 
@@ -87,6 +110,25 @@ pub struct Tally {
     pub walked: u64,
     pub buckets: u64,
     pub rejected: Rejected,
+}
+
+/// One chain as read, counted only once it is known to be one chain.
+#[derive(Default)]
+struct Chain {
+    dentry: Vec<u8>,
+    /// (superblock, parent, negative) of each dentry counted.
+    found: Vec<(u64, u64, bool)>,
+    rejected: Rejected,
+}
+
+impl Chain {
+    fn commit(&self, tally: &mut Tally) {
+        for &(sb, parent, negative) in &self.found {
+            tally.by_parent.entry((sb, parent)).or_default()[usize::from(negative)] += 1;
+        }
+        tally.walked += self.found.len() as u64;
+        tally.rejected.add(&self.rejected);
+    }
 }
 
 /// The table, the superblocks and the layout: what every walk needs.
@@ -197,12 +239,8 @@ impl<'k> Census<'k> {
     /// Walks buckets `[first, first + count)`, reading the heads in blocks.
     pub fn walk(&self, first: u64, count: u64, tally: &mut Tally) {
         const BLOCK: u64 = 512;
-        let l = self.layout;
-        let len = l.dentry_read_len() as usize;
         let mut heads = vec![0u8; (BLOCK * 8) as usize];
-        let mut dentry = vec![0u8; len];
-        let u64_at = |b: &[u8], o: u64| u64::from_le_bytes(b[o as usize..o as usize + 8].try_into().unwrap());
-        let u32_at = |b: &[u8], o: u64| u32::from_le_bytes(b[o as usize..o as usize + 4].try_into().unwrap());
+        let mut chain = Chain { dentry: vec![0u8; self.layout.dentry_read_len() as usize], ..Chain::default() };
         let end = (first + count).min(self.buckets);
         let mut b = first;
         while b < end {
@@ -216,44 +254,76 @@ impl<'k> Census<'k> {
             for i in 0..n {
                 tally.buckets += 1;
                 // hlist_bl_first: the lock bit masked off.
-                let mut node = u64_at(heads, i * 8) & !1;
-                let mut steps = 0;
-                while node != 0 {
-                    steps += 1;
-                    if steps > MAX_CHAIN {
-                        tally.rejected.chains_cut += 1;
+                let mut head = u64::from_le_bytes(heads[(i * 8) as usize..][..8].try_into().unwrap()) & !1;
+                for attempt in 0..=CHAIN_RETRIES {
+                    if attempt > 0 {
+                        match self.kcore.read_u64(self.table + (b + i) * 8) {
+                            Ok(h) => head = h & !1,
+                            Err(e) => {
+                                read_err(&mut tally.rejected, e);
+                                break;
+                            }
+                        }
+                    }
+                    let left = self.chain(b + i, head, &mut chain);
+                    if left {
+                        tally.rejected.wrong_bucket += 1;
+                    }
+                    if !left || attempt == CHAIN_RETRIES {
+                        chain.commit(tally);
                         break;
                     }
-                    if !self.valid(node) {
-                        tally.rejected.bad_pointer += 1;
-                        break;
-                    }
-                    let d = node - l.d_hash;
-                    if let Err(e) = self.kcore.read(d, &mut dentry) {
-                        read_err(&mut tally.rejected, e);
-                        break;
-                    }
-                    let next = u64_at(&dentry, l.d_hash + l.bl_next);
-                    let sb = u64_at(&dentry, l.d_sb);
-                    let parent = u64_at(&dentry, l.d_parent);
-                    let name_len = u32_at(&dentry, l.d_name + l.qstr_len);
-                    let name = u64_at(&dentry, l.d_name + l.qstr_name);
-                    if !self.superblocks.contains_key(&sb) {
-                        tally.rejected.unknown_superblock += 1;
-                    } else if name_len > NAME_MAX || name < self.direct_map.0 {
-                        tally.rejected.bad_name += 1;
-                    } else if !self.valid(parent) {
-                        tally.rejected.bad_pointer += 1;
-                    } else {
-                        let negative = u64_at(&dentry, l.d_inode) == 0;
-                        tally.by_parent.entry((sb, parent)).or_default()[usize::from(negative)] += 1;
-                        tally.walked += 1;
-                    }
-                    node = next;
                 }
             }
             b += n;
         }
+    }
+
+    /// Reads bucket `bucket`'s chain from `head` into `c` (cleared first);
+    /// true when it reached a dentry hashed to another bucket (it stops
+    /// there).
+    fn chain(&self, bucket: u64, head: u64, c: &mut Chain) -> bool {
+        let l = self.layout;
+        let shift = 32 - self.buckets.trailing_zeros();
+        let u64_at = |b: &[u8], o: u64| u64::from_le_bytes(b[o as usize..o as usize + 8].try_into().unwrap());
+        let u32_at = |b: &[u8], o: u64| u32::from_le_bytes(b[o as usize..o as usize + 4].try_into().unwrap());
+        c.found.clear();
+        c.rejected = Rejected::default();
+        let mut node = head;
+        let mut steps = 0;
+        while node != 0 {
+            steps += 1;
+            if steps > MAX_CHAIN {
+                c.rejected.chains_cut += 1;
+                break;
+            }
+            if !self.valid(node) {
+                c.rejected.bad_pointer += 1;
+                break;
+            }
+            if let Err(e) = self.kcore.read(node - l.d_hash, &mut c.dentry) {
+                read_err(&mut c.rejected, e);
+                break;
+            }
+            let d = &c.dentry;
+            // d_hash() in fs/dcache.c: the name hash's top bits.
+            if u64::from(u32_at(d, l.d_name + l.qstr_hash) >> shift) != bucket {
+                return true;
+            }
+            let (sb, parent) = (u64_at(d, l.d_sb), u64_at(d, l.d_parent));
+            let (name_len, name) = (u32_at(d, l.d_name + l.qstr_len), u64_at(d, l.d_name + l.qstr_name));
+            if !self.superblocks.contains_key(&sb) {
+                c.rejected.unknown_superblock += 1;
+            } else if name_len > NAME_MAX || name < self.direct_map.0 {
+                c.rejected.bad_name += 1;
+            } else if !self.valid(parent) {
+                c.rejected.bad_pointer += 1;
+            } else {
+                c.found.push((sb, parent, u64_at(d, l.d_inode) == 0));
+            }
+            node = u64_at(d, l.d_hash + l.bl_next);
+        }
+        false
     }
 
     /// The path of directory `d` from its superblock's root, rebuilt from
@@ -299,7 +369,14 @@ mod tests {
 
     #[test]
     fn rejected_reads_add_up() {
-        let r = Rejected { bad_pointer: 1, unreadable: 2, unknown_superblock: 3, bad_name: 4, chains_cut: 5 };
-        assert_eq!(r.total(), 15);
+        let r = Rejected {
+            bad_pointer: 1,
+            unreadable: 2,
+            unknown_superblock: 3,
+            bad_name: 4,
+            chains_cut: 5,
+            wrong_bucket: 6,
+        };
+        assert_eq!(r.total(), 21);
     }
 }
