@@ -441,7 +441,7 @@ mod tests {
     fn the_recorded_quick_sweeps_agree_within_their_bar() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/edges-quick-8M-6.18");
         let mut points = vec![];
-        for file in ["quick-1.json", "quick-2.json", "quick-3.json"] {
+        for file in ["quick-1.json", "quick-2.json", "quick-3.json", "quick-4.json", "quick-5.json", "quick-6.json"] {
             let r: ReclaimResult = serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
             let runs: Vec<Run> = r.runs.iter().filter(|x| x.contenders == 0).cloned().collect();
             let fits = fit_runs(&runs, &r.unobserved);
