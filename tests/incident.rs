@@ -17,7 +17,7 @@ mod metrics;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{bin, kernel_lock, usage_error};
+use common::{bin, human, kernel_lock, usage_error};
 use metrics::{Exporter, assert_golden, assert_promtool_ok, calibration_dir, fixture, proc_root_with, repo};
 use serde_json::Value;
 
@@ -69,20 +69,6 @@ fn crossing(cal: &Value, who: &str, seconds: f64) -> f64 {
     let f = &fits.iter().find(|f| f["who"] == who).unwrap_or_else(|| panic!("no fit of {who}: {fits:?}"))["fit"];
     let (c, k) = (f["coefficient"].as_f64().unwrap(), f["exponent"].as_f64().unwrap());
     (seconds / c).powf(1.0 / k)
-}
-
-/// A count as the tables print it (size::human).
-fn human(n: f64) -> String {
-    let (v, suf) = if n >= 1e9 { (n / 1e9, "G") } else { (n / 1e6, "M") };
-    let s = if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    };
-    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
-    format!("{s}{suf}")
 }
 
 /// The line that starts with `label`, its cells separated by one space.

@@ -7,6 +7,7 @@ mod metrics;
 
 use std::process::{Command, Output};
 
+use common::human;
 use metrics::{assert_golden, builtin_ns_per_dentry, calibration_dir, fixture, proc_root_with};
 
 fn status(args: &[&str]) -> Output {
@@ -48,19 +49,6 @@ fn prints_figures_and_names_the_builtin_calibration() {
     assert_eq!(row(&out, "negative (nr_negative)"), "negative (nr_negative) 6,072 1.1 MiB");
     // The built-in edge: 20 s at the worst cost per dentry, less the 37,475 dentries there.
     let edge = 20.0 / (builtin_ns_per_dentry() * 1e-9);
-    let human = |n: f64| {
-        // As the table prints counts (size::human).
-        let (v, suf) = if n >= 1e9 { (n / 1e9, "G") } else { (n / 1e6, "M") };
-        let s = if v >= 100.0 {
-            format!("{v:.0}")
-        } else if v >= 10.0 {
-            format!("{v:.1}")
-        } else {
-            format!("{v:.2}")
-        };
-        let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
-        format!("{s}{suf}")
-    };
     assert_eq!(
         row(&out, "distance: count"),
         format!(

@@ -259,3 +259,18 @@ impl Drop for TempCgroup {
         }
     }
 }
+
+/// A count of a million or more as dentrylab's tables print it
+/// (`size::human` in the binary, which integration tests cannot call).
+pub fn human(n: f64) -> String {
+    let (v, suf) = if n >= 1e9 { (n / 1e9, "G") } else { (n / 1e6, "M") };
+    let s = if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    };
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    format!("{s}{suf}")
+}
