@@ -2,7 +2,7 @@
 //! renderers.
 
 /// Seconds for people: `43 ms`, `3.69 s`, `9.2 min`.
-pub fn secs(s: f64) -> String {
+pub(crate) fn secs(s: f64) -> String {
     if !s.is_finite() {
         "–".into()
     } else if s < 0.001 {
@@ -19,7 +19,7 @@ pub fn secs(s: f64) -> String {
 }
 
 /// A latency in nanoseconds for people: `412 ns`, `1.24 µs`, `3.1 ms`.
-pub fn nanos(ns: f64) -> String {
+pub(crate) fn nanos(ns: f64) -> String {
     if !ns.is_finite() {
         "–".into()
     } else if ns < 1_000.0 {

@@ -6,17 +6,17 @@ use serde::{Deserialize, Serialize};
 use crate::procfs::ProcRoot;
 
 /// The kernel's default (and boot-time) watchdog_thresh, seconds.
-pub const DEFAULT_WATCHDOG_THRESH_SECONDS: u64 = 10;
+pub(crate) const DEFAULT_WATCHDOG_THRESH_SECONDS: u64 = 10;
 
 /// The CPUs this process may use (`available_parallelism`: the affinity
 /// mask and cgroup quota), at least 1: the default thread and worker
 /// counts, and the `cpus` a result records.
-pub fn cpus() -> usize {
+pub(crate) fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Environment {
+pub(crate) struct Environment {
     pub kernel: String,
     pub kernel_version: String,
     pub hostname: String,
@@ -32,7 +32,7 @@ pub struct Environment {
 }
 
 impl Environment {
-    pub fn capture(proc: &ProcRoot) -> Environment {
+    pub(crate) fn capture(proc: &ProcRoot) -> Environment {
         let uts = nix::sys::utsname::uname().ok();
         let s = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
             uts.as_ref().map(|u| f(u).to_string_lossy().into_owned()).unwrap_or_default()
@@ -63,7 +63,7 @@ impl Environment {
 /// debugfs `sched/preempt` (the live choice of a PREEMPT_DYNAMIC kernel),
 /// the `preempt=` boot parameter, the kernel config, then `uname -v`.
 /// debugfs and `/boot` are consulted only when `proc` is the live `/proc`.
-pub fn preemption_model(proc: &ProcRoot, uname_version: &str) -> (String, String) {
+pub(crate) fn preemption_model(proc: &ProcRoot, uname_version: &str) -> (String, String) {
     if proc.is_default()
         && let Ok(s) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt")
         && let Some(m) = parse_debugfs_preempt(&s)
@@ -91,7 +91,7 @@ pub fn preemption_model(proc: &ProcRoot, uname_version: &str) -> (String, String
 }
 
 /// `none voluntary (full) lazy` → `full`.
-pub fn parse_debugfs_preempt(s: &str) -> Option<String> {
+pub(crate) fn parse_debugfs_preempt(s: &str) -> Option<String> {
     let open = s.find('(')?;
     let close = s[open..].find(')')? + open;
     Some(s[open + 1..close].to_string())

@@ -6,13 +6,13 @@
 use serde::{Deserialize, Serialize};
 
 /// Buckets per power of two.
-pub const SUB: u64 = 32;
+pub(crate) const SUB: u64 = 32;
 const SUB_BITS: u32 = SUB.trailing_zeros();
 /// Enough buckets for any u64.
 const BUCKETS: usize = ((64 - SUB_BITS as usize) + 1) * SUB as usize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     /// Counts per bucket; trailing empty buckets are dropped when serialised.
     counts: Vec<u64>,
 }
@@ -46,7 +46,7 @@ fn bounds(i: usize) -> (u64, u64) {
 }
 
 impl Histogram {
-    pub fn record(&mut self, v: u64) {
+    pub(crate) fn record(&mut self, v: u64) {
         let i = index(v);
         if i >= self.counts.len() {
             self.counts.resize(BUCKETS, 0);
@@ -54,7 +54,7 @@ impl Histogram {
         self.counts[i] += 1;
     }
 
-    pub fn merge(&mut self, other: &Histogram) {
+    pub(crate) fn merge(&mut self, other: &Histogram) {
         if self.counts.len() < other.counts.len() {
             self.counts.resize(other.counts.len(), 0);
         }
@@ -63,12 +63,12 @@ impl Histogram {
         }
     }
 
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.counts.iter().sum()
     }
 
     /// Drops trailing empty buckets (for a compact JSON form).
-    pub fn compact(mut self) -> Histogram {
+    pub(crate) fn compact(mut self) -> Histogram {
         let keep = self.counts.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
         self.counts.truncate(keep);
         self
@@ -76,7 +76,7 @@ impl Histogram {
 
     /// Nearest-rank percentile (`q` in 0..=1), as the midpoint of its
     /// bucket; `None` when empty.
-    pub fn percentile(&self, q: f64) -> Option<f64> {
+    pub(crate) fn percentile(&self, q: f64) -> Option<f64> {
         let n = self.count();
         if n == 0 {
             return None;

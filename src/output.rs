@@ -13,7 +13,7 @@ use serde::Serialize;
 
 /// Output options every command shares.
 #[derive(Debug, clap::Args)]
-pub struct OutputArgs {
+pub(crate) struct OutputArgs {
     /// Write the result as JSON to FILE ('-' for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -21,7 +21,7 @@ pub struct OutputArgs {
 
 /// Where a command writes what it found, as its command line says.
 #[derive(Debug, Default, Clone)]
-pub struct Paths {
+pub(crate) struct Paths {
     /// The result as JSON (`-`: standard output).
     pub json: Option<PathBuf>,
     /// A Markdown section of the result.
@@ -32,7 +32,7 @@ pub struct Paths {
 
 impl Paths {
     /// Only `--json`.
-    pub fn json(a: &OutputArgs) -> Paths {
+    pub(crate) fn json(a: &OutputArgs) -> Paths {
         Paths { json: a.json.clone(), ..Paths::default() }
     }
 }
@@ -41,7 +41,7 @@ impl Paths {
 /// before the run starts: the JSON, the Markdown section, the report
 /// directory; the text for people goes to standard output, or to standard
 /// error when the JSON goes to standard output.
-pub struct Outputs {
+pub(crate) struct Outputs {
     pub json: Option<Sink>,
     pub markdown: Option<Sink>,
     pub report: Option<OutDir>,
@@ -50,7 +50,7 @@ pub struct Outputs {
 impl Outputs {
     /// Opens what `paths` names, in order: the JSON, the Markdown, the
     /// report directory. The first that cannot be opened is the error.
-    pub fn open(paths: &Paths) -> Result<Outputs> {
+    pub(crate) fn open(paths: &Paths) -> Result<Outputs> {
         let json = open_opt(paths.json.as_deref())?;
         let markdown = open_opt(paths.markdown.as_deref())?;
         let report = paths.report.as_deref().map(OutDir::create).transpose()?;
@@ -59,13 +59,13 @@ impl Outputs {
 
     /// Whether the JSON goes to standard output (then text for people goes
     /// to standard error).
-    pub fn json_to_stdout(&self) -> bool {
+    pub(crate) fn json_to_stdout(&self) -> bool {
         self.json.as_ref().is_some_and(Sink::is_stdout)
     }
 
     /// Text for people: standard output, or standard error when the JSON
     /// goes to standard output.
-    pub fn print(&self, text: &str) {
+    pub(crate) fn print(&self, text: &str) {
         if self.json_to_stdout() {
             eprint!("{text}");
         } else {
@@ -74,21 +74,21 @@ impl Outputs {
     }
 
     /// The table for people ([`Outputs::print`]), then the JSON.
-    pub fn emit<T: Serialize>(&mut self, table: &str, value: &T) -> Result<()> {
+    pub(crate) fn emit<T: Serialize>(&mut self, table: &str, value: &T) -> Result<()> {
         self.print(table);
         self.json.as_mut().map(|j| j.write_json(value)).transpose()?;
         Ok(())
     }
 }
 
-pub enum Sink {
+pub(crate) enum Sink {
     Stdout(std::io::Stdout, String),
     File(BufWriter<File>, String),
 }
 
 impl Sink {
     /// Opens `path` for writing (`-` is standard output).
-    pub fn open(path: &Path) -> Result<Sink> {
+    pub(crate) fn open(path: &Path) -> Result<Sink> {
         if path.as_os_str() == "-" {
             return Ok(Sink::Stdout(std::io::stdout(), "standard output".into()));
         }
@@ -96,17 +96,17 @@ impl Sink {
         Ok(Sink::File(BufWriter::new(f), path.display().to_string()))
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Sink::Stdout(_, n) | Sink::File(_, n) => n,
         }
     }
 
-    pub fn is_stdout(&self) -> bool {
+    pub(crate) fn is_stdout(&self) -> bool {
         matches!(self, Sink::Stdout(..))
     }
 
-    pub fn writer(&mut self) -> &mut dyn Write {
+    pub(crate) fn writer(&mut self) -> &mut dyn Write {
         match self {
             Sink::Stdout(s, _) => s,
             Sink::File(f, _) => f,
@@ -114,7 +114,7 @@ impl Sink {
     }
 
     /// Writes `value` as pretty JSON and a newline.
-    pub fn write_json<T: Serialize>(&mut self, value: &T) -> Result<()> {
+    pub(crate) fn write_json<T: Serialize>(&mut self, value: &T) -> Result<()> {
         let name = self.name().to_string();
         let w = self.writer();
         serde_json::to_writer_pretty(&mut *w, value).with_context(|| format!("cannot write JSON to {name}"))?;
@@ -122,7 +122,7 @@ impl Sink {
         w.flush().with_context(|| format!("cannot write JSON to {name}"))
     }
 
-    pub fn write_str(&mut self, s: &str) -> Result<()> {
+    pub(crate) fn write_str(&mut self, s: &str) -> Result<()> {
         let name = self.name().to_string();
         let w = self.writer();
         w.write_all(s.as_bytes()).and_then(|_| w.flush()).with_context(|| format!("cannot write to {name}"))
@@ -130,7 +130,7 @@ impl Sink {
 }
 
 /// Opens an optional output.
-pub fn open_opt(path: Option<&Path>) -> Result<Option<Sink>> {
+pub(crate) fn open_opt(path: Option<&Path>) -> Result<Option<Sink>> {
     path.map(Sink::open).transpose()
 }
 
@@ -138,14 +138,14 @@ pub fn open_opt(path: Option<&Path>) -> Result<Option<Sink>> {
 /// created and opened before the sandbox is entered; files are then created
 /// relative to the open directory, so they land on the real filesystem
 /// even from inside the sandbox.
-pub struct OutDir {
+pub(crate) struct OutDir {
     dir: File,
     path: std::path::PathBuf,
 }
 
 impl OutDir {
     /// Creates `path` (and its parents) if needed and opens it.
-    pub fn create(path: &Path) -> Result<OutDir> {
+    pub(crate) fn create(path: &Path) -> Result<OutDir> {
         std::fs::create_dir_all(path).with_context(|| format!("cannot create output directory {}", path.display()))?;
         let dir = File::open(path).with_context(|| format!("cannot open output directory {}", path.display()))?;
         if !dir.metadata().map(|m| m.is_dir()).unwrap_or(false) {
@@ -155,7 +155,7 @@ impl OutDir {
     }
 
     /// Writes (creates or replaces) `name` in the directory; returns its path.
-    pub fn write(&self, name: &str, contents: &str) -> Result<std::path::PathBuf> {
+    pub(crate) fn write(&self, name: &str, contents: &str) -> Result<std::path::PathBuf> {
         use nix::fcntl::{OFlag, openat};
         use nix::sys::stat::Mode;
         let path = self.path.join(name);
@@ -171,7 +171,7 @@ impl OutDir {
 /// Replaces `path` atomically with `text`: a temporary file beside it (its
 /// name does not end in `.prom`, so node_exporter's textfile collector never
 /// reads it half-written), synced, then renamed over `path`.
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let name = path.file_name().with_context(|| format!("{} names no file", path.display()))?;
     let mut tmp_name = name.to_os_string();

@@ -4,29 +4,29 @@
 use serde::{Deserialize, Serialize};
 
 /// Version of the JSON result format. Bump it when a field changes meaning.
-pub const SCHEMA: u32 = 2;
+pub(crate) const SCHEMA: u32 = 2;
 
 /// Seconds since the epoch, and the same as an RFC 3339 UTC string.
-pub fn now_utc() -> String {
+pub(crate) fn now_utc() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     rfc3339(secs)
 }
 
 /// Formats seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (jiff).
-pub fn rfc3339(secs: u64) -> String {
+pub(crate) fn rfc3339(secs: u64) -> String {
     let ts =
         i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).unwrap_or(jiff::Timestamp::MAX);
     format!("{ts:.0}")
 }
 
 /// The command line that produced a result, for "reproduce with".
-pub fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     reproduce(std::env::args().skip(1))
 }
 
 /// `dentrylab ARGS…` quoted for a POSIX shell (shlex): pasting it runs the
 /// same arguments, whatever quotes, spaces or `$` they hold.
-pub fn reproduce(args: impl IntoIterator<Item = String>) -> String {
+pub(crate) fn reproduce(args: impl IntoIterator<Item = String>) -> String {
     let quoted: Vec<String> = args
         .into_iter()
         .map(|a| shlex::try_quote(&a).map_or_else(|_| format!("'{}'", a.replace('\0', "")), |q| q.into_owned()))
@@ -36,7 +36,7 @@ pub fn reproduce(args: impl IntoIterator<Item = String>) -> String {
 
 /// Fields every result file carries first.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Header {
+pub(crate) struct Header {
     pub schema: u32,
     pub benchmark: String,
     pub command: String,
@@ -44,7 +44,7 @@ pub struct Header {
 }
 
 impl Header {
-    pub fn new(benchmark: &str) -> Header {
+    pub(crate) fn new(benchmark: &str) -> Header {
         Header { schema: SCHEMA, benchmark: benchmark.into(), command: command_line(), started_at: now_utc() }
     }
 }

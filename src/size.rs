@@ -8,15 +8,15 @@
 /// where 500k–4M × 3 could not in 2 of 3 idle runs (docs/method.md, "The
 /// quick sweep's sizes"). 250k's longest gap (about 25 ms) sits above the
 /// 10 ms noise floor; 8M needs about 1.8 GB of kernel memory.
-pub const QUICK: [u64; 6] = [250_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 8_000_000];
+pub(crate) const QUICK: [u64; 6] = [250_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 8_000_000];
 /// The six sizes of the 5.10 node-lockup report (docs/background.md): `--sizes wide`, or `seed`.
-pub const SEED: [u64; 6] = [100_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000];
+pub(crate) const SEED: [u64; 6] = [100_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000];
 /// Largest count dentrylab accepts (about 10^12: far beyond any memory).
-pub const MAX_COUNT: u64 = 1_000_000_000_000;
+pub(crate) const MAX_COUNT: u64 = 1_000_000_000_000;
 
 /// Parses one count such as `100k`, `2.5M`, `1.5G` or `250000`. Decimal
 /// digits are read exactly (no floating point): `4.1M` is 4,100,000.
-pub fn parse_count(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
     let t = s.trim();
     if t.is_empty() {
         return Err("empty size: give a count such as 100k, 2.5M or 1.5G".into());
@@ -73,7 +73,7 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
 }
 
 /// Parses `--sizes`: a preset (`quick`, `wide` alias `seed`) or a comma-separated list.
-pub fn parse_sizes(s: &str) -> Result<Vec<u64>, String> {
+pub(crate) fn parse_sizes(s: &str) -> Result<Vec<u64>, String> {
     match s.trim() {
         "quick" => return Ok(QUICK.to_vec()),
         "wide" | "seed" => return Ok(SEED.to_vec()),
@@ -112,7 +112,7 @@ pub fn human(n: u64) -> String {
 }
 
 /// Thousands separators: 9,999,922.
-pub fn grouped(n: u64) -> String {
+pub(crate) fn grouped(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -125,7 +125,7 @@ pub fn grouped(n: u64) -> String {
 }
 
 /// Bytes for people: 1.5 GiB.
-pub fn bytes(b: u64) -> String {
+pub(crate) fn bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b as f64;
     let mut u = 0;

@@ -20,15 +20,15 @@ use crate::analysis::verdict::Governs;
 use crate::analysis::victims::{Incident, WaitFit};
 use crate::probe::victims::Victim;
 
-pub const CALIBRATION_FILE: &str = "calibration.json";
+pub(crate) const CALIBRATION_FILE: &str = "calibration.json";
 /// 2: the victims' part ([`Calibration::victims`]); 1 files still load,
 /// without it.
-pub const CALIBRATION_SCHEMA: u32 = 2;
+pub(crate) const CALIBRATION_SCHEMA: u32 = 2;
 /// The first schema whose calibrations say what the victims waited for.
-pub const VICTIMS_SCHEMA: u32 = 2;
+pub(crate) const VICTIMS_SCHEMA: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Calibration {
+pub(crate) struct Calibration {
     pub schema: u32,
     pub saved_at: String,
     pub kernel: String,
@@ -66,7 +66,7 @@ pub struct Calibration {
 /// against the dentry count, and the node's deadlines with who missed each
 /// first when it was calibrated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VictimsCalibration {
+pub(crate) struct VictimsCalibration {
     /// The victims that ran.
     pub ran: Vec<Victim>,
     /// The largest size they ran at.
@@ -81,14 +81,14 @@ pub struct VictimsCalibration {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NotWaiting {
+pub(crate) struct NotWaiting {
     pub victim: Victim,
     pub why: String,
 }
 
 /// An incident of the calibrating sweep, under a key that does not change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedIncident {
+pub(crate) struct SavedIncident {
     pub key: DeadlineKey,
     #[serde(flatten)]
     pub incident: Incident,
@@ -98,7 +98,7 @@ pub struct SavedIncident {
 /// `deadline` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum DeadlineKey {
+pub(crate) enum DeadlineKey {
     ProbeTimeout,
     PodStartupSlo,
     SoftLockup,
@@ -112,7 +112,7 @@ pub enum DeadlineKey {
 }
 
 impl DeadlineKey {
-    pub const ALL: &'static [DeadlineKey] = &[
+    pub(crate) const ALL: &'static [DeadlineKey] = &[
         DeadlineKey::ProbeTimeout,
         DeadlineKey::PodStartupSlo,
         DeadlineKey::SoftLockup,
@@ -122,7 +122,7 @@ impl DeadlineKey {
         DeadlineKey::RuntimeRequestTimeout,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DeadlineKey::ProbeTimeout => "probe_timeout",
             DeadlineKey::PodStartupSlo => "pod_startup_slo",
@@ -137,9 +137,9 @@ impl DeadlineKey {
 }
 
 /// The node's state directory, where root saves.
-pub const NODE_DIR: &str = "/var/lib/dentrylab";
+pub(crate) const NODE_DIR: &str = "/var/lib/dentrylab";
 
-pub fn default_dir() -> PathBuf {
+pub(crate) fn default_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("DENTRYLAB_STATE_DIR") {
         return PathBuf::from(d);
     }
@@ -161,7 +161,7 @@ fn user_dir() -> Option<PathBuf> {
 /// Where readers look for a calibration, the first found wins:
 /// `$DENTRYLAB_STATE_DIR` alone when set; else the user's own directory
 /// (not for root) and then the node's, [`NODE_DIR`].
-pub fn read_dirs() -> Vec<PathBuf> {
+pub(crate) fn read_dirs() -> Vec<PathBuf> {
     if let Some(d) = std::env::var_os("DENTRYLAB_STATE_DIR") {
         return vec![PathBuf::from(d)];
     }
@@ -175,20 +175,20 @@ pub fn read_dirs() -> Vec<PathBuf> {
 
 /// The state directory, opened (and created) before the sandbox is
 /// entered, so writing the calibration later reaches the real filesystem.
-pub struct StateDir {
+pub(crate) struct StateDir {
     dir: File,
     pub path: PathBuf,
 }
 
 impl StateDir {
-    pub fn open(path: &Path) -> Result<StateDir> {
+    pub(crate) fn open(path: &Path) -> Result<StateDir> {
         std::fs::create_dir_all(path).with_context(|| format!("cannot create state directory {}", path.display()))?;
         let dir = File::open(path).with_context(|| format!("cannot open state directory {}", path.display()))?;
         Ok(StateDir { dir, path: path.to_path_buf() })
     }
 
     /// Writes the calibration atomically (temporary file, then rename).
-    pub fn save(&self, c: &Calibration) -> Result<PathBuf> {
+    pub(crate) fn save(&self, c: &Calibration) -> Result<PathBuf> {
         use nix::fcntl::{OFlag, openat, renameat};
         use nix::sys::stat::Mode;
         let tmp = format!("{CALIBRATION_FILE}.tmp");
@@ -208,7 +208,7 @@ impl StateDir {
     }
 }
 
-pub fn load(dir: &Path) -> Result<Option<Calibration>> {
+pub(crate) fn load(dir: &Path) -> Result<Option<Calibration>> {
     let p = dir.join(CALIBRATION_FILE);
     let text = match std::fs::read_to_string(&p) {
         Ok(t) => t,

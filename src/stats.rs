@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// Nearest-rank percentile of sorted data (`q` in 0..=1).
-pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -13,7 +13,7 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-pub fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return f64::NAN;
@@ -25,14 +25,14 @@ pub fn median(values: &[f64]) -> f64 {
 
 /// Min, median and max of repetitions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
+pub(crate) struct Spread {
     pub min: f64,
     pub median: f64,
     pub max: f64,
 }
 
 impl Spread {
-    pub fn of(values: &[f64]) -> Spread {
+    pub(crate) fn of(values: &[f64]) -> Spread {
         let min = values.iter().copied().fold(f64::INFINITY, f64::min);
         let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         Spread { min, median: median(values), max }
@@ -41,12 +41,12 @@ impl Spread {
 
 /// Upper edges of the gap histogram buckets, microseconds; the last bucket
 /// is everything above the last edge.
-pub const GAP_BUCKET_EDGES_US: [u64; 12] =
+pub(crate) const GAP_BUCKET_EDGES_US: [u64; 12] =
     [200, 500, 1_000, 2_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000, 2_000_000, 10_000_000];
 
 /// What one latency probe saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GapStats {
+pub(crate) struct GapStats {
     pub cpu: usize,
     pub interval_seconds: f64,
     pub samples: u64,
@@ -60,7 +60,7 @@ pub struct GapStats {
 }
 
 impl GapStats {
-    pub fn from_gaps_ns(cpu: usize, interval: Duration, gaps: &[u64]) -> GapStats {
+    pub(crate) fn from_gaps_ns(cpu: usize, interval: Duration, gaps: &[u64]) -> GapStats {
         let mut sorted: Vec<f64> = gaps.iter().map(|&g| g as f64 / 1e9).collect();
         sorted.sort_by(f64::total_cmp);
         let mut histogram = vec![0u64; GAP_BUCKET_EDGES_US.len() + 1];

@@ -16,7 +16,7 @@ use statrs::distribution::{ContinuousCDF, Gamma};
 /// A count: what was found, what it says of the whole table, and the 90%
 /// interval of that (all equal on a full walk).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     pub found: u64,
     pub estimate: f64,
     pub low: f64,
@@ -24,7 +24,7 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    pub fn contains(&self, n: u64) -> bool {
+    pub(crate) fn contains(&self, n: u64) -> bool {
         (self.low..=self.high).contains(&(n as f64))
     }
 }
@@ -34,7 +34,7 @@ fn gamma_quantile(shape: f64, q: f64) -> f64 {
 }
 
 /// `found` dentries in a fraction `fraction` (0 < f ≤ 1) of the buckets.
-pub fn estimate(found: u64, fraction: f64) -> Estimate {
+pub(crate) fn estimate(found: u64, fraction: f64) -> Estimate {
     if fraction >= 1.0 {
         let n = found as f64;
         return Estimate { found, estimate: n, low: n, high: n };
@@ -48,7 +48,7 @@ pub fn estimate(found: u64, fraction: f64) -> Estimate {
 /// Whether `covered` of `n` intervals holding their truth is what 90%
 /// intervals give: refused only when so few would happen by chance less
 /// than once in a thousand (the lower tail of Binomial(n, 0.9)).
-pub fn coverage_plausible(covered: u64, n: u64) -> bool {
+pub(crate) fn coverage_plausible(covered: u64, n: u64) -> bool {
     use statrs::distribution::{Binomial, DiscreteCDF};
     if n == 0 || covered >= n {
         return true;

@@ -13,13 +13,13 @@ use super::verdict::Governs;
 /// `--watchdog-check` table: 513–675 ms between two repetitions at 5M, and
 /// quick sweeps whose edges lie 1.7× apart), so at half the threshold one
 /// unlucky reclaim can already trip the watchdog.
-pub const WARN_RATIO: f64 = 0.5;
+pub(crate) const WARN_RATIO: f64 = 0.5;
 /// Ratio from which the level is `danger`: the prediction reaches the threshold.
-pub const DANGER_RATIO: f64 = 1.0;
+pub(crate) const DANGER_RATIO: f64 = 1.0;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Level {
+pub(crate) enum Level {
     #[default]
     Ok,
     Warn,
@@ -27,9 +27,9 @@ pub enum Level {
 }
 
 impl Level {
-    pub const NAMES: &'static [&'static str] = &["warn", "danger"];
+    pub(crate) const NAMES: &'static [&'static str] = &["warn", "danger"];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Level::Ok => "ok",
             Level::Warn => "warn",
@@ -38,7 +38,7 @@ impl Level {
     }
 
     /// The level of a ratio; `None` (no threshold, no prediction) is `Ok`.
-    pub fn of(ratio: Option<f64>) -> Level {
+    pub(crate) fn of(ratio: Option<f64>) -> Level {
         match ratio {
             Some(r) if r >= DANGER_RATIO => Level::Danger,
             Some(r) if r >= WARN_RATIO => Level::Warn,
@@ -61,14 +61,14 @@ impl std::str::FromStr for Level {
 
 /// What a calibration must provide.
 #[derive(Debug, Clone, Copy)]
-pub struct Model {
+pub(crate) struct Model {
     pub time_power: Option<PowerFit>,
     pub gap_power: Option<PowerFit>,
     pub governs: Governs,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Prediction {
+pub(crate) struct Prediction {
     /// The count predicted for: every dentry reclaimed in one walk (the
     /// worst case, as when one filesystem holds them all).
     pub dentries: u64,
@@ -109,7 +109,7 @@ pub struct Prediction {
 
 /// Predicts for `dentries` with `watchdog_thresh_seconds` (None: unknown,
 /// taken as the kernel default of 10 s by the caller; 0: watchdog off).
-pub fn predict(m: &Model, dentries: u64, watchdog_thresh_seconds: u64) -> Prediction {
+pub(crate) fn predict(m: &Model, dentries: u64, watchdog_thresh_seconds: u64) -> Prediction {
     let threshold = (watchdog_thresh_seconds > 0).then_some(2.0 * watchdog_thresh_seconds as f64);
     predict_against(m, dentries, threshold)
 }
@@ -117,7 +117,7 @@ pub fn predict(m: &Model, dentries: u64, watchdog_thresh_seconds: u64) -> Predic
 /// The same against any deadline of `threshold` seconds (`None`: no
 /// deadline): `status` measures each deadline of the node this way, a
 /// victim's longest wait being a model whose stretch is that wait.
-pub fn predict_against(m: &Model, dentries: u64, threshold: Option<f64>) -> Prediction {
+pub(crate) fn predict_against(m: &Model, dentries: u64, threshold: Option<f64>) -> Prediction {
     let n = dentries as f64;
     let time = m.time_power.map(|p| p.at(n)).filter(|t| t.is_finite());
     // The governing curve: the gap fit when the kernel yields, else (or

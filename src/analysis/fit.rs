@@ -6,14 +6,14 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LinearFit {
+pub(crate) struct LinearFit {
     pub intercept: f64,
     pub slope: f64,
     pub r2: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PowerFit {
+pub(crate) struct PowerFit {
     pub coefficient: f64,
     pub exponent: f64,
     /// R² of the fit in log-log space.
@@ -30,10 +30,10 @@ pub struct PowerFit {
 
 /// Exponents above this are called super-linear (beyond fit noise on the
 /// sizes a sweep covers).
-pub const SUPERLINEAR_EXPONENT: f64 = 1.1;
+pub(crate) const SUPERLINEAR_EXPONENT: f64 = 1.1;
 
 /// Ordinary least squares of y on x. `None` with fewer than two distinct x.
-pub fn linear(points: &[(f64, f64)]) -> Option<LinearFit> {
+pub(crate) fn linear(points: &[(f64, f64)]) -> Option<LinearFit> {
     let pts: Vec<_> = points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
     let n = pts.len() as f64;
     if pts.len() < 2 {
@@ -55,7 +55,7 @@ pub fn linear(points: &[(f64, f64)]) -> Option<LinearFit> {
 }
 
 /// Power law through positive points, fitted as a line in log-log space.
-pub fn power(points: &[(f64, f64)]) -> Option<PowerFit> {
+pub(crate) fn power(points: &[(f64, f64)]) -> Option<PowerFit> {
     let logs: Vec<_> = points.iter().filter(|(x, y)| *x > 0.0 && *y > 0.0).map(|(x, y)| (x.ln(), y.ln())).collect();
     let l = linear(&logs)?;
     let n = logs.len() as f64;
@@ -67,11 +67,11 @@ pub fn power(points: &[(f64, f64)]) -> Option<PowerFit> {
 }
 
 impl LinearFit {
-    pub fn at(&self, n: f64) -> f64 {
+    pub(crate) fn at(&self, n: f64) -> f64 {
         self.intercept + self.slope * n
     }
     /// The n at which the line reaches `y`; `None` if it never does.
-    pub fn solve(&self, y: f64) -> Option<f64> {
+    pub(crate) fn solve(&self, y: f64) -> Option<f64> {
         if self.slope <= 0.0 {
             return None;
         }
@@ -81,17 +81,17 @@ impl LinearFit {
 }
 
 impl PowerFit {
-    pub fn at(&self, n: f64) -> f64 {
+    pub(crate) fn at(&self, n: f64) -> f64 {
         self.coefficient * n.powf(self.exponent)
     }
     /// The n at which the curve reaches `y`; `None` if it never grows.
-    pub fn solve(&self, y: f64) -> Option<f64> {
+    pub(crate) fn solve(&self, y: f64) -> Option<f64> {
         if self.exponent <= 0.0 || self.coefficient <= 0.0 || y <= 0.0 {
             return None;
         }
         Some((y / self.coefficient).powf(1.0 / self.exponent))
     }
-    pub fn superlinear(&self) -> bool {
+    pub(crate) fn superlinear(&self) -> bool {
         self.exponent > SUPERLINEAR_EXPONENT
     }
 }

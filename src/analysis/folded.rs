@@ -14,22 +14,22 @@ use std::collections::BTreeMap;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-pub use crate::probe::profile::SCRIPT_FIELDS;
+pub(crate) use crate::probe::profile::SCRIPT_FIELDS;
 /// Stacks kept per window.
-pub const TOP_STACKS: usize = 5;
+pub(crate) const TOP_STACKS: usize = 5;
 /// Name of a frame perf could not resolve.
-pub const UNKNOWN: &str = "[unknown]";
+pub(crate) const UNKNOWN: &str = "[unknown]";
 
 /// One frame of a sampled stack.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
+pub(crate) struct Frame {
     pub symbol: String,
     pub kernel: bool,
 }
 
 /// One sample: when, which task, and its stack (leaf first, as perf prints).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub time_ns: u64,
     pub comm: String,
     /// -1 when perf never learnt which task it was (`:-1 -1`).
@@ -39,7 +39,7 @@ pub struct Sample {
 
 impl Sample {
     /// The folded form: `comm;root;…;leaf`.
-    pub fn folded(&self) -> String {
+    pub(crate) fn folded(&self) -> String {
         let mut s = clean(&self.comm);
         for f in self.frames.iter().rev() {
             s.push(';');
@@ -98,7 +98,7 @@ fn is_kernel_dso(dso: &str) -> bool {
 }
 
 /// Parses `perf script -F comm,tid,time,ip,sym,dso --ns` output.
-pub fn parse_script(text: &str) -> Result<Vec<Sample>> {
+pub(crate) fn parse_script(text: &str) -> Result<Vec<Sample>> {
     let mut out: Vec<Sample> = Vec::new();
     let mut current: Option<Sample> = None;
     for (n, line) in text.lines().enumerate() {
@@ -130,7 +130,7 @@ pub fn parse_script(text: &str) -> Result<Vec<Sample>> {
 
 /// Why these samples cannot name kernel code, if they cannot: every
 /// kernel frame is `[unknown]` (kallsyms hidden from perf).
-pub fn unresolved_kernel(samples: &[Sample]) -> Option<String> {
+pub(crate) fn unresolved_kernel(samples: &[Sample]) -> Option<String> {
     let kernel: Vec<&Frame> = samples.iter().flat_map(|s| &s.frames).filter(|f| f.kernel).collect();
     if !kernel.is_empty() && kernel.iter().all(|f| f.symbol == UNKNOWN) {
         return Some(format!(
@@ -142,13 +142,13 @@ pub fn unresolved_kernel(samples: &[Sample]) -> Option<String> {
 }
 
 /// The samples taken in `[start_ns, end_ns]`.
-pub fn in_window(samples: &[Sample], start_ns: u64, end_ns: u64) -> Vec<&Sample> {
+pub(crate) fn in_window(samples: &[Sample], start_ns: u64, end_ns: u64) -> Vec<&Sample> {
     samples.iter().filter(|s| s.time_ns >= start_ns && s.time_ns <= end_ns).collect()
 }
 
 /// One folded stack and its share of a window's samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stack {
+pub(crate) struct Stack {
     pub stack: String,
     pub samples: u64,
     pub share: f64,
@@ -157,7 +157,7 @@ pub struct Stack {
 /// The heaviest path: from the root, the frames that more than half of the
 /// window's samples pass through, down to where they split.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Path {
+pub(crate) struct Path {
     /// Root first (the task's name, then its outermost frame).
     pub frames: Vec<String>,
     pub samples: u64,
@@ -166,7 +166,7 @@ pub struct Path {
 
 impl Path {
     /// `callee ← caller`: the deepest frame and the one that called it.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         let n = self.frames.len();
         match n {
             0 => "nothing".into(),
@@ -178,7 +178,7 @@ impl Path {
 
 /// What held the CPU during one window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Window {
+pub(crate) struct Window {
     pub start_ns: u64,
     pub end_ns: u64,
     /// Samples taken in the window (all tasks on the CPU).
@@ -205,7 +205,7 @@ pub struct Window {
 
 /// The reclaiming task's samples within a window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reclaimer {
+pub(crate) struct Reclaimer {
     pub tid: u32,
     pub samples: u64,
     /// Its share of the window's samples.
@@ -218,13 +218,13 @@ pub struct Reclaimer {
 
 impl Window {
     /// Share of the window's samples in its top stack.
-    pub fn top_share(&self) -> f64 {
+    pub(crate) fn top_share(&self) -> f64 {
         self.stacks.first().map_or(0.0, |s| s.share)
     }
 }
 
 /// Folds `samples` into counts per stack, most samples first (ties by name).
-pub fn fold<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<(String, u64)> {
+pub(crate) fn fold<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<(String, u64)> {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for s in samples {
         *counts.entry(s.folded()).or_default() += 1;
@@ -235,7 +235,7 @@ pub fn fold<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<(String, u
 }
 
 /// The heaviest path through folded stacks (see [`Path`]).
-pub fn heaviest_path(folded: &[(String, u64)]) -> Option<Path> {
+pub(crate) fn heaviest_path(folded: &[(String, u64)]) -> Option<Path> {
     let total: u64 = folded.iter().map(|(_, c)| c).sum();
     if total == 0 {
         return None;
@@ -267,7 +267,7 @@ pub fn heaviest_path(folded: &[(String, u64)]) -> Option<Path> {
 /// The most specific call in more than half of the samples: of the
 /// caller → callee pairs, the one in fewest samples above half, the
 /// deepest of those.
-pub fn heaviest_call(folded: &[(String, u64)]) -> Option<Path> {
+pub(crate) fn heaviest_call(folded: &[(String, u64)]) -> Option<Path> {
     let total: u64 = folded.iter().map(|(_, c)| c).sum();
     let mut calls: BTreeMap<(&str, &str), (u64, usize)> = BTreeMap::new();
     for (stack, c) in folded {
@@ -290,7 +290,7 @@ pub fn heaviest_call(folded: &[(String, u64)]) -> Option<Path> {
 
 /// What held the CPU between `start_ns` and `end_ns`, and what task `tid`
 /// (the one running the reclaim) did then.
-pub fn window(samples: &[Sample], start_ns: u64, end_ns: u64, tid: Option<u32>) -> Window {
+pub(crate) fn window(samples: &[Sample], start_ns: u64, end_ns: u64, tid: Option<u32>) -> Window {
     let mine = in_window(samples, start_ns, end_ns);
     let reclaimer = tid.map(|tid| {
         let its: Vec<&Sample> = mine.iter().copied().filter(|s| s.tid == i64::from(tid)).collect();
@@ -330,7 +330,7 @@ fn from_folded(start_ns: u64, end_ns: u64, folded: Vec<(String, u64)>, reclaimer
 
 /// Several windows as one (their stacks added up): what held the CPU over
 /// all of them, from the first start to the last end. No task is singled out.
-pub fn combine<'a>(windows: impl IntoIterator<Item = &'a Window>) -> Window {
+pub(crate) fn combine<'a>(windows: impl IntoIterator<Item = &'a Window>) -> Window {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     let (mut start, mut end) = (u64::MAX, 0);
     for w in windows {
@@ -346,7 +346,7 @@ pub fn combine<'a>(windows: impl IntoIterator<Item = &'a Window>) -> Window {
 }
 
 /// A stack for people: its last `keep` frames, leaf first, `←` between.
-pub fn short_stack(stack: &str, keep: usize) -> String {
+pub(crate) fn short_stack(stack: &str, keep: usize) -> String {
     let frames: Vec<&str> = stack.split(';').collect();
     let n = frames.len();
     let mut out: Vec<&str> = frames.iter().rev().take(keep).copied().collect();

@@ -38,7 +38,7 @@ use crate::stats::median;
 
 /// Smallest σ of ln(value) a size is weighted with (5%): repetitions that
 /// happen to agree exactly must not take all the weight.
-pub const SIGMA_FLOOR: f64 = 0.05;
+pub(crate) const SIGMA_FLOOR: f64 = 0.05;
 
 /// Fewest repetitions every size needs before its own spread weights it.
 /// A σ from two values has one degree of freedom: its 90% range spans a
@@ -49,19 +49,19 @@ pub const SIGMA_FLOOR: f64 = 0.05;
 /// early; with equal weights the four runs' points lay within 1.17×. The
 /// pooled scatter of ln(gap) over those runs (0.08–0.17 per size) does not
 /// fall with the count enough to weight by it.
-pub const MIN_REPS_TO_WEIGHT: usize = 3;
+pub(crate) const MIN_REPS_TO_WEIGHT: usize = 3;
 /// A size's longest gap must be at least this many times the control CPU's
 /// p99 gap to enter the gap fit.
-pub const NOISE_FLOOR_P99_FACTOR: f64 = 5.0;
+pub(crate) const NOISE_FLOOR_P99_FACTOR: f64 = 5.0;
 /// ... and at least this long (seconds): under it, scheduler ticks and
 /// interrupts make the longest gap, not the reclaim.
-pub const NOISE_FLOOR_SECONDS: f64 = 0.010;
+pub(crate) const NOISE_FLOOR_SECONDS: f64 = 0.010;
 
 /// The 0.95 quantile of Student's t with `dof` degrees of freedom (the
 /// half-width factor of a two-sided 90% interval), from statrs, exact for
 /// every degree of freedom; infinite at 0. The first 256 are computed once
 /// and kept: the band's numeric crossing asks for thousands.
-pub fn t90(dof: u32) -> f64 {
+pub(crate) fn t90(dof: u32) -> f64 {
     static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
     let quantile = |dof: u32| StudentsT::new(0.0, 1.0, f64::from(dof)).map_or(f64::NAN, |t| t.inverse_cdf(0.95));
     match dof {
@@ -74,7 +74,7 @@ pub fn t90(dof: u32) -> f64 {
 /// What the weighted fit knows about its own uncertainty (log-log space:
 /// x = ln n, y = ln value).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Band {
+pub(crate) struct Band {
     /// Weighted mean of x.
     pub x_mean: f64,
     /// Sum of the (relative) weights.
@@ -119,13 +119,13 @@ fn one() -> f64 {
 
 /// A 90% interval; `high` is `None` when unbounded.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
+pub(crate) struct Interval {
     pub low: f64,
     pub high: Option<f64>,
 }
 
 impl Band {
-    pub fn with_run_scatter(self, rs: RunScatter) -> Band {
+    pub(crate) fn with_run_scatter(self, rs: RunScatter) -> Band {
         // Fewer than two distinct sizes: no slope to carry it through
         // (with a fixed exponent one size carries it: into the prefactor).
         if !self.fixed_exponent && (self.size_sxx <= 0.0 || self.sizes < 2) {
@@ -178,14 +178,14 @@ impl Band {
 
 /// The repetitions of one size: its count and one value per repetition.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SizeValues {
+pub(crate) struct SizeValues {
     pub count: f64,
     pub values: Vec<f64>,
 }
 
 /// A size the gap fit left out, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LeftOut {
+pub(crate) struct LeftOut {
     pub target: u64,
     pub median_gap_seconds: f64,
     pub floor_seconds: f64,
@@ -195,7 +195,7 @@ pub struct LeftOut {
 /// The longest gaps of one size, with the control CPU's p99 gaps of the
 /// same repetitions.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GapSize {
+pub(crate) struct GapSize {
     pub target: u64,
     pub count: f64,
     pub gaps: Vec<f64>,
@@ -204,14 +204,14 @@ pub struct GapSize {
 
 /// The noise floor of a size: [`NOISE_FLOOR_P99_FACTOR`] × the control's
 /// median p99, and at least [`NOISE_FLOOR_SECONDS`].
-pub fn noise_floor(control_p99: &[f64]) -> f64 {
+pub(crate) fn noise_floor(control_p99: &[f64]) -> f64 {
     let p = median(control_p99);
     if p.is_finite() { (NOISE_FLOOR_P99_FACTOR * p).max(NOISE_FLOOR_SECONDS) } else { NOISE_FLOOR_SECONDS }
 }
 
 /// Splits the sizes into those whose median longest gap stands clear of the
 /// noise floor and those left out (with the reason).
-pub fn above_noise(sizes: &[GapSize]) -> (Vec<SizeValues>, Vec<LeftOut>) {
+pub(crate) fn above_noise(sizes: &[GapSize]) -> (Vec<SizeValues>, Vec<LeftOut>) {
     let mut kept = Vec::new();
     let mut out = Vec::new();
     for s in sizes {
@@ -239,7 +239,7 @@ pub fn above_noise(sizes: &[GapSize]) -> (Vec<SizeValues>, Vec<LeftOut>) {
 }
 
 /// "205M (150M–290M)", "205M (150M–unbounded)" or "205M (no interval)".
-pub fn count_with_interval(point: f64, low: Option<f64>, high: Option<f64>) -> String {
+pub(crate) fn count_with_interval(point: f64, low: Option<f64>, high: Option<f64>) -> String {
     let h = |n: f64| crate::size::human(n.max(0.0).min(u64::MAX as f64) as u64);
     match (low, high) {
         (Some(l), Some(hi)) => format!("{} ({}–{})", h(point), h(l), h(hi)),

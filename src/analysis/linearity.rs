@@ -37,7 +37,7 @@ use super::weighted::{weighted_logs, weighted_power};
 
 /// One-sided level of the linearity test: rejected when the free
 /// exponent's 90% interval lies wholly above 1.
-pub const REJECT_LEVEL: f64 = 0.05;
+pub(crate) const REJECT_LEVEL: f64 = 0.05;
 
 fn yes() -> bool {
     true
@@ -46,7 +46,7 @@ fn yes() -> bool {
 /// Which model a prediction is made with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Shape {
+pub(crate) enum Shape {
     /// value = c·N (the power law with its exponent fixed at 1).
     Linear,
     /// value = c·N^k, k fitted.
@@ -55,7 +55,7 @@ pub enum Shape {
 
 /// The test of linearity on one series, and its outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LinearityTest {
+pub(crate) struct LinearityTest {
     /// The free power law's exponent and its 90% interval (with the run
     /// scatter); `None` without a band (fewer than 3 points): untested.
     /// NaN (saved as null) when there was no power law to test, e.g. every
@@ -78,7 +78,7 @@ pub struct LinearityTest {
 
 /// Both fits of one series and which one governs.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Model {
+pub(crate) struct Model {
     /// The linear model: a [`PowerFit`] with exponent 1 whose band has a
     /// fixed exponent.
     pub linear: Option<PowerFit>,
@@ -88,7 +88,7 @@ pub struct Model {
 
 impl Model {
     /// The fit predictions are made with.
-    pub fn governing(&self) -> Option<PowerFit> {
+    pub(crate) fn governing(&self) -> Option<PowerFit> {
         match self.test.governs {
             Shape::Linear => self.linear,
             Shape::PowerLaw => self.power,
@@ -96,7 +96,7 @@ impl Model {
     }
 
     /// The other fit, shown beside it.
-    pub fn other(&self) -> Option<PowerFit> {
+    pub(crate) fn other(&self) -> Option<PowerFit> {
         match self.test.governs {
             Shape::Linear => self.power,
             Shape::PowerLaw => self.linear,
@@ -108,7 +108,7 @@ impl Model {
 /// [`weighted_power`] weighs, with its band (`Band::from_points` with the
 /// exponent fixed: N − 1 degrees of freedom, widened by the sizes' misfit
 /// with k − 1). `None` without a positive value.
-pub fn weighted_linear(sizes: &[SizeValues]) -> Option<PowerFit> {
+pub(crate) fn weighted_linear(sizes: &[SizeValues]) -> Option<PowerFit> {
     let logs = weighted_logs(sizes);
     let pts: Vec<(f64, f64, f64)> = logs.iter().flat_map(|(x, v, w)| v.iter().map(move |y| (*x, *y, *w))).collect();
     let sum_w: f64 = pts.iter().map(|p| p.2).sum();
@@ -131,14 +131,14 @@ pub fn weighted_linear(sizes: &[SizeValues]) -> Option<PowerFit> {
 
 /// Fits `sizes` both ways, each band widened by the run scatter `rs`,
 /// and tests linearity. `None` without a fit of either kind.
-pub fn choose(sizes: &[SizeValues], rs: RunScatter) -> Option<Model> {
+pub(crate) fn choose(sizes: &[SizeValues], rs: RunScatter) -> Option<Model> {
     let linear = weighted_linear(sizes).map(|f| f.across_runs(rs));
     let power = weighted_power(sizes).map(|f| f.across_runs(rs));
     Some(test(linear, power)).filter(|m| m.linear.is_some() || m.power.is_some())
 }
 
 /// The linearity test on a pair of fits already made.
-pub fn test(linear: Option<PowerFit>, power: Option<PowerFit>) -> Model {
+pub(crate) fn test(linear: Option<PowerFit>, power: Option<PowerFit>) -> Model {
     let exponent_interval = power.and_then(|p| p.band.map(|b| b.exponent(&p)));
     let rejected = exponent_interval.is_some_and(|i| i.low > 1.0);
     let testable = exponent_interval.is_some_and(|i| i.high.is_some_and(|h| h <= SUPERLINEAR_EXPONENT));
@@ -157,7 +157,7 @@ pub fn test(linear: Option<PowerFit>, power: Option<PowerFit>) -> Model {
 /// Where a series reaches a deadline, by the model that governs (for a
 /// series measured elsewhere: `__internal fit-waits`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Reach {
+pub(crate) struct Reach {
     pub model: Model,
     /// The count at which the governing fit reaches the deadline.
     pub count: Option<f64>,
@@ -169,7 +169,7 @@ pub struct Reach {
 /// each repetition's value in seconds): both fits, the linearity test, and
 /// the count at which the governing fit reaches `deadline_seconds`, with its
 /// 90% interval carrying the run scatter `rs`.
-pub fn count_reaching(sizes: &[SizeValues], rs: RunScatter, deadline_seconds: f64) -> Option<Reach> {
+pub(crate) fn count_reaching(sizes: &[SizeValues], rs: RunScatter, deadline_seconds: f64) -> Option<Reach> {
     let model = choose(sizes, rs)?;
     let fit = model.governing();
     Some(Reach {

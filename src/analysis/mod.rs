@@ -11,26 +11,26 @@
 //! `linearity` (the linear model, tested against the power law on every
 //! run), and those below `verdict` and `edge`.
 
-pub mod census;
-pub mod edge;
-pub mod fit;
-pub mod folded;
-pub mod interval;
-pub mod linearity;
-pub mod oscillation;
-pub mod run_scatter;
-pub mod scaling;
-pub mod slowdown;
-pub mod verdict;
-pub mod victims;
-pub mod weighted;
+pub(crate) mod census;
+pub(crate) mod edge;
+pub(crate) mod fit;
+pub(crate) mod folded;
+pub(crate) mod interval;
+pub(crate) mod linearity;
+pub(crate) mod oscillation;
+pub(crate) mod run_scatter;
+pub(crate) mod scaling;
+pub(crate) mod slowdown;
+pub(crate) mod verdict;
+pub(crate) mod victims;
+pub(crate) mod weighted;
 
 /// Reads a number that may have been written as `null`: serde_json writes
 /// NaN and infinities as `null` (a power-law fit over two sizes has no
 /// exponent error, a sweep with no usable run no bytes per dentry), and a
 /// saved result must read back as it was written. Use on f64 fields that
 /// can be NaN: `#[serde(deserialize_with = "crate::analysis::null_as_nan")]`.
-pub fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+pub(crate) fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     use serde::Deserialize;
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }

@@ -21,18 +21,18 @@ use super::fit;
 use crate::stats::{median, percentile_sorted};
 
 /// Share of the samples cut off at each end before analysing.
-pub const EDGE_SHARE: f64 = 0.1;
+pub(crate) const EDGE_SHARE: f64 = 0.1;
 /// Smallest autocorrelation peak taken as a period.
-pub const MIN_AUTOCORRELATION: f64 = 0.3;
+pub(crate) const MIN_AUTOCORRELATION: f64 = 0.3;
 /// Fewest whole periods the steady part must hold.
-pub const MIN_CYCLES: f64 = 2.0;
+pub(crate) const MIN_CYCLES: f64 = 2.0;
 /// Smallest peak/trough ratio called an oscillation (20 %).
-pub const MIN_PEAK_TROUGH: f64 = 1.2;
+pub(crate) const MIN_PEAK_TROUGH: f64 = 1.2;
 /// Fewest steady samples worth analysing.
-pub const MIN_SAMPLES: usize = 8;
+pub(crate) const MIN_SAMPLES: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Oscillation {
+pub(crate) struct Oscillation {
     /// The three criteria above all hold.
     pub oscillates: bool,
     /// Samples analysed (the steady part).
@@ -49,13 +49,13 @@ pub struct Oscillation {
 }
 
 /// The samples kept for analysis: all but the first and last [`EDGE_SHARE`].
-pub fn steady_window(n: usize) -> Range<usize> {
+pub(crate) fn steady_window(n: usize) -> Range<usize> {
     let cut = (n as f64 * EDGE_SHARE).floor() as usize;
     cut..n - cut
 }
 
 /// The series minus its least-squares line.
-pub fn detrend(v: &[f64]) -> Vec<f64> {
+pub(crate) fn detrend(v: &[f64]) -> Vec<f64> {
     let pts: Vec<(f64, f64)> = v.iter().enumerate().map(|(i, &y)| (i as f64, y)).collect();
     match fit::linear(&pts) {
         Some(l) => pts.iter().map(|&(x, y)| y - l.at(x)).collect(),
@@ -65,7 +65,7 @@ pub fn detrend(v: &[f64]) -> Vec<f64> {
 
 /// Autocorrelation at lags 0..=max_lag (biased estimator: divides by n, so
 /// long lags are damped rather than noisy). All zeros for a constant series.
-pub fn autocorrelation(v: &[f64], max_lag: usize) -> Vec<f64> {
+pub(crate) fn autocorrelation(v: &[f64], max_lag: usize) -> Vec<f64> {
     let n = v.len();
     if n == 0 {
         return Vec::new();
@@ -84,7 +84,7 @@ pub fn autocorrelation(v: &[f64], max_lag: usize) -> Vec<f64> {
 
 /// The lag of the first local maximum after the autocorrelation first goes
 /// below zero, if it reaches [`MIN_AUTOCORRELATION`].
-pub fn period_lag(acf: &[f64]) -> Option<usize> {
+pub(crate) fn period_lag(acf: &[f64]) -> Option<usize> {
     let first_negative = acf.iter().position(|&r| r < 0.0)?;
     let mut best: Option<usize> = None;
     for k in first_negative.max(1)..acf.len() {
@@ -99,7 +99,7 @@ pub fn period_lag(acf: &[f64]) -> Option<usize> {
 }
 
 /// Centred moving average over `w` samples (shorter at the ends).
-pub fn smooth(v: &[f64], w: usize) -> Vec<f64> {
+pub(crate) fn smooth(v: &[f64], w: usize) -> Vec<f64> {
     let half = w / 2;
     (0..v.len())
         .map(|i| {
@@ -112,7 +112,7 @@ pub fn smooth(v: &[f64], w: usize) -> Vec<f64> {
 
 /// Median over whole periods of max / min of the series smoothed over a
 /// fifth of the period (a trough at zero counts as 1 per second).
-pub fn peak_trough(v: &[f64], lag: usize) -> Option<f64> {
+pub(crate) fn peak_trough(v: &[f64], lag: usize) -> Option<f64> {
     if lag == 0 || v.len() < lag {
         return None;
     }
@@ -129,7 +129,7 @@ pub fn peak_trough(v: &[f64], lag: usize) -> Option<f64> {
 }
 
 /// Analyses a rate series sampled every `interval_seconds`.
-pub fn analyse(rate: &[f64], interval_seconds: f64) -> Oscillation {
+pub(crate) fn analyse(rate: &[f64], interval_seconds: f64) -> Oscillation {
     let w = steady_window(rate.len());
     let v: Vec<f64> = rate[w].iter().copied().filter(|x| x.is_finite()).collect();
     let mut out = Oscillation {

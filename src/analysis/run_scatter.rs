@@ -23,16 +23,16 @@
 
 /// σ of ln value between runs of one size, and its degrees of freedom.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RunScatter {
+pub(crate) struct RunScatter {
     pub sd: f64,
     pub dof: u32,
 }
 
 /// The longest gap's scatter between runs (kernel 6.18, the project's idle
 /// VM; `docs/results/run-scatter-6.18.md`, a unit test checks the numbers).
-pub const GAP: RunScatter = RunScatter { sd: 0.0223, dof: 9 };
+pub(crate) const GAP: RunScatter = RunScatter { sd: 0.0223, dof: 9 };
 /// The unobserved reclaim time's (same runs, same file).
-pub const TIME: RunScatter = RunScatter { sd: 0.0295, dof: 9 };
+pub(crate) const TIME: RunScatter = RunScatter { sd: 0.0295, dof: 9 };
 
 /// Adds the run scatter's variance `run` (with `run_dof`) to the fit's
 /// `fit` (with `fit_dof`; with misfit, `birge` > 1, the fit's scale holds

@@ -2,12 +2,12 @@
 //! against perfect scaling from the smallest count measured.
 
 /// Operations per second over a window (0 for an empty window).
-pub fn rate(ops: u64, seconds: f64) -> f64 {
+pub(crate) fn rate(ops: u64, seconds: f64) -> f64 {
     if seconds > 0.0 { ops as f64 / seconds } else { 0.0 }
 }
 
 /// `rate(n) / rate(base)`.
-pub fn speedup(rate_n: f64, rate_base: f64) -> f64 {
+pub(crate) fn speedup(rate_n: f64, rate_base: f64) -> f64 {
     if rate_base > 0.0 { rate_n / rate_base } else { f64::NAN }
 }
 
@@ -15,7 +15,7 @@ pub fn speedup(rate_n: f64, rate_base: f64) -> f64 {
 /// `(rate(n) / n) / (rate(base) / base)`. 1.0 is perfect; 0.5 means each
 /// worker gets half as much done as it did at the base count. With base 1
 /// this is ops(n) / (n · ops(1)).
-pub fn efficiency(rate_n: f64, n: usize, rate_base: f64, base: usize) -> f64 {
+pub(crate) fn efficiency(rate_n: f64, n: usize, rate_base: f64, base: usize) -> f64 {
     if rate_base <= 0.0 || n == 0 || base == 0 {
         return f64::NAN;
     }
@@ -23,7 +23,7 @@ pub fn efficiency(rate_n: f64, n: usize, rate_base: f64, base: usize) -> f64 {
 }
 
 /// Share of CPU time spent in the kernel.
-pub fn sys_share(user_seconds: f64, sys_seconds: f64) -> f64 {
+pub(crate) fn sys_share(user_seconds: f64, sys_seconds: f64) -> f64 {
     let total = user_seconds + sys_seconds;
     if total > 0.0 { sys_seconds / total } else { f64::NAN }
 }

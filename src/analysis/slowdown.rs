@@ -13,7 +13,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The two-sided 95 % quantile of Student's t, t(0.975; df), from statrs
 /// (exact for every df, no table cut-off); NaN for df 0.
-pub fn t975(df: usize) -> f64 {
+pub(crate) fn t975(df: usize) -> f64 {
     if df == 0 {
         return f64::NAN;
     }
@@ -21,13 +21,13 @@ pub fn t975(df: usize) -> f64 {
 }
 
 /// How the interval was computed, written into results.
-pub const METHOD: &str = "geometric mean of the repetitions' ratios of medians, with a 95% Student-t interval \
+pub(crate) const METHOD: &str = "geometric mean of the repetitions' ratios of medians, with a 95% Student-t interval \
                           over their logarithms";
 
 /// A ratio with its 95 % interval. The bounds are NaN (null in JSON) with
 /// a single repetition.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Ratio {
+pub(crate) struct Ratio {
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]
     pub estimate: f64,
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]
@@ -39,7 +39,7 @@ pub struct Ratio {
 
 /// The ratio `after / before` over paired repetitions (non-positive and
 /// non-finite pairs are left out).
-pub fn ratio(before: &[f64], after: &[f64]) -> Ratio {
+pub(crate) fn ratio(before: &[f64], after: &[f64]) -> Ratio {
     let logs: Vec<f64> = before
         .iter()
         .zip(after)
@@ -62,7 +62,7 @@ pub fn ratio(before: &[f64], after: &[f64]) -> Ratio {
 /// What a ratio says, against a smallest effect worth naming.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Effect {
+pub(crate) enum Effect {
     /// The whole interval is above 1 + `min_effect`.
     Slower,
     /// The whole interval is below 1 (faster after).
@@ -77,7 +77,7 @@ pub enum Effect {
 }
 
 impl Ratio {
-    pub fn effect(&self, min_effect: f64) -> Effect {
+    pub(crate) fn effect(&self, min_effect: f64) -> Effect {
         if !(self.ci_low.is_finite() && self.ci_high.is_finite()) {
             Effect::Unknown
         } else if self.ci_low > 1.0 + min_effect {

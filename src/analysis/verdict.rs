@@ -15,11 +15,11 @@ use super::interval::{Band, Interval};
 use super::linearity::{LinearityTest, Model, Shape};
 
 /// Gap/total ratio at or above which the reclaim is taken not to yield.
-pub const NO_YIELD_RATIO: f64 = 0.8;
+pub(crate) const NO_YIELD_RATIO: f64 = 0.8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Governs {
+pub(crate) enum Governs {
     /// The kernel yields inside the walk: the longest stretch decides.
     LongestStretch,
     /// The walk never yields: its total time decides (the node-lockup report's model).
@@ -28,7 +28,7 @@ pub enum Governs {
 
 /// Everything the analysis needs from a sweep.
 #[derive(Debug, Clone)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     /// The straight line through the times (the node-lockup report's model).
     pub time_linear: Option<LinearFit>,
     /// The reclaim time's and the longest stretch's fits, linear unless
@@ -46,7 +46,7 @@ pub struct Inputs {
 /// Why a count is a row of the threshold table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RowKind {
+pub(crate) enum RowKind {
     /// A round count (10M, 100M, 500M) under the target.
     Round,
     /// The extrapolation target (`--extrapolate`).
@@ -58,7 +58,7 @@ pub enum RowKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThresholdRow {
+pub(crate) struct ThresholdRow {
     pub dentries: f64,
     pub reclaim_seconds: Option<f64>,
     pub max_gap_seconds: Option<f64>,
@@ -80,14 +80,14 @@ pub struct ThresholdRow {
 
 /// The count the model that does not govern puts the edge at, shown beside.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ShapeCount {
+pub(crate) struct ShapeCount {
     pub shape: Shape,
     pub count: Option<f64>,
     pub interval: Option<Interval>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub soft_lockup_threshold_seconds: f64,
     pub governs: Governs,
     /// The count at which the longest stretch reaches the threshold.
@@ -160,7 +160,7 @@ fn interval_reaching(fit: Option<PowerFit>, thr: f64) -> Option<Interval> {
         .map(|c| Interval { low: c.low, high: c.high.filter(|&h| h <= MAX_PREDICTED_COUNT) })
 }
 
-pub fn decide(i: &Inputs) -> Verdict {
+pub(crate) fn decide(i: &Inputs) -> Verdict {
     let thr = 2.0 * i.watchdog_thresh_seconds as f64;
     let (time, gap) = (i.time.and_then(|m| m.governing()), i.gap.and_then(|m| m.governing()));
     let by_time = time.and_then(|p| p.solve(thr));
@@ -259,11 +259,11 @@ fn threshold_rows(
 
 /// Predictions beyond this many dentries (10^12, more than any memory
 /// holds) mean the fit barely grows: no prediction.
-pub const MAX_PREDICTED_COUNT: f64 = 1e12;
+pub(crate) const MAX_PREDICTED_COUNT: f64 = 1e12;
 
 /// One reclaim path at one size, for the comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PathRow {
+pub(crate) struct PathRow {
     pub method: String,
     pub target: u64,
     /// Share of the created dentries the path freed.
@@ -286,7 +286,7 @@ pub struct PathRow {
 
 /// Which reclaim path is the most dangerous on this kernel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Danger {
+pub(crate) struct Danger {
     pub method: String,
     pub target: u64,
     /// By the lockup count when every path has a prediction, else by the
@@ -303,7 +303,7 @@ pub struct Danger {
 /// What the reclaim paths were ranked by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RankedBy {
+pub(crate) enum RankedBy {
     /// The count at which each path's fit reaches the threshold.
     LockupCount,
     /// The longest stretch each path held the CPU at this size.
@@ -314,7 +314,7 @@ pub enum RankedBy {
 /// soft-lockup threshold at the smallest count is the most dangerous; with
 /// no prediction for every path (one size only), the one that held the
 /// reclaiming CPU longest without a reschedule — what the watchdog sees.
-pub fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
+pub(crate) fn most_dangerous(rows: &[PathRow]) -> Option<Danger> {
     let first = rows.first()?;
     let by_count =
         rows.iter().all(|r| r.lockup_count.is_some_and(|n| n.is_finite() && n > 0.0 && n <= MAX_PREDICTED_COUNT));
@@ -345,7 +345,7 @@ pub(crate) mod fixtures {
 
     /// The verdict's inputs from (count, value) points of the reclaim time
     /// and the longest stretch, and their ratio at the largest size.
-    pub fn inputs(time: &[(f64, f64)], gap: &[(f64, f64)], ratio: f64) -> Inputs {
+    pub(crate) fn inputs(time: &[(f64, f64)], gap: &[(f64, f64)], ratio: f64) -> Inputs {
         Inputs {
             time_linear: linear(time),
             time: Some(linearity::test(None, power(time))),
@@ -361,7 +361,7 @@ pub(crate) mod fixtures {
     /// One reclaim path at 1M: its longest stretch (0.9 of it in the best
     /// repetition), three times that as its reclaim time, the share it
     /// freed, its prediction.
-    pub fn row(method: &str, gap: f64, freed: f64, lockup: Option<f64>) -> PathRow {
+    pub(crate) fn row(method: &str, gap: f64, freed: f64, lockup: Option<f64>) -> PathRow {
         PathRow {
             method: method.into(),
             target: 1_000_000,

@@ -12,7 +12,7 @@ use crate::stats::percentile_sorted;
 
 /// A victim's calls in one window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct CallStats {
+pub(crate) struct CallStats {
     pub calls: usize,
     /// NaN without calls.
     #[serde(deserialize_with = "crate::analysis::null_as_nan")]
@@ -40,13 +40,13 @@ impl CallStats {
     }
 
     /// The calls that overlap `[start_ns, end_ns]` (the reclaim).
-    pub fn during(calls: &[Call], start_ns: u64, end_ns: u64) -> CallStats {
+    pub(crate) fn during(calls: &[Call], start_ns: u64, end_ns: u64) -> CallStats {
         let c: Vec<&Call> = calls.iter().filter(|c| overlaps(c, start_ns, end_ns)).collect();
         CallStats::of(&c, end_ns.saturating_sub(start_ns))
     }
 
     /// The calls that ended before `start_ns` (the control).
-    pub fn before(calls: &[Call], start_ns: u64) -> CallStats {
+    pub(crate) fn before(calls: &[Call], start_ns: u64) -> CallStats {
         let c: Vec<&Call> = calls.iter().filter(|c| c.end_ns() < start_ns).collect();
         let window = c.first().map_or(0, |f| start_ns.saturating_sub(f.start_ns));
         CallStats::of(&c, window)
@@ -58,14 +58,14 @@ fn overlaps(c: &Call, start_ns: u64, end_ns: u64) -> bool {
 }
 
 /// The longest call that overlaps `[start_ns, end_ns]`.
-pub fn longest_during(calls: &[Call], start_ns: u64, end_ns: u64) -> Option<Call> {
+pub(crate) fn longest_during(calls: &[Call], start_ns: u64, end_ns: u64) -> Option<Call> {
     calls.iter().filter(|c| overlaps(c, start_ns, end_ns)).max_by_key(|c| c.took_ns).copied()
 }
 
 /// Whose wait a deadline is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Watches {
+pub(crate) enum Watches {
     /// A task that waits (a victim): probes, pod starts, hung tasks.
     Victims,
     /// The CPU that walks the dentries without a reschedule: the
@@ -75,7 +75,7 @@ pub enum Watches {
 
 /// A deadline a node has.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Deadline {
+pub(crate) struct Deadline {
     pub name: String,
     pub seconds: f64,
     /// Where the value comes from (a sysctl read, a default of Kubernetes).
@@ -85,7 +85,7 @@ pub struct Deadline {
 
 /// A fit of someone's longest wait against the dentry count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WaitFit {
+pub(crate) struct WaitFit {
     /// The victim's name, or `reclaiming CPU`.
     pub who: String,
     pub watches: Watches,
@@ -99,7 +99,7 @@ pub struct WaitFit {
 
 /// The smallest count at which a wait reaches a deadline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Crossing {
+pub(crate) struct Crossing {
     pub who: String,
     pub count: f64,
     /// 90% interval of the count (from the fit's band), when it has one.
@@ -109,7 +109,7 @@ pub struct Crossing {
 
 /// One deadline and who misses it first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Incident {
+pub(crate) struct Incident {
     pub deadline: Deadline,
     /// `None`: no fitted wait grows to it.
     pub first: Option<Crossing>,
@@ -117,7 +117,7 @@ pub struct Incident {
 
 /// For each deadline, the fit of its kind that reaches it at the smallest
 /// count (by the point estimate).
-pub fn incidents(deadlines: &[Deadline], fits: &[WaitFit]) -> Vec<Incident> {
+pub(crate) fn incidents(deadlines: &[Deadline], fits: &[WaitFit]) -> Vec<Incident> {
     deadlines
         .iter()
         .map(|d| {
@@ -136,7 +136,7 @@ pub fn incidents(deadlines: &[Deadline], fits: &[WaitFit]) -> Vec<Incident> {
 }
 
 /// The incident at the smallest count: what goes wrong first on the node.
-pub fn first(incidents: &[Incident]) -> Option<&Incident> {
+pub(crate) fn first(incidents: &[Incident]) -> Option<&Incident> {
     incidents
         .iter()
         .filter(|i| i.first.is_some())

@@ -10,7 +10,7 @@ use super::run_scatter::RunScatter;
 
 /// Weighted power-law fit with its [`Band`] (none with fewer than 3
 /// points, where nothing is left to estimate the scatter).
-pub fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
+pub(crate) fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
     let logs = weighted_logs(sizes);
     let pts: Vec<(f64, f64, f64)> = logs.iter().flat_map(|(x, v, w)| v.iter().map(move |y| (*x, *y, *w))).collect();
     let sum_w: f64 = pts.iter().map(|p| p.2).sum();
@@ -68,7 +68,7 @@ pub(super) fn weighted_logs(sizes: &[SizeValues]) -> Vec<(f64, Vec<f64>, f64)> {
 
 impl PowerFit {
     /// The same fit, its band widened for a prediction beyond this run.
-    pub fn across_runs(self, rs: RunScatter) -> PowerFit {
+    pub(crate) fn across_runs(self, rs: RunScatter) -> PowerFit {
         PowerFit { band: self.band.map(|b| b.with_run_scatter(rs)), ..self }
     }
 }
@@ -129,14 +129,14 @@ impl Band {
     }
 
     /// 90% interval of the exponent.
-    pub fn exponent(&self, fit: &PowerFit) -> Interval {
+    pub(crate) fn exponent(&self, fit: &PowerFit) -> Interval {
         let (v, dof) = self.slope_var_dof();
         let h = t90(dof as u32) * v.sqrt();
         Interval { low: fit.exponent - h, high: Some(fit.exponent + h) }
     }
 
     /// 90% interval of the fitted value at count `n`.
-    pub fn value_at(&self, fit: &PowerFit, n: f64) -> Interval {
+    pub(crate) fn value_at(&self, fit: &PowerFit, n: f64) -> Interval {
         let x = n.ln();
         let y = fit.coefficient.ln() + fit.exponent * x;
         let (v, dof) = self.var_dof_at(x);
@@ -147,7 +147,7 @@ impl Band {
     /// 90% interval of the count at which the curve reaches `value`: where
     /// the band's upper edge reaches it (low end) and its lower edge does
     /// (high end). `None` when even the upper edge never grows to it.
-    pub fn count_reaching(&self, fit: &PowerFit, value: f64) -> Option<Interval> {
+    pub(crate) fn count_reaching(&self, fit: &PowerFit, value: f64) -> Option<Interval> {
         if !(value > 0.0 && fit.coefficient > 0.0) {
             return None;
         }

@@ -17,9 +17,9 @@
 //! `mitigate`, `layers`' grid and shared options in `reclaim` and
 //! `create`), never the other way round.
 
-pub mod common;
-pub mod layers;
-pub mod vm;
+pub(crate) mod common;
+pub(crate) mod layers;
+pub(crate) mod vm;
 
 /// The registry: every benchmark, once, one line each: its folder (a
 /// module of `bench`) and its [`common::Benchmark`] type (in that folder).

@@ -6,7 +6,7 @@ use clap::Args as ClapArgs;
 
 use super::plant::Plant;
 
-pub const ABOUT: &str = "Where the node's dentries are: every hashed dentry (or a uniform sample of the hash \
+pub(crate) const ABOUT: &str = "Where the node's dentries are: every hashed dentry (or a uniform sample of the hash \
 buckets) counted positive and negative, per filesystem (type, device, mount point) and per parent directory \
 (named by its path), the top K directories by negative and by total children, per filesystem and overall, and \
 what the hash table does not hold (nr_dentry less what was found).\n\n\
@@ -21,13 +21,13 @@ see addresses; each missing piece is one line (exit 1).\n\n\
 there. The same walk serves 'status --census', 'exporter --census-interval' and the check of 'reclaim --census' and 'containers --census'. See docs/census.md.";
 
 /// Most directories listed per ranking.
-pub const MAX_TOP: u32 = 1000;
+pub(crate) const MAX_TOP: u32 = 1000;
 
 /// Most churn threads.
-pub const MAX_CHURN_THREADS: u32 = 64;
+pub(crate) const MAX_CHURN_THREADS: u32 = 64;
 
 #[derive(Debug, Clone, ClapArgs)]
-pub struct Args {
+pub(crate) struct Args {
     /// How many directories each ranking lists (overall by negative and by total children, and per filesystem).
     #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=MAX_TOP as i64))]
     pub top: u32,
@@ -68,16 +68,16 @@ pub struct Args {
 
 impl Args {
     /// The fraction of buckets walked: 1 unless --sample.
-    pub fn fraction(&self) -> f64 {
+    pub(crate) fn fraction(&self) -> f64 {
         self.sample.unwrap_or(1.0)
     }
 
-    pub fn plants(&self) -> Vec<Plant> {
+    pub(crate) fn plants(&self) -> Vec<Plant> {
         self.plant.iter().flatten().cloned().collect()
     }
 }
 
-pub fn parse_fraction(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_fraction(s: &str) -> Result<f64, String> {
     let v: f64 = match s.strip_suffix('%') {
         Some(p) => p.parse::<f64>().map(|p| p / 100.0),
         None => s.parse(),

@@ -12,13 +12,13 @@
 //! and `workload` (for `--plant`); imported by `bench` (`reclaim` and
 //! `containers --census`), `status` (`--census`), `exporter` and `cli`.
 
-pub mod args;
-pub mod plant;
-pub mod rank;
+pub(crate) mod args;
+pub(crate) mod plant;
+pub(crate) mod rank;
 #[cfg(test)]
-pub mod synthetic;
-pub mod table;
-pub mod workload;
+pub(crate) mod synthetic;
+pub(crate) mod table;
+pub(crate) mod workload;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -32,15 +32,15 @@ use crate::probe::btf::Layout;
 use crate::probe::census::{Census, Rejected, Roots, Tally};
 use crate::probe::kcore::Kcore;
 use crate::procfs::{ProcRoot, kallsyms, mountinfo};
-pub use args::Args;
-pub use plant::Expected;
-pub use rank::{DirRow, FsRow};
+pub(crate) use args::Args;
+pub(crate) use plant::Expected;
+pub(crate) use rank::{DirRow, FsRow};
 
 /// Buckets per block: the unit of sampling and of reading the table.
-pub const BLOCK: u64 = 512;
+pub(crate) const BLOCK: u64 = 512;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Walk {
+pub(crate) struct Walk {
     /// "full" or "sample".
     pub mode: String,
     /// Buckets walked ÷ buckets in the table.
@@ -56,7 +56,7 @@ pub struct Walk {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CensusResult {
+pub(crate) struct CensusResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub kernel: String,
@@ -83,7 +83,7 @@ pub struct CensusResult {
 
 /// What `--churn` did.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct ChurnReport {
+pub(crate) struct ChurnReport {
     pub asked_per_second: u64,
     /// Threads sharing the rate (`--churn-threads`).
     #[serde(default = "one")]
@@ -111,24 +111,24 @@ const SYMBOLS: [&str; 4] = ["dentry_hashtable", "d_hash_shift", "super_blocks", 
 
 /// Where the kernel's memory and BTF are read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub(crate) struct Source {
     pub kcore: PathBuf,
     pub btf: PathBuf,
 }
 
 impl Source {
     /// `PROC/kcore` and the kernel's own BTF.
-    pub fn of(proc: &ProcRoot) -> Source {
+    pub(crate) fn of(proc: &ProcRoot) -> Source {
         Source { kcore: proc.path("kcore"), btf: PathBuf::from(BTF) }
     }
 }
 
 /// The running kernel's BTF.
-pub const BTF: &str = "/sys/kernel/btf/vmlinux";
+pub(crate) const BTF: &str = "/sys/kernel/btf/vmlinux";
 
 /// What a census walks and ranks.
 #[derive(Debug, Clone, Default)]
-pub struct Survey {
+pub(crate) struct Survey {
     /// Fraction of the hash buckets (1: all).
     pub fraction: f64,
     /// Directories per ranking.
@@ -143,7 +143,7 @@ pub struct Survey {
 
 /// Checks that the census can run here: the one-line refusals of
 /// [`open_kernel`], before a command spends time on anything else.
-pub fn available(src: &Source, proc: &ProcRoot) -> Result<()> {
+pub(crate) fn available(src: &Source, proc: &ProcRoot) -> Result<()> {
     open_kernel(src, proc).map(|_| ())
 }
 
@@ -201,7 +201,7 @@ fn draw(seed: u64, i: u64) -> u64 {
 
 /// The blocks of a walk: all of them, or a uniform sample without
 /// replacement of `round(fraction × nblocks)` (at least one), in table order.
-pub fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
+pub(crate) fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
     if fraction >= 1.0 {
         return (0..nblocks).collect();
     }
@@ -214,7 +214,7 @@ pub fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
 }
 
 /// Runs the census (planting first with `--plant`).
-pub fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult> {
+pub(crate) fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult> {
     let src = Source { kcore: a.kcore.clone(), btf: a.btf.clone() };
     // The refusals come before any planting.
     available(&src, proc)?;
@@ -266,7 +266,7 @@ fn walk_blocks(census: &Census, chosen: &[u64], say: &dyn Fn(&str)) -> (Tally, f
 
 /// Walks the table (all of it, or a sample) and ranks what it found. The
 /// superblocks are read after everything `survey.expected` names exists.
-pub fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dyn Fn(&str)) -> Result<CensusResult> {
+pub(crate) fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dyn Fn(&str)) -> Result<CensusResult> {
     let (kcore, layout, roots) = open_kernel(src, proc)?;
     let census = Census::open(&kcore, layout, roots)?;
     let churn = survey.churn.as_ref().map(plant::Churn::start);
@@ -361,7 +361,11 @@ mod tests {
         let mut btf = Vec::new();
         flate2::read::GzDecoder::new(std::fs::File::open(fixture).unwrap()).read_to_end(&mut btf).unwrap();
         std::fs::write(root.join("btf"), btf).unwrap();
-        std::fs::write(root.join("kcore"), synthetic::core_header(0, PAGE_OFFSET, 4096)).unwrap();
+        std::fs::write(
+            root.join("kcore"),
+            crate::probe::kcore::core_header(&[(object::elf::PT_LOAD.0, 0, PAGE_OFFSET, 4096)]),
+        )
+        .unwrap();
         let (k, b) = (root.join("kcore"), root.join("btf"));
         let t = T::parse_from(["census", "--kcore", k.to_str().unwrap(), "--btf", b.to_str().unwrap()]);
         let src = Source { kcore: t.a.kcore, btf: t.a.btf };

@@ -14,7 +14,7 @@ use crate::workload::{self, CreateSpec, Kind, Layout};
 
 /// One `FS:KIND:COUNT[:dirs=K]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plant {
+pub(crate) struct Plant {
     pub fs: FsType,
     pub kind: Kind,
     pub count: u64,
@@ -46,14 +46,14 @@ impl std::str::FromStr for Plant {
 }
 
 /// A planted filesystem, mounted in the sandbox until it is dropped.
-pub struct Planted {
+pub(crate) struct Planted {
     pub plant: Plant,
     pub mount: Mount,
 }
 
 impl Planted {
     /// What the census should find there.
-    pub fn expected(&self) -> Expected {
+    pub(crate) fn expected(&self) -> Expected {
         Expected::of_workload(self.mount.path(), self.plant.kind, self.plant.layout, self.plant.count)
     }
 }
@@ -61,7 +61,7 @@ impl Planted {
 /// Directories a workload filled, with how many entries of its kind each
 /// holds: what the census must find there.
 #[derive(Debug, Clone)]
-pub struct Expected {
+pub(crate) struct Expected {
     /// The kind's name (`negative`, `hardlink`, …).
     pub kind: String,
     /// Negative dentries (else positive).
@@ -72,7 +72,7 @@ pub struct Expected {
 impl Expected {
     /// `workload::create(root, spec)`'s directories and how many entries
     /// each holds (`workload::plan`'s split).
-    pub fn of_workload(root: &Path, kind: Kind, layout: Layout, count: u64) -> Expected {
+    pub(crate) fn of_workload(root: &Path, kind: Kind, layout: Layout, count: u64) -> Expected {
         let n = layout.dirs();
         let directories = (0..n)
             .map(|d| {
@@ -85,7 +85,12 @@ impl Expected {
 }
 
 /// Mounts and fills each plant.
-pub fn make(sandbox: &mut Sandbox, plants: &[Plant], threads: usize, say: &dyn Fn(&str)) -> Result<Vec<Planted>> {
+pub(crate) fn make(
+    sandbox: &mut Sandbox,
+    plants: &[Plant],
+    threads: usize,
+    say: &dyn Fn(&str),
+) -> Result<Vec<Planted>> {
     let mut out = Vec::new();
     for p in plants {
         let spec = CreateSpec { kind: p.kind, layout: p.layout, count: p.count, threads };
@@ -109,7 +114,7 @@ pub fn make(sandbox: &mut Sandbox, plants: &[Plant], threads: usize, say: &dyn F
 
 /// What the census found in one planted directory.
 #[derive(Debug, Clone, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     pub path: String,
     pub kind: String,
     pub planted: u64,
@@ -124,7 +129,7 @@ pub struct Check {
 /// What the churn asks for: where, how many creates and unlinks a second in
 /// all, and how many threads share that rate.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChurnSpec {
+pub(crate) struct ChurnSpec {
     pub dir: PathBuf,
     pub per_second: u64,
     pub threads: usize,
@@ -135,7 +140,7 @@ pub struct ChurnSpec {
 /// of its own, 64 files created and unlinked in it, and the subdirectory
 /// removed, so that `rmdir` frees its dentries (`shrink_dcache_parent()` in
 /// `vfs_rmdir()`) while the census reads.
-pub struct Churn {
+pub(crate) struct Churn {
     stop: Arc<AtomicBool>,
     pub ops: Arc<AtomicU64>,
     /// The threads' CPU time, added by each as it ends (ns).
@@ -148,7 +153,7 @@ pub struct Churn {
 
 /// What a stopped churn did.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// Creates and unlinks from its start to its stop.
     pub operations: u64,
     /// The CPU time of its threads (`CLOCK_THREAD_CPUTIME_ID`), in seconds.
@@ -156,7 +161,7 @@ pub struct Stopped {
 }
 
 impl Churn {
-    pub fn start(spec: &ChurnSpec) -> Churn {
+    pub(crate) fn start(spec: &ChurnSpec) -> Churn {
         let stop = Arc::new(AtomicBool::new(false));
         let ops = Arc::new(AtomicU64::new(0));
         let cpu_ns = Arc::new(AtomicU64::new(0));
@@ -175,12 +180,12 @@ impl Churn {
     }
 
     /// Creates and unlinks so far.
-    pub fn operations(&self) -> u64 {
+    pub(crate) fn operations(&self) -> u64 {
         self.ops.load(Ordering::Relaxed)
     }
 
     /// Stops the churn and waits for its threads.
-    pub fn stop(mut self) -> Stopped {
+    pub(crate) fn stop(mut self) -> Stopped {
         self.stop.store(true, Ordering::Relaxed);
         for t in self.handles.drain(..) {
             let _ = t.join();

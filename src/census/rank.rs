@@ -19,7 +19,7 @@ type PathCache = HashMap<u64, Option<(String, u64)>>;
 type DirCount = ((u64, u64), [u64; 2]);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DirRow {
+pub(crate) struct DirRow {
     pub path: String,
     pub fs_type: String,
     /// `MAJOR:MINOR` of the filesystem.
@@ -30,7 +30,7 @@ pub struct DirRow {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FsRow {
+pub(crate) struct FsRow {
     pub fs_type: String,
     pub dev: String,
     /// The superblock's `s_id`.
@@ -58,7 +58,13 @@ fn mount_of<'m>(sb: &Superblock, mounts: &'m [Mount]) -> Option<&'m Mount> {
 }
 
 /// A directory's path as this process sees it.
-pub fn display_path(census: &Census, sb: &Superblock, dir: u64, mounts: &[Mount], cache: &mut PathCache) -> String {
+pub(crate) fn display_path(
+    census: &Census,
+    sb: &Superblock,
+    dir: u64,
+    mounts: &[Mount],
+    cache: &mut PathCache,
+) -> String {
     let Some(inner) = census.path(sb.addr, dir, cache) else {
         return format!("({} {}: path unreadable)", sb.fs_type, dev_string(sb.dev));
     };
@@ -91,7 +97,7 @@ fn row(census: &Census, key: (u64, u64), c: [u64; 2], f: f64, mounts: &[Mount], 
 
 /// Filesystems (by total, with their top directories), the top
 /// directories by negative children and by total children.
-pub fn rank(
+pub(crate) fn rank(
     census: &Census,
     tally: &Tally,
     mounts: &[Mount],
@@ -144,7 +150,7 @@ fn mount_holding<'m>(path: &Path, mounts: &'m [Mount]) -> Option<&'m Mount> {
 
 /// For each expected directory (planted, or a workload's), what the census
 /// found there.
-pub fn check(
+pub(crate) fn check(
     census: &Census,
     tally: &Tally,
     mounts: &[Mount],

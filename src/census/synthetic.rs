@@ -8,15 +8,18 @@
 use std::io::Read;
 use std::path::Path;
 
+use object::elf::PT_LOAD;
+
 use super::Source;
 use crate::probe::btf::Layout;
 use crate::probe::census::PAGE_OFFSET_L4;
+use crate::probe::kcore::core_header;
 use crate::procfs::ProcRoot;
 
 /// Where the segment's bytes start in the core file.
 const DATA: u64 = 4096;
 
-pub struct Image {
+pub(crate) struct Image {
     pub layout: Layout,
     btf: Vec<u8>,
     mem: Vec<u8>,
@@ -31,7 +34,7 @@ pub struct Image {
 
 impl Image {
     /// An empty kernel with `1 << (32 - shift)` hash buckets.
-    pub fn new(shift: u32, bytes: usize) -> Image {
+    pub(crate) fn new(shift: u32, bytes: usize) -> Image {
         let fixture =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/btf/6.12.118+deb13-cloud-amd64.btf.gz");
         let mut btf = Vec::new();
@@ -73,7 +76,7 @@ impl Image {
         &mut self.mem[o..o + n]
     }
 
-    pub fn put(&mut self, a: u64, v: u64) {
+    pub(crate) fn put(&mut self, a: u64, v: u64) {
         self.at(a, 8).copy_from_slice(&v.to_le_bytes());
     }
 
@@ -101,7 +104,7 @@ impl Image {
     }
 
     /// A superblock with its root dentry (unhashed, as roots are).
-    pub fn superblock(&mut self, fs_type: &str, dev: u32, id: &str) -> (u64, u64) {
+    pub(crate) fn superblock(&mut self, fs_type: &str, dev: u32, id: &str) -> (u64, u64) {
         let l = self.layout;
         let sb = self.alloc((l.s_id + l.s_id_len).max(l.s_list + 16).max(l.s_type + 8) as usize);
         let fst = self.alloc((l.fs_name + 8) as usize);
@@ -120,7 +123,7 @@ impl Image {
     }
 
     /// A dentry hashed under `parent`, on the chain of a bucket its name picks.
-    pub fn dentry(&mut self, sb: u64, parent: u64, name: &str, positive: bool) -> u64 {
+    pub(crate) fn dentry(&mut self, sb: u64, parent: u64, name: &str, positive: bool) -> u64 {
         let l = self.layout;
         let d = self.raw_dentry(sb, Some(parent), name, positive);
         let h =
@@ -138,7 +141,7 @@ impl Image {
     }
 
     /// The bucket dentry `d`'s name hash picks.
-    pub fn bucket_of(&mut self, d: u64) -> u64 {
+    pub(crate) fn bucket_of(&mut self, d: u64) -> u64 {
         let l = self.layout;
         let h = u32::from_le_bytes(self.at(d + l.d_name + l.qstr_hash, 4).try_into().unwrap());
         u64::from(h >> (32 - self.buckets.trailing_zeros()))
@@ -146,15 +149,15 @@ impl Image {
 
     /// Makes `from`'s chain continue at `to`, as when the dentry `from`
     /// pointed to was freed and reused as `to` under a walk.
-    pub fn link(&mut self, from: u64, to: u64) {
+    pub(crate) fn link(&mut self, from: u64, to: u64) {
         let l = self.layout;
         self.put(from + l.d_hash + l.bl_next, to + l.d_hash);
     }
 
     /// Writes the core file, the BTF and the proc tree under `dir`, with
     /// `mounts` as (dev, mount point, type) in mountinfo.
-    pub fn write(&self, dir: &Path, mounts: &[(u32, &str, &str)]) -> (Source, ProcRoot) {
-        let mut d = core_header(DATA, PAGE_OFFSET_L4, self.mem.len() as u64);
+    pub(crate) fn write(&self, dir: &Path, mounts: &[(u32, &str, &str)]) -> (Source, ProcRoot) {
+        let mut d = core_header(&[(PT_LOAD.0, DATA, PAGE_OFFSET_L4, self.mem.len() as u64)]);
         d.resize(DATA as usize, 0);
         d.extend(&self.mem);
         std::fs::write(dir.join("kcore"), d).unwrap();
@@ -180,7 +183,7 @@ impl Image {
 /// A small node: a tmpfs at /mnt/t with `a` (300 negatives, 20 positives)
 /// and `b` (50 positives), an ext4 at /var/x with `c` (120 negatives),
 /// and one dentry whose `d_sb` is no superblock (a rejected read).
-pub fn small(dir: &Path) -> (Source, ProcRoot) {
+pub(crate) fn small(dir: &Path) -> (Source, ProcRoot) {
     let mut i = Image::new(20, 4 << 20);
     let (t, troot) = i.superblock("tmpfs", 42, "tmpfs");
     let (e, eroot) = i.superblock("ext4", (7 << 20) | 3, "loop3");
@@ -201,28 +204,6 @@ pub fn small(dir: &Path) -> (Source, ProcRoot) {
     }
     i.dentry(PAGE_OFFSET_L4 + 8, c, "stray", false);
     i.write(dir, &[(42, "/mnt/t", "tmpfs"), ((7 << 20) | 3, "/var/x", "ext4")])
-}
-
-/// An ELF64 core header with one PT_LOAD segment of `len` bytes at file
-/// `offset`, mapping kernel address `vaddr`, as fs/proc/kcore.c writes it.
-pub fn core_header(offset: u64, vaddr: u64, len: u64) -> Vec<u8> {
-    let mut d = vec![0u8; 64];
-    d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
-    d[16..18].copy_from_slice(&4u16.to_le_bytes());
-    d[18..20].copy_from_slice(&62u16.to_le_bytes());
-    d[20..24].copy_from_slice(&1u32.to_le_bytes());
-    d[32..40].copy_from_slice(&64u64.to_le_bytes());
-    d[52..54].copy_from_slice(&64u16.to_le_bytes());
-    d[54..56].copy_from_slice(&56u16.to_le_bytes());
-    d[56..58].copy_from_slice(&1u16.to_le_bytes());
-    let mut p = vec![0u8; 56];
-    p[..4].copy_from_slice(&1u32.to_le_bytes());
-    p[8..16].copy_from_slice(&offset.to_le_bytes());
-    p[16..24].copy_from_slice(&vaddr.to_le_bytes());
-    p[32..40].copy_from_slice(&len.to_le_bytes());
-    p[40..48].copy_from_slice(&len.to_le_bytes());
-    d.extend(p);
-    d
 }
 
 #[cfg(test)]

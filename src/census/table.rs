@@ -8,7 +8,7 @@ use crate::analysis::census::Estimate;
 use crate::size::human;
 
 /// A count: exact, or its estimate and 90% interval.
-pub fn est(e: &Estimate, exact: bool) -> String {
+pub(crate) fn est(e: &Estimate, exact: bool) -> String {
     if exact {
         e.found.to_string()
     } else {
@@ -40,7 +40,7 @@ fn dirs(out: &mut String, title: &str, rows: &[DirRow], exact: bool) {
     }
 }
 
-pub fn text(r: &CensusResult) -> String {
+pub(crate) fn text(r: &CensusResult) -> String {
     let w = &r.walk;
     let exact = w.mode == "full";
     let mut out = String::new();

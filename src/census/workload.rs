@@ -10,7 +10,7 @@ use crate::procfs::ProcRoot;
 
 /// What the census said about a workload's own directories.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Named {
+pub(crate) struct Named {
     /// The (first) directory the workload filled.
     pub workload_directory: String,
     /// `negative`, `hardlink`, …
@@ -38,7 +38,7 @@ pub struct Named {
 
 impl Named {
     /// One line for people.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "census check: top directory of the workload's filesystem {} ({} {} children); the workload made {} in {} \
              and the census found {}; {} of {} directories exact: {} (full walk of {} dentries in {:.2} s, {} \
@@ -60,7 +60,7 @@ impl Named {
 }
 
 /// From a census that checked `expected`: the check.
-pub fn named(r: &CensusResult, expected: &Expected) -> Named {
+pub(crate) fn named(r: &CensusResult, expected: &Expected) -> Named {
     let first = expected.directories.first().map(|(p, n)| (p.to_string_lossy().into_owned(), *n));
     let (dir, created) = first.unwrap_or_default();
     // The workload's filesystem: the one mounted closest above its directory.
@@ -91,7 +91,7 @@ pub fn named(r: &CensusResult, expected: &Expected) -> Named {
 }
 
 /// A full census now, checking the workload's directories.
-pub fn check(src: &Source, proc: &ProcRoot, expected: &Expected) -> anyhow::Result<Named> {
+pub(crate) fn check(src: &Source, proc: &ProcRoot, expected: &Expected) -> anyhow::Result<Named> {
     let survey = Survey { fraction: 1.0, top: 1, fs: None, expected: vec![expected.clone()], churn: None };
     let r = survey_of(src, proc, &survey, &|_| {})?;
     Ok(named(&r, expected))

@@ -19,13 +19,13 @@ use crate::bench;
 /// The one argument of the internal commands that take a spec: what the
 /// parent serialised for the child, as JSON.
 #[derive(Debug, clap::Args)]
-pub struct SpecArg {
+pub(crate) struct SpecArg {
     /// The spec, as JSON.
     pub spec: String,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Internal {
+pub(crate) enum Internal {
     /// The workload process of 'mitigate'.
     #[command(name = bench::mitigate::one::WORKER_COMMAND)]
     MitigateWorker(bench::mitigate::WorkerArgs),
@@ -70,7 +70,7 @@ pub enum Internal {
 
 impl Internal {
     /// Runs one internal command.
-    pub fn run(self) -> Result<ExitCode> {
+    pub(crate) fn run(self) -> Result<ExitCode> {
         match self {
             Internal::MitigateWorker(a) => a.run(),
             Internal::ScaleWorker(a) => a.run(),

@@ -6,23 +6,28 @@
 //! own (`bench::<name>::command`: its options beside its output files, its
 //! help).
 //!
-//! In: the process's arguments. Out: an exit code. The top layer: it may
-//! import every module below it; only `main` imports it.
+//! In: the process's arguments. Out: an exit code ([`run`]). The top layer:
+//! it may import every module below it; only the binary (`main.rs`) uses it.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-pub use crate::output::OutputArgs;
+use crate::bench::common::Context;
+use crate::procfs::ProcRoot;
 
-pub mod handlers;
+pub(crate) use crate::output::OutputArgs;
+
+pub(crate) mod handlers;
 mod internal;
 mod node;
 pub mod registry;
 mod vm;
 
-pub use node::*;
-pub use vm::VmArgs;
+pub(crate) use node::*;
+pub(crate) use vm::VmArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -38,13 +43,13 @@ pub use vm::VmArgs;
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// The commands: the benchmarks (from the registry), the node's
 /// (`status`, `exporter`), `report`, `vm`, and the hidden internal one.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     #[command(flatten)]
     Bench(registry::Benchmarks),
     /// This node now: dentry counts and bytes, memory, watchdog and cache settings, and how far it is from a soft lockup (any user).
@@ -70,6 +75,24 @@ pub enum Command {
     },
 }
 
+/// Runs a parsed command: a benchmark through the generic handler (with
+/// the live `/proc` and the lockup edge of the calibration it would use),
+/// every other command through its own.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let proc = ProcRoot::default();
+    let lockup_edge = |dir: Option<&std::path::Path>| handlers::lockup_edge(dir, &proc);
+    let cx = Context { proc: &proc, lockup_edge: &lockup_edge };
+    match cli.command {
+        Command::Bench(b) => b.run(&cx),
+        Command::Status(a) => handlers::node::status(a),
+        Command::Exporter(a) => handlers::node::exporter(a),
+        Command::Report(a) => handlers::report::run(a),
+        Command::Vm(a) => handlers::vm::run(a),
+        Command::Census(a) => handlers::census::run(a),
+        Command::Internal { command } => command.run(),
+    }
+}
+
 const REPORT_ABOUT: &str = "Render saved JSON results (written by --json) as a Markdown report, report.md, and SVG plots \
                       beside it, in DIR. Reclaim results get reclaim time, ns per dentry and the longest gap \
                       against the dentry count on log axes, with the power-law fit, its extrapolation and the \
@@ -83,7 +106,7 @@ const REPORT_ABOUT: &str = "Render saved JSON results (written by --json) as a M
                       an unknown or newer schema are refused with a line naming the file.";
 
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Result files written by --json (several of one benchmark are compared on shared axes).
     #[arg(value_name = "RESULT.json", required = true)]
     pub results: Vec<PathBuf>,

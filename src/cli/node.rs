@@ -45,7 +45,7 @@ pub(super) const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prome
 
 /// Where the node's figures and its calibration are read from.
 #[derive(Debug, Args)]
-pub struct NodeArgs {
+pub(crate) struct NodeArgs {
     /// Where the proc filesystem is: the host's /proc mounted in a container, or a fixture tree laid out like /proc.
     #[arg(long, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
@@ -56,7 +56,7 @@ pub struct NodeArgs {
 
 /// What `status` and the exporter add to the node's figures on request.
 #[derive(Debug, Args)]
-pub struct NodeExtraArgs {
+pub(crate) struct NodeExtraArgs {
     /// List the memory cgroups holding the most kernel slab, with estimated dentries and Kubernetes names.
     #[arg(long)]
     pub by_cgroup: bool,
@@ -76,7 +76,7 @@ pub struct NodeExtraArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     #[command(flatten)]
     pub node: NodeArgs,
     #[command(flatten)]
@@ -111,7 +111,7 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ExporterArgs {
+pub(crate) struct ExporterArgs {
     /// Address to serve on (IP:PORT; port 0 picks a free one). Use 0.0.0.0:10366 to be scraped from other hosts.
     #[arg(long, value_name = "ADDR", default_value = crate::exporter::DEFAULT_LISTEN, value_parser = parse_listen)]
     pub listen: std::net::SocketAddr,

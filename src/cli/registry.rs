@@ -24,7 +24,7 @@ macro_rules! registry {
     ($($module:ident => $bench:ident,)*) => {
         /// The benchmarks' commands (flattened into [`super::Command`]).
         #[derive(Debug, clap::Subcommand)]
-        pub enum Benchmarks {
+        pub(crate) enum Benchmarks {
             $(
                 #[command(
                     name = <<crate::bench::$module::$bench as Benchmark>::Result as Render>::BENCHMARK,
@@ -38,7 +38,7 @@ macro_rules! registry {
 
         impl Benchmarks {
             /// Runs the benchmark through the one generic handler.
-            pub fn run(self, cx: &Context) -> Result<ExitCode> {
+            pub(crate) fn run(self, cx: &Context) -> Result<ExitCode> {
                 match self {
                     $(Benchmarks::$bench(a) => handlers::run::<crate::bench::$module::$bench>(a, cx),)*
                 }
@@ -55,7 +55,7 @@ macro_rules! registry {
         pub const MINIMAL_ARGS: &[&[&str]] = &[$(<crate::bench::$module::$bench as Benchmark>::MINIMAL_ARGS,)*];
 
         /// How `report` reads each benchmark's saved results.
-        pub fn readers() -> Vec<Reader> {
+        pub(crate) fn readers() -> Vec<Reader> {
             vec![$(reader::<crate::bench::$module::$bench>(),)*]
         }
     };

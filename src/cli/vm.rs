@@ -11,7 +11,7 @@ use crate::bench::vm::qemu::Clock;
 use crate::bench::vm::{AccelChoice, Options};
 use crate::error::UsageError;
 
-pub const VM_ABOUT: &str = "Run any dentrylab command inside a virtual machine (QEMU) per kernel and preemption \
+pub(super) const VM_ABOUT: &str = "Run any dentrylab command inside a virtual machine (QEMU) per kernel and preemption \
 model, and gather the results into one matrix: one row per (kernel, model, accelerator/clock).\n\n\
 --kernel takes Debian kernel packages (linux-image-…: fetched with apt into private lists under the state \
 directory, the host's apt configuration untouched, unpacked and cached; the modules come from the same package), \
@@ -36,7 +36,7 @@ files go with it, however it ends. Nothing in the guest touches the host's sysct
 command acts on the guest's kernel).";
 
 #[derive(Debug, Args)]
-pub struct VmArgs {
+pub(crate) struct VmArgs {
     /// Kernels, comma-separated: Debian packages (linux-image-cloud-amd64, linux-image-6.12.57+deb13-rt-amd64), IMAGE[:MODULES_DIR], host.
     #[arg(long, value_name = "SPEC,...", value_delimiter = ',', required = true, value_parser = Spec::parse)]
     pub kernel: Vec<Spec>,
@@ -79,7 +79,7 @@ pub struct VmArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Preempt {
+pub(crate) enum Preempt {
     None,
     Voluntary,
     Full,
@@ -89,7 +89,7 @@ pub enum Preempt {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AccelArg {
+pub(crate) enum AccelArg {
     Auto,
     Kvm,
     Tcg,
@@ -102,7 +102,7 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
 }
 
 impl VmArgs {
-    pub fn options(self) -> Result<Options> {
+    pub(crate) fn options(self) -> Result<Options> {
         let first = self.command.first().map(String::as_str).unwrap_or("");
         if first == "vm" || first.starts_with("__") {
             return Err(

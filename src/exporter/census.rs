@@ -20,15 +20,15 @@ use super::text::Out;
 use crate::status::{self, census::NodeCensus};
 
 /// `--census-interval`'s floor.
-pub const MIN_INTERVAL: Duration = Duration::from_secs(300);
-pub const DEFAULT_TOP: usize = 5;
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_TOP: usize = 5;
 /// Most directories exported per filesystem.
-pub const MAX_TOP: usize = 20;
+pub(crate) const MAX_TOP: usize = 20;
 /// Longest path label kept whole, in bytes.
-pub const MAX_PATH_LABEL: usize = 120;
+pub(crate) const MAX_PATH_LABEL: usize = 120;
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub interval: Duration,
     pub walk: status::census::Options,
 }
@@ -41,7 +41,7 @@ struct Last {
 
 /// The collector's state, shared by its thread and the scrapes.
 #[derive(Default)]
-pub struct Background {
+pub(crate) struct Background {
     last: Mutex<Option<Last>>,
     walks: Mutex<u64>,
     /// Opened by [`Background::go`] once the exporter has announced its
@@ -54,7 +54,7 @@ impl Background {
     /// Starts the thread: the first walk once [`Background::go`] is called, then every interval. A
     /// census that cannot run says why on stderr (once per new reason) and
     /// in `dentrylab_census_up 0`.
-    pub fn start(o: Options, proc: crate::procfs::ProcRoot) -> Result<Arc<Background>> {
+    pub(crate) fn start(o: Options, proc: crate::procfs::ProcRoot) -> Result<Arc<Background>> {
         let b = Arc::new(Background::default());
         let shared = Arc::clone(&b);
         std::thread::Builder::new()
@@ -87,20 +87,20 @@ impl Background {
     }
 
     /// Lets the first walk start (after the exporter's announcement).
-    pub fn go(&self) {
+    pub(crate) fn go(&self) {
         let (open, cv) = &self.gate;
         *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
         cv.notify_all();
     }
 
-    pub fn store(&self, census: NodeCensus, seconds: f64) {
+    pub(crate) fn store(&self, census: NodeCensus, seconds: f64) {
         *self.walks.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(Last { census, ended: Instant::now(), seconds });
     }
 
     /// The census families, in the exposition format: nothing before the
     /// first walk has ended but `dentrylab_census_walks_total 0`.
-    pub fn metrics(&self) -> String {
+    pub(crate) fn metrics(&self) -> String {
         let walks = *self.walks.lock().unwrap_or_else(|e| e.into_inner());
         let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         let mut o = Out(String::new());
@@ -124,7 +124,7 @@ fn fnv1a(s: &str) -> u64 {
 
 /// A path as a label value: whole up to [`MAX_PATH_LABEL`] bytes, else its
 /// two ends and a hash of the whole.
-pub fn path_label(p: &str) -> String {
+pub(crate) fn path_label(p: &str) -> String {
     if p.len() <= MAX_PATH_LABEL {
         return p.to_string();
     }

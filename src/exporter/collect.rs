@@ -26,7 +26,7 @@ struct Job {
 
 /// The queue in front of the collecting threads.
 #[derive(Clone)]
-pub struct Scrapes {
+pub(crate) struct Scrapes {
     jobs: mpsc::Sender<Job>,
 }
 
@@ -34,7 +34,7 @@ impl Scrapes {
     /// Starts `workers` threads collecting from `collector`. A thread that
     /// cannot be started is an error naming the limit to raise.
     /// With `census`, each answer ends with its last walk's families.
-    pub fn start(collector: Arc<Collector>, workers: usize, census: Option<Arc<Background>>) -> Result<Scrapes> {
+    pub(crate) fn start(collector: Arc<Collector>, workers: usize, census: Option<Arc<Background>>) -> Result<Scrapes> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for i in 0..workers {
@@ -55,7 +55,7 @@ impl Scrapes {
 
     /// The node's metrics in the exposition format, read by one of the
     /// threads. `permit` is released when that collection is over.
-    pub async fn metrics(&self, permit: Option<OwnedSemaphorePermit>) -> Result<String> {
+    pub(crate) async fn metrics(&self, permit: Option<OwnedSemaphorePermit>) -> Result<String> {
         let (reply, answer) = oneshot::channel();
         self.jobs.send(Job { reply, _permit: permit }).map_err(|_| anyhow!("every scrape worker thread has ended"))?;
         answer.await.map_err(|_| anyhow!("the scrape worker thread ended before answering"))?

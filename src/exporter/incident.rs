@@ -11,7 +11,7 @@ use crate::state::DeadlineKey;
 use crate::status::incident::{Incidents, RECLAIMING_CPU, Row};
 
 /// The `victim` label of the deadlines that watch the reclaiming CPU.
-pub const RECLAIMING_CPU_LABEL: &str = "reclaiming-cpu";
+pub(super) const RECLAIMING_CPU_LABEL: &str = "reclaiming-cpu";
 
 fn victim_label(who: &str) -> Option<&'static str> {
     if who == RECLAIMING_CPU {

@@ -8,11 +8,11 @@ use super::text::{Out, sig6};
 use crate::status::StatusResult;
 
 /// The media type of the text format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Encodes `s`, with `scrape_seconds` as the time it took to produce.
 #[allow(clippy::too_many_lines)] // listed in docs/architecture.md: one metric family per block, in exposition order
-pub fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
+pub(crate) fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
     let mut o = Out(String::with_capacity(6 * 1024));
     let d = &s.dentries;
     let e = &s.environment;

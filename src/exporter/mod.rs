@@ -12,12 +12,12 @@
 //! `incident` (the first incident's series) below `metrics` and `collect`
 //! below `server`.
 
-pub mod census;
+pub(crate) mod census;
 mod cgroups;
 mod collect;
 mod incident;
-pub mod metrics;
-pub mod server;
+pub(crate) mod metrics;
+pub(crate) mod server;
 mod text;
 
 use std::net::SocketAddr;
@@ -30,23 +30,23 @@ use crate::status::{self, Collector};
 /// Default address: loopback only; `--listen 0.0.0.0:10366` to serve a
 /// fleet. 10366 lies outside Prometheus' exporter port range
 /// (9100–9999), which is fully allocated.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:10366";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:10366";
 /// Threads reading the node for scrapes (collections at once); the
 /// connections themselves are all served by one event-loop thread.
-pub const DEFAULT_WORKERS: usize = 4;
-pub const MAX_WORKERS: usize = 64;
+pub(crate) const DEFAULT_WORKERS: usize = 4;
+pub(crate) const MAX_WORKERS: usize = 64;
 /// Time from accept for a request head to arrive: well under any scrape
 /// interval, far above what a scrape on a LAN needs (milliseconds).
-pub const DEFAULT_HEADER_TIMEOUT: &str = "3s";
+pub(crate) const DEFAULT_HEADER_TIMEOUT: &str = "3s";
 /// Scrapes in flight at once past which `/metrics` answers 503
 /// (node_exporter's `--web.max-requests` default).
-pub const DEFAULT_MAX_REQUESTS: usize = 40;
-pub const MAX_MAX_REQUESTS: usize = 100_000;
+pub(crate) const DEFAULT_MAX_REQUESTS: usize = 40;
+pub(crate) const MAX_MAX_REQUESTS: usize = 100_000;
 /// Connections the kernel queues before the event loop accepts them.
-pub const ACCEPT_BACKLOG: i32 = 1024;
+pub(crate) const ACCEPT_BACKLOG: i32 = 1024;
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub listen: SocketAddr,
     pub workers: usize,
     pub limits: server::Limits,
@@ -59,7 +59,7 @@ pub struct Options {
 /// at start, exit 1), listens, starts the scrape workers (a thread that
 /// cannot be started fails here, exit 1), announces the address, serves
 /// until killed.
-pub fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
+pub(crate) fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
     let collector = Arc::new(Collector::new(&opts.status));
     let first = collector.collect().context("reading the node before serving")?;
     collector.forget_growth();

@@ -35,18 +35,18 @@ use super::collect::Scrapes;
 use super::metrics;
 
 /// Largest request head (request line and headers); a longer one gets 431.
-pub const MAX_REQUEST_HEAD_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_REQUEST_HEAD_BYTES: usize = 8 * 1024;
 /// Total time one connection may take, from accept to the last byte
 /// written. The head has `--header-timeout`; this bounds the rest (a
 /// collection waiting its turn, a client that does not read its answer).
-pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const CONNECTION_DEADLINE: Duration = Duration::from_secs(30);
 /// Pause after a failed accept (out of file descriptors, a connection reset
 /// before it was accepted) before the next one.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// The bounds on what clients may take.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Time from accept for the whole request head to arrive.
     pub header_timeout: Duration,
     /// Scrapes of `/metrics` in flight at once; 0: no bound.
@@ -64,7 +64,7 @@ struct Shared {
 
 /// Serves `listener` until the process ends. Fails only when the event
 /// loop cannot be set up.
-pub fn serve(listener: TcpListener, scrapes: Scrapes, limits: Limits) -> Result<()> {
+pub(crate) fn serve(listener: TcpListener, scrapes: Scrapes, limits: Limits) -> Result<()> {
     listener.set_nonblocking(true).context("setting the listening socket non-blocking")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 /// Byte offsets and sizes, each read from BTF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub dentry_size: u64,
     /// `struct dentry`: `d_hash` (the `hlist_bl_node` on the hash chain),
     /// `d_parent`, `d_name` (a `struct qstr`), `d_inode`, `d_sb`.
@@ -41,7 +41,7 @@ pub struct Layout {
 
 impl Layout {
     /// The bytes of a dentry the walk reads: up to the end of the last field it uses.
-    pub fn dentry_read_len(&self) -> u64 {
+    pub(crate) fn dentry_read_len(&self) -> u64 {
         [
             self.d_hash + self.bl_next + 8,
             self.d_parent + 8,
@@ -54,17 +54,17 @@ impl Layout {
         .unwrap_or(0)
     }
 
-    pub fn load(path: &Path) -> Result<Layout> {
+    pub(crate) fn load(path: &Path) -> Result<Layout> {
         let btf = Btf::from_file(path).with_context(|| format!("cannot read BTF from {}", path.display()))?;
         Layout::of(&btf)
     }
 
     #[cfg(test)]
-    pub fn from_bytes(bytes: &[u8]) -> Result<Layout> {
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Result<Layout> {
         Layout::of(&Btf::from_bytes(bytes).map_err(|e| anyhow!("not BTF: {e}"))?)
     }
 
-    pub fn of(btf: &Btf) -> Result<Layout> {
+    pub(crate) fn of(btf: &Btf) -> Result<Layout> {
         let dentry = structure(btf, "dentry")?;
         let qstr = structure(btf, "qstr")?;
         let bl = structure(btf, "hlist_bl_node")?;

@@ -22,19 +22,19 @@ use super::kcore::{Kcore, ReadError};
 /// Longest chain followed. A kernel's chains hold a few dentries (the
 /// table has about one bucket per dentry of memory's worth); a longer one
 /// is a chain rewritten under the walk.
-pub const MAX_CHAIN: usize = 4096;
+pub(crate) const MAX_CHAIN: usize = 4096;
 /// How many times a bucket is walked again after its chain led into
 /// another bucket's.
-pub const CHAIN_RETRIES: u32 = 8;
+pub(crate) const CHAIN_RETRIES: u32 = 8;
 /// Most superblocks read from `super_blocks`.
-pub const MAX_SUPERBLOCKS: usize = 65536;
+pub(crate) const MAX_SUPERBLOCKS: usize = 65536;
 /// Deepest path rebuilt from `d_parent`.
-pub const MAX_DEPTH: usize = 256;
+pub(crate) const MAX_DEPTH: usize = 256;
 const NAME_MAX: u32 = 255;
 
 /// The kernel addresses the walk starts from (from `/proc/kallsyms`).
 #[derive(Debug, Clone, Copy)]
-pub struct Roots {
+pub(crate) struct Roots {
     /// `&dentry_hashtable`, `&d_hash_shift`, `&super_blocks`.
     pub hashtable: u64,
     pub hash_shift: u64,
@@ -45,13 +45,13 @@ pub struct Roots {
 }
 
 /// x86-64's direct map without KASLR (`arch/x86/include/asm/page_64_types.h`).
-pub const PAGE_OFFSET_L4: u64 = 0xffff_8880_0000_0000;
+pub(crate) const PAGE_OFFSET_L4: u64 = 0xffff_8880_0000_0000;
 /// The direct map's size limit on 4-level paging: 64 TiB.
 const DIRECT_MAP_SPAN: u64 = 64 << 40;
 
 /// A superblock on the kernel's list.
 #[derive(Debug, Clone, Serialize)]
-pub struct Superblock {
+pub(crate) struct Superblock {
     #[serde(skip)]
     pub addr: u64,
     /// `s_dev`: `major << 20 | minor`.
@@ -63,7 +63,7 @@ pub struct Superblock {
 
 /// Reads skipped, by reason.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Rejected {
+pub(crate) struct Rejected {
     /// A pointer outside the direct map or not 8-byte aligned.
     pub bad_pointer: u64,
     /// kcore maps no segment there, or the read failed.
@@ -83,7 +83,7 @@ pub struct Rejected {
 }
 
 impl Rejected {
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.bad_pointer
             + self.unreadable
             + self.unknown_superblock
@@ -105,7 +105,7 @@ impl Rejected {
 /// What a walk of some buckets found: per (superblock, parent) the
 /// positive and negative dentries hashed under that parent.
 #[derive(Debug, Default, Clone)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub by_parent: HashMap<(u64, u64), [u64; 2]>,
     pub walked: u64,
     pub buckets: u64,
@@ -132,7 +132,7 @@ impl Chain {
 }
 
 /// The table, the superblocks and the layout: what every walk needs.
-pub struct Census<'k> {
+pub(crate) struct Census<'k> {
     pub kcore: &'k Kcore,
     pub layout: Layout,
     pub table: u64,
@@ -151,7 +151,7 @@ fn read_err(r: &mut Rejected, _: ReadError) {
 impl<'k> Census<'k> {
     /// Reads the table's address and size, the direct map's start and
     /// every superblock on `super_blocks`.
-    pub fn open(kcore: &'k Kcore, layout: Layout, roots: Roots) -> anyhow::Result<Census<'k>> {
+    pub(crate) fn open(kcore: &'k Kcore, layout: Layout, roots: Roots) -> anyhow::Result<Census<'k>> {
         use anyhow::{Context, bail};
         let r = |a: u64, what: &str| {
             kcore.read_u64(a).map_err(|e| anyhow::anyhow!("cannot read {what} at {a:#x} through /proc/kcore ({e:?})"))
@@ -185,7 +185,7 @@ impl<'k> Census<'k> {
     }
 
     /// A pointer the walk may follow: in the direct map and 8-byte aligned.
-    pub fn valid(&self, p: u64) -> bool {
+    pub(crate) fn valid(&self, p: u64) -> bool {
         p.is_multiple_of(8) && p >= self.direct_map.0 && p < self.direct_map.1
     }
 
@@ -237,7 +237,7 @@ impl<'k> Census<'k> {
     }
 
     /// Walks buckets `[first, first + count)`, reading the heads in blocks.
-    pub fn walk(&self, first: u64, count: u64, tally: &mut Tally) {
+    pub(crate) fn walk(&self, first: u64, count: u64, tally: &mut Tally) {
         const BLOCK: u64 = 512;
         let mut heads = vec![0u8; (BLOCK * 8) as usize];
         let mut chain = Chain { dentry: vec![0u8; self.layout.dentry_read_len() as usize], ..Chain::default() };
@@ -329,7 +329,7 @@ impl<'k> Census<'k> {
     /// The path of directory `d` from its superblock's root, rebuilt from
     /// `d_parent` and `d_name`; `None` when a read fails, the chain leaves
     /// the superblock or is deeper than MAX_DEPTH.
-    pub fn path(&self, sb: u64, mut d: u64, cache: &mut HashMap<u64, Option<(String, u64)>>) -> Option<String> {
+    pub(crate) fn path(&self, sb: u64, mut d: u64, cache: &mut HashMap<u64, Option<(String, u64)>>) -> Option<String> {
         let l = self.layout;
         let mut parts = Vec::new();
         for _ in 0..MAX_DEPTH {

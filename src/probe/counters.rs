@@ -7,7 +7,7 @@ use crate::procfs::ProcRoot;
 use crate::procfs::dentry_state::DentryState;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub dentry_state: DentryState,
     /// Active objects in the `dentry` slab cache, when slabinfo is readable.
     pub slab_dentry_active: Option<u64>,
@@ -16,7 +16,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn read(proc: &ProcRoot) -> anyhow::Result<Counts> {
+    pub(crate) fn read(proc: &ProcRoot) -> anyhow::Result<Counts> {
         let ds = proc.dentry_state()?;
         let mem = proc.meminfo()?;
         Ok(Counts {

@@ -17,7 +17,7 @@ use crate::stats::GapStats;
 use crate::sys;
 
 /// Default sleep between wake-ups.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_micros(100);
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_micros(100);
 
 /// How the probe threads are scheduled (`reclaim --probe-policy`).
 ///
@@ -29,7 +29,7 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_micros(100);
 /// than the watchdog would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Policy {
+pub(crate) enum Policy {
     Fifo,
     /// Runs before this option existed were SCHED_OTHER.
     #[default]
@@ -38,7 +38,7 @@ pub enum Policy {
 
 impl Policy {
     /// "SCHED_FIFO priority 99" or "SCHED_OTHER".
-    pub fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             Policy::Fifo => format!("SCHED_FIFO priority {}", sys::fifo_max_priority()),
             Policy::Other => "SCHED_OTHER".into(),
@@ -47,7 +47,7 @@ impl Policy {
 
     /// The default: fifo when this process may use it, else other; with
     /// the reason, as the output says it.
-    pub fn choose(asked: Option<Policy>) -> Result<(Policy, String)> {
+    pub(crate) fn choose(asked: Option<Policy>) -> Result<(Policy, String)> {
         match asked {
             Some(Policy::Other) => Ok((Policy::Other, "asked for (--probe-policy other)".into())),
             Some(Policy::Fifo) => match sys::fifo_permitted() {
@@ -83,7 +83,7 @@ impl std::str::FromStr for Policy {
     }
 }
 
-pub struct GapProbe {
+pub(crate) struct GapProbe {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<(u64, Vec<u64>)>,
     ready: std::sync::mpsc::Receiver<Result<(), String>>,
@@ -93,13 +93,13 @@ pub struct GapProbe {
 
 impl GapProbe {
     /// Starts a SCHED_OTHER probe pinned to `cpu`. Returns once the thread is pinned.
-    pub fn start(cpu: usize, interval: Duration) -> Result<GapProbe> {
+    pub(crate) fn start(cpu: usize, interval: Duration) -> Result<GapProbe> {
         GapProbe::start_with(cpu, interval, Policy::Other)
     }
 
     /// Starts a probe pinned to `cpu` under `policy`. Returns once the
     /// thread is pinned and scheduled so.
-    pub fn start_with(cpu: usize, interval: Duration, policy: Policy) -> Result<GapProbe> {
+    pub(crate) fn start_with(cpu: usize, interval: Duration, policy: Policy) -> Result<GapProbe> {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, ready) = std::sync::mpsc::channel();
         let stop2 = Arc::clone(&stop);
@@ -136,13 +136,13 @@ impl GapProbe {
     /// Stops the probe and summarises what it saw. A probe thread that died
     /// (panicked) or saw no wake-up at all measured nothing: that is an
     /// error, never a longest gap of 0 s.
-    pub fn finish(self) -> Result<GapStats> {
+    pub(crate) fn finish(self) -> Result<GapStats> {
         self.finish_with_longest().map(|(stats, _)| stats)
     }
 
     /// The same, with when the longest gap began and ended
     /// (CLOCK_MONOTONIC ns).
-    pub fn finish_with_longest(self) -> Result<(GapStats, Option<(u64, u64)>)> {
+    pub(crate) fn finish_with_longest(self) -> Result<(GapStats, Option<(u64, u64)>)> {
         self.stop.store(true, Ordering::Relaxed);
         let joined = self.handle.join();
         let window = joined.as_ref().ok().and_then(|(start, gaps)| longest_window(*start, gaps));
@@ -151,7 +151,7 @@ impl GapProbe {
 }
 
 /// Start and end of the longest of consecutive `gaps` that began at `start`.
-pub fn longest_window(start: u64, gaps: &[u64]) -> Option<(u64, u64)> {
+pub(crate) fn longest_window(start: u64, gaps: &[u64]) -> Option<(u64, u64)> {
     let mut at = start;
     let mut best: Option<(u64, u64)> = None;
     for &g in gaps {

@@ -28,9 +28,9 @@ use crate::sys;
 /// Slack on each side of a window, for the kernel clock's offset from
 /// CLOCK_MONOTONIC when it could not be measured, and for the stack dump
 /// that follows a lockup line.
-pub const WINDOW_SLACK: Duration = Duration::from_millis(500);
+pub(crate) const WINDOW_SLACK: Duration = Duration::from_millis(500);
 /// Longest wait for the reader to drain the log up to a window's end.
-pub const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(5);
 /// The marker record written to measure the clock offset (priority 7: debug,
 /// not printed on the console).
 const MARKER: &str = "dentrylab: kmsg clock mark";
@@ -44,7 +44,7 @@ struct Shared {
     marker_ns: AtomicI64,
 }
 
-pub struct KmsgWatch {
+pub(crate) struct KmsgWatch {
     shared: Arc<Shared>,
     handle: Option<JoinHandle<()>>,
     /// kernel clock − CLOCK_MONOTONIC, ns, when measured.
@@ -59,7 +59,7 @@ impl KmsgWatch {
     /// there). Never fails: when `/dev/kmsg` cannot be read (not root,
     /// dmesg_restrict), the watch is inert and
     /// [`unavailable`](Self::unavailable) says why.
-    pub fn start(avoid: Option<usize>) -> KmsgWatch {
+    pub(crate) fn start(avoid: Option<usize>) -> KmsgWatch {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -82,7 +82,7 @@ impl KmsgWatch {
 
     /// Watches records from `file` (non-blocking), whose time stamps are
     /// `offset_ns` ahead of CLOCK_MONOTONIC (None: unknown, taken as 0).
-    pub fn from_file(mut file: File, avoid: Option<usize>, offset_ns: Option<i64>) -> KmsgWatch {
+    pub(crate) fn from_file(mut file: File, avoid: Option<usize>, offset_ns: Option<i64>) -> KmsgWatch {
         let shared = Arc::new(Shared::new());
         let s = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
@@ -121,7 +121,7 @@ impl KmsgWatch {
     }
 
     /// The kernel clock's offset from CLOCK_MONOTONIC, when measured.
-    pub fn offset_ns(&self) -> Option<i64> {
+    pub(crate) fn offset_ns(&self) -> Option<i64> {
         self.offset_ns
     }
 
@@ -129,7 +129,7 @@ impl KmsgWatch {
     /// `end_ns` (CLOCK_MONOTONIC, with [`WINDOW_SLACK`] on each side), once
     /// the reader has drained the log up to `end_ns` (or after
     /// [`CATCH_UP_TIMEOUT`]). Returns them and whether the reader caught up.
-    pub fn take_between(&self, start_ns: u64, end_ns: u64) -> (Vec<Alert>, bool) {
+    pub(crate) fn take_between(&self, start_ns: u64, end_ns: u64) -> (Vec<Alert>, bool) {
         let slack = WINDOW_SLACK.as_nanos() as i64;
         let caught_up = self.handle.is_none() || {
             let t = Instant::now();

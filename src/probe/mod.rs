@@ -9,19 +9,19 @@
 //! hash table's counts. Imports `procfs`, `env`, `sys` and the utilities;
 //! imported by `analysis` (plain types only), `bench`, `census` and `cli`.
 
-pub mod btf;
-pub mod census;
-pub mod counters;
-pub mod gap;
+pub(crate) mod btf;
+pub(crate) mod census;
+pub(crate) mod counters;
+pub(crate) mod gap;
 pub mod kcore;
-pub mod kmsg;
-pub mod oom;
-pub mod perf;
-pub mod profile;
-pub mod victims;
+pub(crate) mod kmsg;
+pub(crate) mod oom;
+pub(crate) mod perf;
+pub(crate) mod profile;
+pub(crate) mod victims;
 
 /// What a step does around its timed loop: profiling attaches here.
-pub trait StepHook {
+pub(crate) trait StepHook {
     /// All workers are ready (`pids`: the processes to watch); the loop starts after this returns.
     fn before_go(&mut self, pids: &[u32]) -> anyhow::Result<()>;
     /// All workers are done.

@@ -14,14 +14,14 @@ use crate::procfs::oom::{OomReport, parse_reports};
 const MAX_READ: usize = 8 << 20;
 
 /// A place in the kernel log.
-pub struct LogMark {
+pub(crate) struct LogMark {
     file: Result<File, String>,
 }
 
 impl LogMark {
     /// The end of the log now. Never fails: when `/dev/kmsg` cannot be
     /// read, [`reports_of`](Self::reports_of) says why.
-    pub fn now() -> LogMark {
+    pub(crate) fn now() -> LogMark {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -32,7 +32,7 @@ impl LogMark {
     }
 
     /// Every record logged since the mark, one `PRIO,SEQ,USEC,FLAGS;message` line each.
-    pub fn read_since(&mut self) -> Result<String, String> {
+    pub(crate) fn read_since(&mut self) -> Result<String, String> {
         let f = self.file.as_mut().map_err(|e| e.clone())?;
         let mut out = String::new();
         let mut buf = vec![0u8; 8192];
@@ -58,7 +58,7 @@ impl LogMark {
 
     /// The OOM reports logged since the mark for the memory cgroup whose
     /// directory is named `cgroup` (the kernel prints its whole path).
-    pub fn reports_of(&mut self, cgroup: &str) -> Result<Vec<OomReport>, String> {
+    pub(crate) fn reports_of(&mut self, cgroup: &str) -> Result<Vec<OomReport>, String> {
         let text = self.read_since()?;
         let suffix = format!("/{cgroup}");
         Ok(parse_reports(&text)

@@ -18,13 +18,13 @@ use crate::sys;
 /// The perf binary (found on PATH).
 pub(crate) const PERF: &str = "perf";
 /// Rows kept from each report.
-pub const TOP_ROWS: usize = 12;
+pub(crate) const TOP_ROWS: usize = 12;
 /// How long perf may take to attach before the step gives up on it.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// One attribution source and whether it works here.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Source {
+pub(crate) struct Source {
     pub name: String,
     pub available: bool,
     /// What it measures, or why it cannot be used.
@@ -32,7 +32,7 @@ pub struct Source {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Availability {
+pub(crate) struct Availability {
     pub functions: Source,
     pub locks: Source,
     pub lock_stat: Source,
@@ -40,7 +40,7 @@ pub struct Availability {
 
 impl Profile {
     /// Adds what a second step, run under the other tool, saw.
-    pub fn merge(mut self, other: Profile) -> Profile {
+    pub(crate) fn merge(mut self, other: Profile) -> Profile {
         if self.top_symbols.is_empty() {
             self.top_symbols = other.top_symbols;
         }
@@ -53,7 +53,7 @@ impl Profile {
 
 /// A kernel (or user) symbol and its share of the samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Symbol {
+pub(crate) struct Symbol {
     pub percent: f64,
     /// `k` for kernel, `.` for user space.
     pub space: String,
@@ -62,7 +62,7 @@ pub struct Symbol {
 
 /// A contended lock as `perf lock contention` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LockRow {
+pub(crate) struct LockRow {
     pub contended: u64,
     pub total_wait_ns: u64,
     pub max_wait_ns: u64,
@@ -73,7 +73,7 @@ pub struct LockRow {
 
 /// What perf saw during one step (or two: one per tool) of one operation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Profile {
+pub(crate) struct Profile {
     pub threads: usize,
     /// Length of the step each tool watched.
     pub samples_seconds: f64,
@@ -86,7 +86,7 @@ pub struct Profile {
 }
 
 /// Checks each source once (runs perf on `true`; files go to `scratch`).
-pub fn availability(scratch: &Path) -> Availability {
+pub(crate) fn availability(scratch: &Path) -> Availability {
     let functions = match try_perf(&["record", "-q", "-e", "cpu-clock", "-g", "-o"], scratch, "probe-rec.data") {
         Ok(()) => Source {
             name: "perf record -e cpu-clock -g".into(),
@@ -133,7 +133,7 @@ fn try_perf(args: &[&str], scratch: &Path, file: &str) -> Result<()> {
 }
 
 /// A step hook that does nothing: the measured steps run without perf.
-pub struct NoProfile;
+pub(crate) struct NoProfile;
 
 impl StepHook for NoProfile {
     fn before_go(&mut self, _pids: &[u32]) -> Result<()> {
@@ -155,7 +155,7 @@ pub(crate) struct Attached {
 }
 
 /// Runs perf over one step and parses what it recorded.
-pub struct Profiler {
+pub(crate) struct Profiler {
     functions: bool,
     locks: bool,
     dir: PathBuf,
@@ -169,7 +169,7 @@ pub struct Profiler {
 
 impl Profiler {
     /// A profiler running the function sampler, the lock tracer, or both.
-    pub fn new(scratch: &Path, tag: &str, functions: bool, locks: bool) -> Profiler {
+    pub(crate) fn new(scratch: &Path, tag: &str, functions: bool, locks: bool) -> Profiler {
         Profiler {
             functions,
             locks,
@@ -194,7 +194,7 @@ impl Profiler {
     }
 
     /// Stops perf and summarises the step.
-    pub fn finish(mut self, threads: usize) -> Profile {
+    pub(crate) fn finish(mut self, threads: usize) -> Profile {
         let top_symbols = match self.rec.take() {
             Some(a) => match stop(a).and_then(|d| report_symbols(&d)) {
                 Ok(s) => s,
@@ -347,7 +347,7 @@ fn report_locks(data: &Path) -> Result<Vec<LockRow>> {
 
 /// Parses `perf report --stdio --no-children --sort sym -g none` lines
 /// (`    12.34%  [k] __d_lookup_rcu`), keeping the first `top`.
-pub fn parse_report(text: &str, top: usize) -> Vec<Symbol> {
+pub(crate) fn parse_report(text: &str, top: usize) -> Vec<Symbol> {
     text.lines()
         .filter_map(|l| {
             let l = l.trim();
@@ -379,7 +379,7 @@ fn duration_ns(v: &str, unit: &str) -> Option<u64> {
 /// Parses the table of `perf lock contention`:
 /// ` contended  total wait  max wait  avg wait  type  caller` then rows
 /// like `       12    1.23 ms   200.00 us   102.50 us   rwsem:R   walk_component+0x1a`.
-pub fn parse_contention(text: &str) -> Vec<LockRow> {
+pub(crate) fn parse_contention(text: &str) -> Vec<LockRow> {
     text.lines()
         .filter_map(|l| {
             let t: Vec<&str> = l.split_whitespace().collect();

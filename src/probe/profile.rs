@@ -20,15 +20,15 @@ use crate::sys;
 
 /// The fields `perf script` prints for the folding:
 /// `perf script -F comm,tid,time,ip,sym,dso --ns`.
-pub const SCRIPT_FIELDS: &str = "comm,tid,time,ip,sym,dso";
+pub(crate) const SCRIPT_FIELDS: &str = "comm,tid,time,ip,sym,dso";
 
 /// Samples per second on the reclaiming CPU (perf's own default rate;
 /// `cpu-clock` is a software timer, so no hardware PMU is needed).
-pub const FREQUENCY_HZ: u32 = 4000;
+pub(crate) const FREQUENCY_HZ: u32 = 4000;
 
 /// Whether perf can sample `cpu` with kernel call graphs here: Err is the
 /// one line that says why not.
-pub fn check(cpu: usize, scratch: &Path) -> Result<(), String> {
+pub(crate) fn check(cpu: usize, scratch: &Path) -> Result<(), String> {
     if let Some(why) = kernel_symbols_hidden(Path::new("/proc/kallsyms")) {
         return Err(why);
     }
@@ -63,7 +63,7 @@ pub fn check(cpu: usize, scratch: &Path) -> Result<(), String> {
 
 /// Why `kallsyms` names no kernel address, if it names none (read as this
 /// process: kernel.kptr_restrict shows zeros to those it hides them from).
-pub fn kernel_symbols_hidden(kallsyms: &Path) -> Option<String> {
+pub(crate) fn kernel_symbols_hidden(kallsyms: &Path) -> Option<String> {
     use std::io::BufRead;
     let f = match std::fs::File::open(kallsyms) {
         Ok(f) => f,
@@ -96,14 +96,14 @@ fn record_args(cpu: &str) -> [&str; 10] {
 const FREQ: &str = "4000";
 
 /// perf recording one CPU, started (and acknowledged) before the probe.
-pub struct Recorder {
+pub(crate) struct Recorder {
     perf: Attached,
 }
 
 impl Recorder {
     /// Starts perf on `cpu` and moves it onto the `others` CPUs (when there
     /// are any), so it does not run where it samples.
-    pub fn start(cpu: usize, others: &[usize], scratch: &Path, tag: &str) -> Result<Recorder> {
+    pub(crate) fn start(cpu: usize, others: &[usize], scratch: &Path, tag: &str) -> Result<Recorder> {
         let cpu_arg = cpu.to_string();
         let args = record_args(&cpu_arg);
         let mut a = perf::spawn_controlled(&scratch.join(format!("profile-{tag}")), &args[..8], &args[8..])?;
@@ -116,7 +116,7 @@ impl Recorder {
 
     /// Stops perf and returns its samples as `perf script -F`
     /// [`SCRIPT_FIELDS`] `--ns` text.
-    pub fn finish(self) -> Result<String> {
+    pub(crate) fn finish(self) -> Result<String> {
         let data = perf::stop(self.perf)?;
         let text = script(&data);
         let _ = std::fs::remove_file(&data);

@@ -32,16 +32,16 @@ use crate::sys;
 
 /// How often a victim starts its operation (at once after a call that
 /// took longer).
-pub const PERIOD: Duration = Duration::from_millis(5);
+pub(crate) const PERIOD: Duration = Duration::from_millis(5);
 /// How often the sampler reads the stacks of the victims in a call.
-pub const SAMPLE_EVERY: Duration = Duration::from_millis(20);
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// A call is sampled once it has lasted this long.
-pub const SAMPLE_AFTER: Duration = Duration::from_millis(10);
+pub(crate) const SAMPLE_AFTER: Duration = Duration::from_millis(10);
 
 /// One kind of victim: an operation a node's other tasks do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Victim {
+pub(crate) enum Victim {
     /// Mount and umount a 1 MiB tmpfs in the victim's own mount namespace:
     /// a container's secret or emptyDir volume, a container's teardown.
     Umount,
@@ -68,7 +68,7 @@ pub enum Victim {
 
 impl Victim {
     /// Every victim, in the order tables list them.
-    pub const ALL: &'static [Victim] = &[
+    pub(crate) const ALL: &'static [Victim] = &[
         Victim::Umount,
         Victim::Netns,
         Victim::ForkExec,
@@ -79,9 +79,9 @@ impl Victim {
         Victim::Mariadb,
     ];
     /// `--victims` with no list: the ones the node calibration runs.
-    pub const STANDARD: &'static [Victim] = &[Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat];
+    pub(crate) const STANDARD: &'static [Victim] = &[Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Victim::Umount => "umount",
             Victim::Netns => "netns",
@@ -95,7 +95,7 @@ impl Victim {
     }
 
     /// What one call does, as a table says it.
-    pub fn operation(self) -> &'static str {
+    pub(crate) fn operation(self) -> &'static str {
         match self {
             Victim::Umount => "mount + umount of a 1 MiB tmpfs",
             Victim::Netns => "unshare(CLONE_NEWNET)",
@@ -110,13 +110,13 @@ impl Victim {
 
     /// Whether it needs root (namespaces, mounts, cgroups; the server of
     /// `mariadb` runs in a memory cgroup the cgroup guardian removes).
-    pub fn needs_root(self) -> bool {
+    pub(crate) fn needs_root(self) -> bool {
         matches!(self, Victim::Umount | Victim::Netns | Victim::Cgroup | Victim::Container | Victim::Mariadb)
     }
 }
 
 /// `--victims LIST`: names separated by commas, `all`, or `standard`.
-pub fn parse_list(s: &str) -> Result<Vec<Victim>, String> {
+pub(crate) fn parse_list(s: &str) -> Result<Vec<Victim>, String> {
     let mut out: Vec<Victim> = Vec::new();
     for word in s.split(',').map(str::trim) {
         let add: &[Victim] = match word {
@@ -144,20 +144,20 @@ pub fn parse_list(s: &str) -> Result<Vec<Victim>, String> {
 
 /// One call of a victim's operation on the monotonic clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Call {
+pub(crate) struct Call {
     pub start_ns: u64,
     pub took_ns: u64,
 }
 
 impl Call {
-    pub fn end_ns(&self) -> u64 {
+    pub(crate) fn end_ns(&self) -> u64 {
         self.start_ns + self.took_ns
     }
 }
 
 /// A kernel stack of a victim taken while it was in a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub at_ns: u64,
     /// Function names, innermost first.
     pub frames: Vec<String>,
@@ -165,7 +165,7 @@ pub struct Sample {
 
 /// What one victim recorded.
 #[derive(Debug, Clone)]
-pub struct Record {
+pub(crate) struct Record {
     pub victim: Victim,
     pub calls: Vec<Call>,
     pub samples: Vec<Sample>,
@@ -175,23 +175,23 @@ pub struct Record {
 
 /// One container start and stop, as the runtime that the caller found
 /// does it (the `container` victim's call).
-pub type ContainerRun = Arc<dyn Fn() -> Result<()> + Send + Sync>;
+pub(crate) type ContainerRun = Arc<dyn Fn() -> Result<()> + Send + Sync>;
 
 /// One query of the `mariadb` victim, on the connection it was made with.
-pub type Query = Box<dyn FnMut() -> Result<()> + Send>;
+pub(crate) type Query = Box<dyn FnMut() -> Result<()> + Send>;
 
 /// The `mariadb` victim's server: how to connect (made before go, so a
 /// call is the query alone), and the server's pid, whose threads' stacks
 /// the sampler reads when the victim only waits for the server's answer.
 #[derive(Clone)]
-pub struct Database {
+pub(crate) struct Database {
     pub connect: Arc<dyn Fn() -> Result<Query> + Send + Sync>,
     pub server_pid: u32,
 }
 
 /// Where the victims do their work.
 #[derive(Clone)]
-pub struct Places {
+pub(crate) struct Places {
     /// A directory private to this run (the sandbox's scratch tmpfs).
     pub scratch: PathBuf,
     /// The `cgroup` victim's cgroup, named for the cgroup guardian.
@@ -246,7 +246,7 @@ struct Worker {
 }
 
 /// The running victims of one repetition.
-pub struct Victims {
+pub(crate) struct Victims {
     shared: Arc<Shared>,
     workers: Vec<Worker>,
     sampler: Option<JoinHandle<Vec<Vec<Sample>>>>,
@@ -255,7 +255,7 @@ pub struct Victims {
 impl Victims {
     /// Starts one thread per victim, round-robin on `cpus`, each ready
     /// (namespace made, files in place) and waiting for [`Victims::go`].
-    pub fn start(kinds: &[Victim], cpus: &[usize], places: &Places) -> Result<Victims> {
+    pub(crate) fn start(kinds: &[Victim], cpus: &[usize], places: &Places) -> Result<Victims> {
         anyhow::ensure!(!cpus.is_empty(), "the victims need a CPU other than the reclaiming one");
         let shared =
             Arc::new(Shared { phase: Mutex::new(Phase::Wait), turn: Condvar::new(), stop: AtomicBool::new(false) });
@@ -293,7 +293,7 @@ impl Victims {
     }
 
     /// Releases the victims: from now on they call their operations.
-    pub fn go(&self) {
+    pub(crate) fn go(&self) {
         self.shared.set(Phase::Go);
     }
 
@@ -307,7 +307,7 @@ impl Victims {
 
     /// Stops the victims (each finishes the call it is in) and returns
     /// what each recorded.
-    pub fn finish(mut self) -> Result<Vec<Record>> {
+    pub(crate) fn finish(mut self) -> Result<Vec<Record>> {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.set(Phase::Go);
         let mut samples = match self.sampler.take() {

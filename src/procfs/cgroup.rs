@@ -9,14 +9,14 @@ use anyhow::{Context, Result, bail};
 
 /// One line of `/proc/<pid>/cgroup`: `hierarchy-ID:controllers:path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Membership {
+pub(crate) struct Membership {
     pub hierarchy: u32,
     /// Empty for the cgroup v2 line (`0::/path`).
     pub controllers: Vec<String>,
     pub path: String,
 }
 
-pub fn parse_membership(r: impl BufRead) -> Result<Vec<Membership>> {
+pub(crate) fn parse_membership(r: impl BufRead) -> Result<Vec<Membership>> {
     let mut out = Vec::new();
     for (i, line) in r.lines().enumerate() {
         let line = line.context("cgroup: cannot read")?;
@@ -36,7 +36,7 @@ pub fn parse_membership(r: impl BufRead) -> Result<Vec<Membership>> {
 
 /// A mounted cgroup hierarchy, from mountinfo.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CgroupMount {
+pub(crate) struct CgroupMount {
     /// 1 for `cgroup`, 2 for `cgroup2`.
     pub version: u8,
     pub mount_point: PathBuf,
@@ -47,7 +47,7 @@ pub struct CgroupMount {
 }
 
 /// The cgroup mounts among mountinfo's lines.
-pub fn parse_mounts(r: impl BufRead) -> Result<Vec<CgroupMount>> {
+pub(crate) fn parse_mounts(r: impl BufRead) -> Result<Vec<CgroupMount>> {
     let mut out = Vec::new();
     for (i, line) in r.lines().enumerate() {
         let line = line.context("mountinfo: cannot read")?;
@@ -103,7 +103,7 @@ pub struct MemoryController {
 /// only when its root lists `memory` in `root_controllers` (the contents of
 /// its `cgroup.controllers`), which the caller reads; v2 wins over v1 when
 /// both have it.
-pub fn memory_controller(
+pub(crate) fn memory_controller(
     membership: &[Membership],
     mounts: &[CgroupMount],
     v2_root_controllers: Option<&str>,
@@ -137,7 +137,7 @@ pub fn own_memory_controller(proc: &super::ProcRoot) -> Result<Option<MemoryCont
 
 /// The room a memory cgroup level leaves below its limit.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Headroom {
+pub(crate) struct Headroom {
     /// limit − working set.
     pub bytes: u64,
     pub limit: u64,
@@ -149,7 +149,7 @@ pub struct Headroom {
 
 /// A limit file's value: `None` for `max` (v2) or v1's "unlimited" (a
 /// number near 2^63).
-pub fn parse_limit(text: &str) -> Option<u64> {
+pub(crate) fn parse_limit(text: &str) -> Option<u64> {
     let t = text.trim();
     let v: u64 = t.parse().ok()?;
     (v < 1 << 62).then_some(v)
@@ -164,7 +164,7 @@ fn stat_value(text: &str, key: &str) -> Option<u64> {
 /// hierarchy's root leaves below its limit (dentries are charged to the
 /// memory cgroup: a pod's limit stops a run before the node's memory does);
 /// `None` when no level has a limit or none can be read.
-pub fn headroom(mc: &MemoryController) -> Option<Headroom> {
+pub(crate) fn headroom(mc: &MemoryController) -> Option<Headroom> {
     let (limit_file, usage_file, inactive) = match mc.version {
         2 => ("memory.max", "memory.current", "inactive_file"),
         _ => ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"),

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 /// Busy and total ticks of one CPU since boot (USER_HZ): total is every
 /// column; idle and iowait are not busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Ticks {
+pub(crate) struct Ticks {
     pub busy: u64,
     pub total: u64,
 }
 
 /// The `cpuN` lines of a `/proc/stat` text, by CPU number.
-pub fn parse(text: &str) -> BTreeMap<usize, Ticks> {
+pub(crate) fn parse(text: &str) -> BTreeMap<usize, Ticks> {
     text.lines()
         .filter_map(|l| {
             let mut f = l.split_whitespace();
@@ -27,7 +27,7 @@ pub fn parse(text: &str) -> BTreeMap<usize, Ticks> {
 
 /// Busy share of the CPUs `which` selects between two reads (`None` when
 /// no tick passed: too short a window to tell).
-pub fn busy_share(
+pub(crate) fn busy_share(
     before: &BTreeMap<usize, Ticks>,
     after: &BTreeMap<usize, Ticks>,
     which: impl Fn(usize) -> bool,

@@ -22,7 +22,7 @@ pub struct DentryState {
     pub nr_negative: u64,
 }
 
-pub fn parse(mut r: impl BufRead) -> Result<DentryState> {
+pub(crate) fn parse(mut r: impl BufRead) -> Result<DentryState> {
     let mut line = String::new();
     r.read_line(&mut line).with_context(|| format!("{FILE}: cannot read"))?;
     let mut it = line.split_whitespace();

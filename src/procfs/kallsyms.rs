@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 /// The addresses of the wanted symbols of the kernel image (module symbols
 /// are skipped), and whether every address read was zero.
 #[derive(Debug, Default, Clone)]
-pub struct Symbols {
+pub(crate) struct Symbols {
     pub addresses: BTreeMap<String, u64>,
     /// Lines read, and how many of them had a non-zero address.
     pub lines: u64,
@@ -23,18 +23,18 @@ pub struct Symbols {
 
 impl Symbols {
     /// Every address was zero: `kptr_restrict` hides them from this reader.
-    pub fn hidden(&self) -> bool {
+    pub(crate) fn hidden(&self) -> bool {
         self.lines > 0 && self.nonzero == 0
     }
 
-    pub fn get(&self, name: &str) -> Option<u64> {
+    pub(crate) fn get(&self, name: &str) -> Option<u64> {
         self.addresses.get(name).copied()
     }
 }
 
 /// Reads the lines of `r`, keeping the first address of each name in
 /// `wanted` that belongs to the kernel image (not to a module).
-pub fn parse(r: impl BufRead, wanted: &[&str]) -> Result<Symbols> {
+pub(crate) fn parse(r: impl BufRead, wanted: &[&str]) -> Result<Symbols> {
     let mut s = Symbols::default();
     for (i, line) in r.lines().enumerate() {
         let line = line.context("/proc/kallsyms: cannot read")?;

@@ -17,7 +17,7 @@ use super::kmsg::{self, Kind};
 /// Functions whose presence in a report's stack puts it in the dcache: the
 /// tree walks and the LRU and shrinker paths that free dentries, and the
 /// hash-chain lookups that grow with the cache.
-pub const DCACHE_FUNCTIONS: &[&str] = &[
+pub(crate) const DCACHE_FUNCTIONS: &[&str] = &[
     "d_walk",
     "d_genocide",
     "shrink_dcache_parent",
@@ -44,10 +44,10 @@ pub const DCACHE_FUNCTIONS: &[&str] = &[
 ];
 
 /// A report longer than this many lines is cut (an RCU stall can dump every task).
-pub const MAX_REPORT_LINES: usize = 400;
+pub(crate) const MAX_REPORT_LINES: usize = 400;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub kind: Kind,
     /// The time as the log gave it: seconds since boot, or the journal's wall clock.
     pub time: String,
@@ -64,7 +64,7 @@ pub struct Report {
 }
 
 /// One log line: (time, message), whichever of the formats it is in.
-pub fn split_line(line: &str) -> Option<(String, &str)> {
+pub(crate) fn split_line(line: &str) -> Option<(String, &str)> {
     // /dev/kmsg: PRIO,SEQ,USEC,FLAGS;message (dictionary lines start with a space).
     if let Some((head, msg)) = line.split_once(';') {
         let f: Vec<&str> = head.split(',').collect();
@@ -170,7 +170,7 @@ impl Open {
 }
 
 /// Every report in the log, in order.
-pub fn parse(r: impl BufRead) -> Result<Vec<Report>> {
+pub(crate) fn parse(r: impl BufRead) -> Result<Vec<Report>> {
     let mut out = Vec::new();
     let mut open: Option<Open> = None;
     for (i, line) in r.lines().enumerate() {

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     pub level: u8,
     pub seq: u64,
     pub usec: u64,
@@ -15,7 +15,7 @@ pub struct Record {
 }
 
 /// Parses one record as read from `/dev/kmsg` (one `read` returns one).
-pub fn parse_record(raw: &str) -> Option<Record> {
+pub(crate) fn parse_record(raw: &str) -> Option<Record> {
     let first = raw.lines().next()?;
     let (head, message) = first.split_once(';')?;
     let mut it = head.split(',');
@@ -27,7 +27,7 @@ pub fn parse_record(raw: &str) -> Option<Record> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub(crate) enum Kind {
     SoftLockup,
     RcuStall,
     HungTask,
@@ -35,7 +35,7 @@ pub enum Kind {
 
 /// A kernel message classified as one of the [`Kind`]s.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Alert {
+pub(crate) struct Alert {
     pub kind: Kind,
     /// Kernel time stamp, microseconds since boot.
     pub usec: u64,
@@ -52,7 +52,7 @@ pub struct Alert {
 }
 
 /// Classifies a message, or `None` when it is not one that dentrylab reports.
-pub fn classify(rec: &Record) -> Option<Alert> {
+pub(crate) fn classify(rec: &Record) -> Option<Alert> {
     let m = rec.message.as_str();
     let kind = if m.contains("soft lockup") {
         Kind::SoftLockup

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 const FILE: &str = "meminfo";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct MemInfo {
+pub(crate) struct MemInfo {
     pub mem_total_bytes: u64,
     pub mem_available_bytes: u64,
     pub slab_bytes: u64,
@@ -16,7 +16,7 @@ pub struct MemInfo {
     pub shmem_bytes: u64,
 }
 
-pub fn parse(r: impl BufRead) -> Result<MemInfo> {
+pub(crate) fn parse(r: impl BufRead) -> Result<MemInfo> {
     let mut m = MemInfo::default();
     let mut seen_total = false;
     let mut seen_avail = false;

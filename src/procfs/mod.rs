@@ -9,17 +9,17 @@
 //! only the utilities; imported by every layer above it.
 
 pub mod cgroup;
-pub mod cpu_stat;
+pub(crate) mod cpu_stat;
 pub mod dentry_state;
-pub mod kallsyms;
-pub mod kernel_log;
-pub mod kmsg;
-pub mod meminfo;
+pub(crate) mod kallsyms;
+pub(crate) mod kernel_log;
+pub(crate) mod kmsg;
+pub(crate) mod meminfo;
 pub mod mountinfo;
-pub mod oom;
-pub mod shrinker;
+pub(crate) mod oom;
+pub(crate) mod shrinker;
 pub mod slabinfo;
-pub mod stack;
+pub(crate) mod stack;
 
 #[cfg(test)]
 mod proptests;
@@ -42,33 +42,33 @@ impl Default for ProcRoot {
 }
 
 impl ProcRoot {
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(path: impl Into<PathBuf>) -> Self {
         ProcRoot(path.into())
     }
 
     /// Whether this is the live `/proc` (not a fixture tree or a host
     /// `/proc` mounted elsewhere): only then may files outside it, such as
     /// debugfs or `/boot`, be taken to describe the same kernel.
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         self.0 == Path::new("/proc")
     }
 
     /// A one-line text file such as `sys/kernel/osrelease`, trimmed.
-    pub fn read_line(&self, rel: &str) -> Result<String> {
+    pub(crate) fn read_line(&self, rel: &str) -> Result<String> {
         let p = self.path(rel);
         let s = std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
         Ok(s.trim().to_string())
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.0
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.0.join(rel)
     }
 
-    pub fn open(&self, rel: &str) -> Result<BufReader<File>> {
+    pub(crate) fn open(&self, rel: &str) -> Result<BufReader<File>> {
         let p = self.path(rel);
         let f = File::open(&p).with_context(|| format!("cannot open {}", p.display()))?;
         Ok(BufReader::new(f))
@@ -78,7 +78,7 @@ impl ProcRoot {
         dentry_state::parse(self.open("sys/fs/dentry-state")?)
     }
 
-    pub fn meminfo(&self) -> Result<meminfo::MemInfo> {
+    pub(crate) fn meminfo(&self) -> Result<meminfo::MemInfo> {
         meminfo::parse(self.open("meminfo")?)
     }
 
@@ -90,7 +90,7 @@ impl ProcRoot {
     }
 
     /// A small integer sysctl such as `sys/kernel/watchdog_thresh`.
-    pub fn sysctl_u64(&self, rel: &str) -> Result<u64> {
+    pub(crate) fn sysctl_u64(&self, rel: &str) -> Result<u64> {
         let p = self.path(rel);
         let s = std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
         s.trim().parse().with_context(|| format!("{}: expected a whole number, found {:?}", p.display(), s.trim()))
@@ -104,7 +104,8 @@ pub(crate) fn num(file: &str, field: &str, tok: Option<&str>) -> Result<u64> {
     tok.parse().with_context(|| format!("{file}: field {field}: expected a number, found {tok:?}"))
 }
 
-#[allow(dead_code)]
+/// A captured proc tree, `tests/fixtures/proc/<kernel>` (unit tests).
+#[cfg(test)]
 pub(crate) fn fixture_dir(kernel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc").join(kernel)
 }

@@ -18,7 +18,7 @@ pub struct Mount {
 
 /// The kernel's `new_encode_dev`-free form: `MKDEV(ma, mi)` of
 /// `include/linux/kdev_t.h` (`ma << 20 | mi`).
-pub fn kernel_dev(major: u32, minor: u32) -> u32 {
+pub(crate) fn kernel_dev(major: u32, minor: u32) -> u32 {
     (major << 20) | (minor & 0xfffff)
 }
 
@@ -39,6 +39,7 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Every mount of a mountinfo file.
 pub fn parse(r: impl BufRead) -> Result<Vec<Mount>> {
     let mut out = Vec::new();
     for (i, line) in r.lines().enumerate() {

@@ -59,7 +59,7 @@ const FILESYSTEMS: &[&str] =
 
 /// One OOM report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OomReport {
+pub(crate) struct OomReport {
     /// The log's time stamp of the first line (seconds since boot for kmsg and dmesg).
     pub time: String,
     /// The task that invoked the OOM killer (whose allocation failed).
@@ -91,7 +91,7 @@ pub struct OomReport {
 /// Which kind of memory filled the cgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Filled {
+pub(crate) enum Filled {
     /// Kernel memory (slab: dentries, inodes, buffer heads; page tables, stacks).
     Kernel,
     /// The workload's own anonymous memory.
@@ -104,7 +104,7 @@ pub enum Filled {
 
 /// How the cgroup's usage at the kill splits, bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Split {
+pub(crate) struct Split {
     pub usage: u64,
     pub limit: Option<u64>,
     pub kernel: u64,
@@ -123,7 +123,7 @@ impl OomReport {
     /// Whether the failing allocation could enter the filesystem (and so
     /// run the filesystem shrinkers: fs/super.c `super_cache_scan` stops
     /// at once without `__GFP_FS`).
-    pub fn may_enter_fs(&self) -> bool {
+    pub(crate) fn may_enter_fs(&self) -> bool {
         // Every GFP_* composite that includes __GFP_FS (GFP_KERNEL, GFP_USER,
         // GFP_HIGHUSER(_MOVABLE)), or the bare flag; GFP_NOFS, GFP_NOIO,
         // GFP_ATOMIC and GFP_NOWAIT do not.
@@ -138,7 +138,7 @@ impl OomReport {
     /// The usage at the kill, split into kernel memory, anon and file.
     /// cgroup v1: kernel = `kmem: usage`, anon = `rss`, file = `cache`;
     /// v2: `kernel`, `anon`, `file` of the stats.
-    pub fn split(&self) -> Option<Split> {
+    pub(crate) fn split(&self) -> Option<Split> {
         let usage = self.usage_kb? * 1024;
         let kernel = match self.kmem_kb {
             Some(k) => k * 1024,
@@ -167,7 +167,7 @@ impl OomReport {
     /// One line: what filled the cgroup, and the allocation that failed.
     /// It blames the workload's own memory only when its anon memory held
     /// more than half of the usage.
-    pub fn finding(&self) -> String {
+    pub(crate) fn finding(&self) -> String {
         let mib = |b: u64| format!("{:.1} MiB", b as f64 / 1048576.0);
         let mut line = match self.split() {
             Some(s) => {
@@ -264,7 +264,7 @@ fn call_site(stack: &[String]) -> Vec<String> {
 }
 
 /// Every OOM report in a log (any of the formats of [`split_line`]).
-pub fn parse_reports(text: &str) -> Vec<OomReport> {
+pub(crate) fn parse_reports(text: &str) -> Vec<OomReport> {
     let mut out: Vec<OomReport> = Vec::new();
     // Whether the current report is still open, and whether its stats block is.
     let (mut open, mut in_stats) = (false, false);

@@ -12,7 +12,7 @@ use std::io::BufRead;
 use anyhow::{Context, Result, bail};
 
 /// (cgroup inode, objects summed over NUMA nodes).
-pub fn parse_count(r: impl BufRead) -> Result<Vec<(u64, u64)>> {
+pub(crate) fn parse_count(r: impl BufRead) -> Result<Vec<(u64, u64)>> {
     let mut out = Vec::new();
     for (i, line) in r.lines().enumerate() {
         let line = line.context("shrinker count: cannot read")?;

@@ -22,7 +22,7 @@ pub struct SlabCache {
 }
 
 /// Finds the line for cache `name`. `Ok(None)` when the cache is absent.
-pub fn find(r: impl BufRead, name: &str) -> Result<Option<SlabCache>> {
+pub(crate) fn find(r: impl BufRead, name: &str) -> Result<Option<SlabCache>> {
     let mut lines = r.lines();
     let header = lines.next().transpose().with_context(|| format!("{FILE}: cannot read"))?.unwrap_or_default();
     if !header.starts_with("slabinfo - version: 2.") {

@@ -7,7 +7,7 @@ use std::io::BufRead;
 use anyhow::{Context, Result};
 
 /// The function names of a stack, innermost first.
-pub fn parse(r: impl BufRead) -> Result<Vec<String>> {
+pub(crate) fn parse(r: impl BufRead) -> Result<Vec<String>> {
     let mut frames = Vec::new();
     for (i, line) in r.lines().enumerate() {
         let line = line.with_context(|| format!("stack: cannot read line {}", i + 1))?;
@@ -60,7 +60,7 @@ const PRIMITIVES: &[&str] = &[
 /// scheduler or wait primitive, and the one that called it
 /// (`exp_funnel_lock ← synchronize_rcu_expedited`); `None` for an empty
 /// stack.
-pub fn waits_in(frames: &[String]) -> Option<String> {
+pub(crate) fn waits_in(frames: &[String]) -> Option<String> {
     let is_primitive = |f: &str| PRIMITIVES.contains(&f) || f.starts_with("schedule") || f.starts_with("__schedule");
     let mut own = frames.iter().map(String::as_str).filter(|f| !is_primitive(f));
     match (own.next(), own.next()) {
@@ -104,7 +104,7 @@ const IDLE: &[&str] = &[
 ];
 
 /// Whether a stack is a task idly waiting for work (see [`IDLE`]).
-pub fn idle(frames: &[String]) -> bool {
+pub(crate) fn idle(frames: &[String]) -> bool {
     frames.iter().any(|f| IDLE.contains(&f.as_str()))
 }
 

@@ -6,7 +6,7 @@ use crate::size::human;
 use crate::stats::Spread;
 
 /// A median time, with its range when the repetitions differ.
-pub fn spread_secs(s: &Spread) -> String {
+pub(crate) fn spread_secs(s: &Spread) -> String {
     if (s.max - s.min).abs() < 1e-12 {
         secs(s.median)
     } else {
@@ -15,7 +15,7 @@ pub fn spread_secs(s: &Spread) -> String {
 }
 
 /// A median in nanoseconds, with its range when the repetitions differ.
-pub fn spread_ns(s: &Spread) -> String {
+pub(crate) fn spread_ns(s: &Spread) -> String {
     if (s.max - s.min).abs() < 0.5 {
         format!("{:.0} ns", s.median)
     } else {
@@ -24,17 +24,17 @@ pub fn spread_ns(s: &Spread) -> String {
 }
 
 /// A rate for people: `1.23M`, `845k`.
-pub fn per_second(r: f64) -> String {
+pub(crate) fn per_second(r: f64) -> String {
     human(r.max(0.0).round() as u64)
 }
 
-pub fn capitalise(s: &str) -> String {
+pub(crate) fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
 }
 
 /// One line describing the environment.
-pub fn environment_line(e: &crate::env::Environment) -> String {
+pub(crate) fn environment_line(e: &crate::env::Environment) -> String {
     format!(
         "kernel {} ({} preemption), {} CPUs, {} RAM, watchdog_thresh {}, vfs_cache_pressure {}",
         e.kernel,

@@ -21,25 +21,25 @@
 //! `bench` (the implementations) and `report` (the engines). Inside, one
 //! way: `plot`, `cell` and `profile` below this file's items.
 
-pub mod cell;
-pub mod plot;
-pub mod profile;
+pub(crate) mod cell;
+pub(crate) mod plot;
+pub(crate) mod profile;
 
 use std::fmt;
 
 use crate::result::Header;
-pub use plot::FigureSpec;
+pub(crate) use plot::FigureSpec;
 
 /// A table as header + rows of cells, rendered by an engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Grid {
+pub(crate) struct Grid {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
 
 /// A piece of a [`Doc`]: text as it is, or a table the engine lays out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Block {
+pub(crate) enum Block {
     Text(String),
     Grid(Grid),
 }
@@ -48,32 +48,32 @@ pub enum Block {
 /// `writeln!` (or `+=`), tables with [`Doc::grid`]; an engine turns the
 /// tables into its format and keeps the text as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Doc {
+pub(crate) struct Doc {
     pub blocks: Vec<Block>,
 }
 
 impl Doc {
-    pub fn new() -> Doc {
+    pub(crate) fn new() -> Doc {
         Doc::default()
     }
 
-    pub fn push_str(&mut self, s: &str) {
+    pub(crate) fn push_str(&mut self, s: &str) {
         match self.blocks.last_mut() {
             Some(Block::Text(t)) => t.push_str(s),
             _ => self.blocks.push(Block::Text(s.to_string())),
         }
     }
 
-    pub fn push(&mut self, c: char) {
+    pub(crate) fn push(&mut self, c: char) {
         self.push_str(c.encode_utf8(&mut [0; 4]));
     }
 
-    pub fn grid(&mut self, g: Grid) {
+    pub(crate) fn grid(&mut self, g: Grid) {
         self.blocks.push(Block::Grid(g));
     }
 
     /// Another document's blocks after this one's.
-    pub fn append(&mut self, other: Doc) {
+    pub(crate) fn append(&mut self, other: Doc) {
         for b in other.blocks {
             match b {
                 Block::Text(t) => self.push_str(&t),
@@ -83,7 +83,7 @@ impl Doc {
     }
 
     /// The document as text, each grid laid out by `grid`.
-    pub fn render(&self, grid: &dyn Fn(&Grid) -> String) -> String {
+    pub(crate) fn render(&self, grid: &dyn Fn(&Grid) -> String) -> String {
         let mut s = String::new();
         for b in &self.blocks {
             match b {
@@ -131,7 +131,7 @@ impl std::ops::Add<Doc> for Doc {
 }
 
 /// What a benchmark's results say, for the engines in `report`.
-pub trait Render: Sized {
+pub(crate) trait Render: Sized {
     /// The benchmark's name, as its results' header says.
     const BENCHMARK: &'static str;
 
@@ -167,7 +167,7 @@ pub trait Render: Sized {
 /// A result of any benchmark, as `report` holds the saved ones it was
 /// given: its benchmark's name, and the result itself to downcast to the
 /// benchmark's type (every [`Render`] result is one).
-pub trait AnyResult: fmt::Debug {
+pub(crate) trait AnyResult: fmt::Debug {
     /// The benchmark's name ([`Render::BENCHMARK`]).
     fn benchmark(&self) -> &'static str;
     fn as_any(&self) -> &dyn std::any::Any;
@@ -186,7 +186,7 @@ impl<R: Render + fmt::Debug + 'static> AnyResult for R {
 /// Labels from facets: what all results share becomes the subtitle (the
 /// first five facets at most), what tells them apart each one's label (the
 /// start time when nothing does).
-pub fn labels_of(results: &[(Vec<String>, &Header)]) -> (Vec<String>, String) {
+pub(crate) fn labels_of(results: &[(Vec<String>, &Header)]) -> (Vec<String>, String) {
     let Some((first, _)) = results.first() else { return (Vec::new(), String::new()) };
     let differs: Vec<bool> = (0..first.len()).map(|i| results.iter().any(|(f, _)| f[i] != first[i])).collect();
     let subtitle = first
@@ -208,13 +208,13 @@ pub fn labels_of(results: &[(Vec<String>, &Header)]) -> (Vec<String>, String) {
 }
 
 /// What tells results of one filesystem benchmark apart.
-pub fn common_facets(e: &crate::env::Environment, fs: impl fmt::Display) -> Vec<String> {
+pub(crate) fn common_facets(e: &crate::env::Environment, fs: impl fmt::Display) -> Vec<String> {
     vec![format!("on {fs}"), format!("kernel {}", e.kernel), format!("{} CPUs", e.cpus)]
 }
 
 /// The plots of a part, then each result under its own heading when there
 /// are several (`body` renders one result with headings at a level).
-pub fn part<R>(
+pub(crate) fn part<R>(
     title: String,
     figures: &[FigureSpec],
     legend: &str,
@@ -240,7 +240,7 @@ pub fn part<R>(
 }
 
 /// Notes and the command, closing every result's section.
-pub fn closing(h: &str, notes: &[String], command: &str, e: &crate::env::Environment) -> String {
+pub(crate) fn closing(h: &str, notes: &[String], command: &str, e: &crate::env::Environment) -> String {
     use fmt::Write;
     let mut s = String::new();
     if !notes.is_empty() {

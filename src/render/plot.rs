@@ -11,7 +11,7 @@ use crate::size::human;
 /// One figure of a report: its file name in the report directory, a
 /// one-line description (the Markdown alt text), and what to draw.
 #[derive(Debug, Clone)]
-pub struct FigureSpec {
+pub(crate) struct FigureSpec {
     pub file: String,
     pub caption: String,
     pub plot: Plot,
@@ -19,7 +19,7 @@ pub struct FigureSpec {
 
 /// The plot kinds the SVG engine draws.
 #[derive(Debug, Clone)]
-pub enum Plot {
+pub(crate) enum Plot {
     Xy(XyPlot),
     Timeline(TimelinePlot),
     Scaling(ScalingPlot),
@@ -30,7 +30,7 @@ pub enum Plot {
 
 /// Folded stacks (`stack count`) to draw as a flame graph.
 #[derive(Debug, Clone)]
-pub struct FlamePlot {
+pub(crate) struct FlamePlot {
     pub title: String,
     pub subtitle: String,
     pub folded: Vec<(String, u64)>,
@@ -38,7 +38,7 @@ pub struct FlamePlot {
 
 /// What a longest-stretch flame graph says about itself: its caption,
 /// title and subtitle, the same for a reclaim's and a teardown's.
-pub struct Flame<'a> {
+pub(crate) struct Flame<'a> {
     /// "A: " when several results are drawn, else empty.
     pub label: &'a str,
     /// "longest stretch", "longest teardown stretch".
@@ -52,7 +52,7 @@ pub struct Flame<'a> {
 }
 
 impl Flame<'_> {
-    pub fn figure(&self, file: String, hz: u32, gap: &crate::analysis::folded::Window) -> FigureSpec {
+    pub(crate) fn figure(&self, file: String, hz: u32, gap: &crate::analysis::folded::Window) -> FigureSpec {
         let (label, stretch, ms, what, cpu) = (self.label, self.stretch, &self.ms, self.what, self.cpu);
         let samples = gap.samples;
         let caption =
@@ -65,7 +65,7 @@ impl Flame<'_> {
 }
 
 /// `n` values spread evenly on a log scale from `lo` to `hi`.
-pub fn log_samples(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+pub(crate) fn log_samples(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo) || n < 2 {
         return vec![lo, hi];
     }
@@ -76,7 +76,14 @@ pub fn log_samples(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 /// A power-law fit drawn over the measured counts (solid) and on to the
 /// extrapolation target (dashed); `f` maps (N, fitted seconds) to the y value.
 /// Both ends suffice: the reclaim plots are log-log, where a power law is straight.
-pub fn fit_lines(p: &PowerFit, lo: f64, hi: f64, to: f64, label: String, f: &dyn Fn(f64, f64) -> f64) -> Vec<Line> {
+pub(crate) fn fit_lines(
+    p: &PowerFit,
+    lo: f64,
+    hi: f64,
+    to: f64,
+    label: String,
+    f: &dyn Fn(f64, f64) -> f64,
+) -> Vec<Line> {
     let curve = |a: f64, b: f64| log_samples(a, b, 2).into_iter().map(|n| (n, f(n, p.at(n)))).collect();
     let mut lines = vec![Line { label: Some(label), points: curve(lo, hi), dashed: false }];
     if to > hi {
@@ -86,14 +93,14 @@ pub fn fit_lines(p: &PowerFit, lo: f64, hi: f64, to: f64, label: String, f: &dyn
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scale {
+pub(crate) enum Scale {
     Linear,
     Log,
 }
 
 /// What the numbers on an axis are: decides how ticks are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     /// Dentries, operations: `100k`, `1.5G`.
     Count,
     /// `10 ms`, `2 s`, `500 s`.
@@ -107,7 +114,7 @@ pub enum Unit {
 }
 
 #[derive(Debug, Clone)]
-pub struct Axis {
+pub(crate) struct Axis {
     /// The axis title, with its unit.
     pub label: String,
     pub scale: Scale,
@@ -115,13 +122,13 @@ pub struct Axis {
 }
 
 impl Axis {
-    pub fn new(label: impl Into<String>, scale: Scale, unit: Unit) -> Axis {
+    pub(crate) fn new(label: impl Into<String>, scale: Scale, unit: Unit) -> Axis {
         Axis { label: label.into(), scale, unit }
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Marker {
+pub(crate) enum Marker {
     Filled,
     Hollow,
     None,
@@ -129,7 +136,7 @@ pub enum Marker {
 
 /// A line drawn in its series' colour (a fit, its extrapolation, a curve).
 #[derive(Debug, Clone)]
-pub struct Line {
+pub(crate) struct Line {
     pub label: Option<String>,
     pub points: Vec<(f64, f64)>,
     pub dashed: bool,
@@ -137,7 +144,7 @@ pub struct Line {
 
 /// Measured points and the lines that belong to them, in one colour.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(crate) struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
     pub marker: Marker,
@@ -147,7 +154,7 @@ pub struct Series {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GuideKind {
+pub(crate) enum GuideKind {
     /// A limit that matters (the soft-lockup threshold): red, dashed.
     Threshold,
     /// A reference (the extrapolation target): grey, dotted.
@@ -155,7 +162,7 @@ pub enum GuideKind {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// y = constant across the plot; always inside the y range.
     Horizontal(f64),
     /// x = constant across the plot; always inside the x range.
@@ -165,7 +172,7 @@ pub enum Shape {
 }
 
 #[derive(Debug, Clone)]
-pub struct Guide {
+pub(crate) struct Guide {
     pub label: String,
     pub shape: Shape,
     pub kind: GuideKind,
@@ -173,7 +180,7 @@ pub struct Guide {
 
 /// A labelled point (a threshold crossing, an extrapolated value).
 #[derive(Debug, Clone)]
-pub struct Mark {
+pub(crate) struct Mark {
     pub x: f64,
     pub y: f64,
     pub text: String,
@@ -182,7 +189,7 @@ pub struct Mark {
 
 /// Points, lines, guides and marks on two axes.
 #[derive(Debug, Clone)]
-pub struct XyPlot {
+pub(crate) struct XyPlot {
     pub title: String,
     /// A smaller second title line (what the results share).
     pub subtitle: String,
@@ -196,7 +203,7 @@ pub struct XyPlot {
 }
 
 impl XyPlot {
-    pub fn new(title: impl Into<String>, x: Axis, y: Axis) -> XyPlot {
+    pub(crate) fn new(title: impl Into<String>, x: Axis, y: Axis) -> XyPlot {
         XyPlot {
             title: title.into(),
             subtitle: String::new(),
@@ -212,14 +219,14 @@ impl XyPlot {
 
 /// One panel of a [`TimelinePlot`]: a unit of its own over the shared time axis.
 #[derive(Debug, Clone)]
-pub struct Panel {
+pub(crate) struct Panel {
     pub y: Axis,
     pub series: Vec<Series>,
 }
 
 /// Values over time: one panel per unit, stacked, sharing the time axis.
 #[derive(Debug, Clone)]
-pub struct TimelinePlot {
+pub(crate) struct TimelinePlot {
     pub title: String,
     pub subtitle: String,
     pub x: Axis,
@@ -229,7 +236,7 @@ pub struct TimelinePlot {
 /// Measured throughput against thread count; each series gets a dashed
 /// "perfect scaling" line from its first point (y₁ · x / x₁).
 #[derive(Debug, Clone)]
-pub struct ScalingPlot {
+pub(crate) struct ScalingPlot {
     pub title: String,
     pub subtitle: String,
     pub x: Axis,
@@ -240,7 +247,7 @@ pub struct ScalingPlot {
 /// Grouped bars: for each category, one bar per group (for example
 /// "before" and "after", or one per result file).
 #[derive(Debug, Clone)]
-pub struct BarPlot {
+pub(crate) struct BarPlot {
     pub title: String,
     pub subtitle: String,
     pub y: Axis,
@@ -249,7 +256,7 @@ pub struct BarPlot {
 }
 
 #[derive(Debug, Clone)]
-pub struct BarGroup {
+pub(crate) struct BarGroup {
     pub label: String,
     /// One value per category (`None`: not measured).
     pub values: Vec<Option<f64>>,
@@ -257,7 +264,7 @@ pub struct BarGroup {
 }
 
 /// A number with at most three significant digits, no trailing zeros.
-pub fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }
@@ -267,7 +274,7 @@ pub fn short(v: f64) -> String {
 }
 
 /// A value written in its unit, compactly (axis ticks, bar labels, marks).
-pub fn format_value(unit: Unit, v: f64) -> String {
+pub(crate) fn format_value(unit: Unit, v: f64) -> String {
     match unit {
         Unit::Count => {
             if v >= 1.0 {

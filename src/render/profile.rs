@@ -7,18 +7,18 @@ use crate::analysis::folded::{Window, short_stack};
 /// Frames of a stack shown in a table (leaf first).
 const SHOWN_FRAMES: usize = 6;
 
-pub fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
 /// Code spans for Markdown (kernel names start with `__`).
-pub fn code(s: String, md: bool) -> String {
+pub(crate) fn code(s: String, md: bool) -> String {
     if md { format!("`{s}`") } else { s }
 }
 
 /// The reclaiming task's heaviest path in a window, with its share of
 /// that task's samples (of all samples for results without a task).
-pub fn path_cell(w: &Window, md: bool) -> String {
+pub(crate) fn path_cell(w: &Window, md: bool) -> String {
     let (path, samples) = match &w.reclaimer {
         Some(r) => (&r.path, r.samples),
         None => (&w.path, w.samples),
@@ -30,7 +30,7 @@ pub fn path_cell(w: &Window, md: bool) -> String {
     }
 }
 
-pub fn top_cell(w: &Window) -> String {
+pub(crate) fn top_cell(w: &Window) -> String {
     match &w.reclaimer {
         Some(r) => r.top_stack.as_ref().map(|s| pct(s.share)).unwrap_or_else(|| "–".into()),
         None if w.samples == 0 => "–".into(),
@@ -39,7 +39,7 @@ pub fn top_cell(w: &Window) -> String {
 }
 
 /// A window's top stacks, leaf first (`md`: for Markdown).
-pub fn stacks_grid(w: &Window, md: bool) -> Grid {
+pub(crate) fn stacks_grid(w: &Window, md: bool) -> Grid {
     let header = ["Share", "Samples", "Stack (leaf first)"].map(String::from).to_vec();
     let rows = w
         .stacks

@@ -22,7 +22,7 @@ type ParseFn = fn(&str) -> serde_json::Result<Box<dyn AnyResult>>;
 /// How `report` reads one benchmark's saved results: one per benchmark
 /// of the registry (`cli::registry`), which hands the list to [`load`].
 #[derive(Clone, Copy)]
-pub struct Reader {
+pub(crate) struct Reader {
     pub benchmark: &'static str,
     /// `None`: dentrylab knows the benchmark but cannot render its results yet.
     kind: Option<(ParseFn, PartFn)>,
@@ -30,7 +30,7 @@ pub struct Reader {
 
 impl Reader {
     /// Results of the benchmark whose result type is `R`.
-    pub fn of<R: Render + DeserializeOwned + std::fmt::Debug + 'static>() -> Reader {
+    pub(crate) fn of<R: Render + DeserializeOwned + std::fmt::Debug + 'static>() -> Reader {
         fn parse<R: Render + DeserializeOwned + std::fmt::Debug + 'static>(
             text: &str,
         ) -> serde_json::Result<Box<dyn AnyResult>> {
@@ -40,13 +40,13 @@ impl Reader {
     }
 
     /// A benchmark whose results `report` cannot render yet.
-    pub fn not_yet(benchmark: &'static str) -> Reader {
+    pub(crate) fn not_yet(benchmark: &'static str) -> Reader {
         Reader { benchmark, kind: None }
     }
 }
 
 /// One result file, parsed into its benchmark's result struct.
-pub enum Loaded {
+pub(crate) enum Loaded {
     /// A benchmark's result, and how its part of the report is made.
     Result(Box<dyn AnyResult>, PartFn),
     /// A `vm` matrix (its own schema, [`super::matrix::VM_MATRIX_SCHEMA`]).
@@ -64,7 +64,7 @@ impl std::fmt::Debug for Loaded {
 
 impl Loaded {
     /// A result just made (`reclaim --report`).
-    pub fn of<R: Render + std::fmt::Debug + 'static>(r: R) -> Loaded {
+    pub(crate) fn of<R: Render + std::fmt::Debug + 'static>(r: R) -> Loaded {
         Loaded::Result(Box::new(r), part_of::<R>)
     }
 
@@ -79,7 +79,7 @@ impl Loaded {
 /// Parses one result file (`source` names it in errors) with the reader of
 /// the benchmark its header names. Anything wrong with the file is bad
 /// input: one line naming the file.
-pub fn parse(text: &str, source: &str, readers: &[Reader]) -> Result<Loaded> {
+pub(crate) fn parse(text: &str, source: &str, readers: &[Reader]) -> Result<Loaded> {
     let bad = |why: String| -> anyhow::Error { UsageError(format!("{source}: {why}")).into() };
     #[derive(Deserialize)]
     struct Probe {
@@ -139,7 +139,7 @@ fn parse_matrix(text: &str, schema: &str) -> std::result::Result<Loaded, String>
 }
 
 /// Reads and parses result files.
-pub fn load(paths: &[std::path::PathBuf], readers: &[Reader]) -> Result<Vec<Loaded>> {
+pub(crate) fn load(paths: &[std::path::PathBuf], readers: &[Reader]) -> Result<Vec<Loaded>> {
     paths
         .iter()
         .map(|p| {
@@ -152,14 +152,14 @@ pub fn load(paths: &[std::path::PathBuf], readers: &[Reader]) -> Result<Vec<Load
 
 /// One file of the report directory.
 #[derive(Debug, Clone)]
-pub struct OutputFile {
+pub(crate) struct OutputFile {
     pub name: String,
     pub contents: String,
 }
 
 /// Renders `report.md` and the plots for the results, in the order given
 /// (results of one benchmark are grouped, in order of first appearance).
-pub fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
+pub(crate) fn render(results: &[Loaded]) -> Result<Vec<OutputFile>> {
     let mut order: Vec<&str> = Vec::new();
     for l in results {
         if !order.contains(&l.benchmark()) {

@@ -13,7 +13,7 @@ use crate::output::{OutDir, Outputs};
 use crate::render::Render;
 
 /// Writes `r` to every output that is open.
-pub fn emit<R: Render + Serialize + Clone + std::fmt::Debug + 'static>(out: &mut Outputs, r: &R) -> Result<()> {
+pub(crate) fn emit<R: Render + Serialize + Clone + std::fmt::Debug + 'static>(out: &mut Outputs, r: &R) -> Result<()> {
     out.emit(&table::of(r), r)?;
     if let Some(m) = out.markdown.as_mut() {
         m.write_str(&markdown::section(r))?;
@@ -26,7 +26,7 @@ pub fn emit<R: Render + Serialize + Clone + std::fmt::Debug + 'static>(out: &mut
 }
 
 /// Renders the results into `dir`; returns the path of report.md.
-pub fn write_report(dir: &OutDir, loaded: &[document::Loaded]) -> Result<PathBuf> {
+pub(crate) fn write_report(dir: &OutDir, loaded: &[document::Loaded]) -> Result<PathBuf> {
     let mut md = None;
     for f in document::render(loaded)? {
         let p = dir.write(&f.name, &f.contents)?;

@@ -15,7 +15,7 @@ use crate::status::StatusResult;
 use crate::status::incident::{Incidents, RECLAIMING_CPU, Row};
 
 /// The section under the prediction.
-pub fn section(inc: &Incidents) -> String {
+pub(crate) fn section(inc: &Incidents) -> String {
     let mut s = String::new();
     if !inc.known {
         let _ = writeln!(s, "first incident: unknown: {}", inc.unknown.as_deref().unwrap_or("no victims measured"));
@@ -124,7 +124,7 @@ fn first_line(inc: &Incidents) -> String {
 
 /// `level: warn, set by ...`: the node's level, what `--fail-on` follows,
 /// and the deadline that set it (the nearest to being missed).
-pub fn level_line(st: &StatusResult) -> String {
+pub(crate) fn level_line(st: &StatusResult) -> String {
     let mut s = format!("level: {}", st.level.name());
     let Some(src) = &st.level_source else {
         s += ": no deadline has a prediction (the watchdog is off and the first incident is unknown)";

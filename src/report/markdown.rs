@@ -7,16 +7,16 @@ use super::{Doc, Grid};
 use crate::render::Render;
 
 /// A document as Markdown, its grids as pipe tables.
-pub fn render(doc: &Doc) -> String {
+pub(crate) fn render(doc: &Doc) -> String {
     doc.render(&render_grid)
 }
 
 /// One result alone as a Markdown section (`--markdown`).
-pub fn section<R: Render>(r: &R) -> String {
+pub(crate) fn section<R: Render>(r: &R) -> String {
     render(&r.section())
 }
 
-pub fn render_grid(g: &Grid) -> String {
+pub(crate) fn render_grid(g: &Grid) -> String {
     let esc = |c: &String| c.replace('|', "\\|");
     let mut s = format!("| {} |\n", g.header.iter().map(esc).collect::<Vec<_>>().join(" | "));
     s += &format!("|{}\n", "---|".repeat(g.header.len()));
@@ -28,7 +28,7 @@ pub fn render_grid(g: &Grid) -> String {
 
 /// `report.md`: a title, the results it was rendered from, then one part
 /// per benchmark (each from its [`Render::part`]).
-pub fn report(sources: &[(Option<String>, &crate::result::Header)], parts: &[String]) -> String {
+pub(crate) fn report(sources: &[(Option<String>, &crate::result::Header)], parts: &[String]) -> String {
     let mut s = String::from("# dentrylab report\n\n");
     let _ = writeln!(s, "Rendered by `dentrylab report` from {} result file(s):\n", sources.len());
     for (label, h) in sources {

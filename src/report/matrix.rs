@@ -13,15 +13,15 @@ use crate::size::human;
 use crate::stats::median;
 
 /// The `schema` field of a matrix file.
-pub const VM_MATRIX_SCHEMA: &str = crate::bench::vm::SCHEMA;
+pub(crate) const VM_MATRIX_SCHEMA: &str = crate::bench::vm::SCHEMA;
 /// What every matrix schema starts with (the version follows).
-pub const VM_MATRIX_SCHEMA_PREFIX: &str = "dentrylab.vm-matrix/";
+pub(crate) const VM_MATRIX_SCHEMA_PREFIX: &str = "dentrylab.vm-matrix/";
 
 /// A matrix file, its rows' results read as reclaim results (the one
 /// contract type lives with the command that writes it: `bench::vm`).
-pub type VmMatrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
+pub(crate) type VmMatrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
 /// One kernel, preemption model and accelerator/clock.
-pub type MatrixRow = crate::bench::vm::Row<Box<ReclaimResult>>;
+pub(crate) type MatrixRow = crate::bench::vm::Row<Box<ReclaimResult>>;
 
 impl MatrixRow {
     fn preempt_cell(&self) -> String {
@@ -35,7 +35,7 @@ impl MatrixRow {
 /// What a row's result says, in the matrix's columns (`None`: not in
 /// the result).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Cells {
+pub(crate) struct Cells {
     pub method: Option<String>,
     /// The largest size of the first method.
     pub largest: Option<u64>,
@@ -57,7 +57,7 @@ pub struct Cells {
 impl Cells {
     /// The columns of one reclaim result, one set per method it ran
     /// (without contending lookups), in the order it ran them.
-    pub fn all(r: &ReclaimResult) -> Vec<Cells> {
+    pub(crate) fn all(r: &ReclaimResult) -> Vec<Cells> {
         if r.options.methods.is_empty() {
             return vec![Cells::default()];
         }
@@ -65,7 +65,7 @@ impl Cells {
     }
 
     /// The columns of one method of a reclaim result.
-    pub fn of(r: &ReclaimResult, method: Method) -> Cells {
+    pub(crate) fn of(r: &ReclaimResult, method: Method) -> Cells {
         let largest = r.sizes.iter().filter(|s| s.method == method && s.contenders == 0).max_by_key(|s| s.target);
         let at_largest: Vec<&Run> = largest
             .map(|s| {
@@ -131,14 +131,14 @@ fn heaviest_path(r: &ReclaimResult, method: Method) -> Option<(String, f64)> {
 
 /// The matrix's rows as columns: a line per row and method.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Matrix {
+pub(crate) struct Matrix {
     /// Per line: the index of its row in the file, the row's label, and
     /// what its result says for one method (or the row's error).
     pub rows: Vec<(usize, String, Result<Cells, String>)>,
 }
 
 impl Matrix {
-    pub fn of(m: &VmMatrix) -> Matrix {
+    pub(crate) fn of(m: &VmMatrix) -> Matrix {
         let rows = m
             .rows
             .iter()
@@ -156,7 +156,7 @@ impl Matrix {
     }
 
     /// One line per row. `md`: Markdown cells (code spans for kernel functions).
-    pub fn grid(&self, m: &VmMatrix, md: bool) -> Grid {
+    pub(crate) fn grid(&self, m: &VmMatrix, md: bool) -> Grid {
         let header = [
             "Kernel",
             "Preemption",
@@ -249,7 +249,7 @@ fn notes(m: &VmMatrix) -> Vec<String> {
 }
 
 /// The matrix as a plain table, for the terminal (`dentrylab vm` prints it).
-pub fn table(m: &VmMatrix) -> String {
+pub(crate) fn table(m: &VmMatrix) -> String {
     let mut s = super::plain::render_grid(&Matrix::of(m).grid(m, false));
     for n in notes(m) {
         s += &format!("note: {n}\n");
@@ -265,7 +265,7 @@ pub fn table(m: &VmMatrix) -> String {
 }
 
 /// The matrix as a Markdown section (the chart, when given, first).
-pub fn markdown(m: &VmMatrix, chart: Option<&super::svg::Figure>) -> String {
+pub(crate) fn markdown(m: &VmMatrix, chart: Option<&super::svg::Figure>) -> String {
     let mut s = String::from("## Kernel matrix: the longest stretch per kernel and preemption model\n\n");
     if let Some(f) = chart {
         s += &format!("![{}]({})\n\n", f.caption, f.file);
@@ -288,13 +288,13 @@ pub fn markdown(m: &VmMatrix, chart: Option<&super::svg::Figure>) -> String {
 
 /// A loaded matrix file with the header `report` lists it by.
 #[derive(Debug, Clone)]
-pub struct MatrixFile {
+pub(crate) struct MatrixFile {
     pub matrix: VmMatrix,
     pub header: crate::result::Header,
 }
 
 impl MatrixFile {
-    pub fn new(matrix: VmMatrix) -> MatrixFile {
+    pub(crate) fn new(matrix: VmMatrix) -> MatrixFile {
         let version = matrix.schema.strip_prefix(VM_MATRIX_SCHEMA_PREFIX).and_then(|v| v.parse().ok()).unwrap_or(0);
         let header = crate::result::Header {
             schema: version,

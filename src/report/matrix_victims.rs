@@ -20,7 +20,7 @@ type Row = crate::bench::vm::Row<Box<ReclaimResult>>;
 
 /// What one victim did in one row, in the table's words.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Line {
+pub(crate) struct Line {
     pub victim: Victim,
     /// `yes`, `no`, or `cannot run: …` (the error the victim met).
     pub waits: String,
@@ -39,7 +39,7 @@ pub struct Line {
 /// The victims' lines of one reclaim result (its first method, the one
 /// the victims ran beside); `proc_stack`: whether the kernel it ran on has
 /// `/proc/PID/stack` (`None`: not known).
-pub fn lines(r: &ReclaimResult, proc_stack: Option<bool>) -> Vec<Line> {
+pub(crate) fn lines(r: &ReclaimResult, proc_stack: Option<bool>) -> Vec<Line> {
     let Some(method) = r.victim_runs.first().map(|v| v.method) else { return Vec::new() };
     let runs: Vec<&VictimRun> = r.victim_runs.iter().filter(|v| v.method == method).collect();
     let kinds: Vec<Victim> =
@@ -112,7 +112,7 @@ fn preempt_cell(row: &Row) -> String {
 
 /// One line per row and victim; `None` when no row ran victims. `md`:
 /// Markdown cells (code spans for kernel functions).
-pub fn grid(m: &Matrix, md: bool) -> Option<Grid> {
+pub(crate) fn grid(m: &Matrix, md: bool) -> Option<Grid> {
     let header = [
         "Kernel",
         "Preemption",
@@ -155,7 +155,7 @@ pub fn grid(m: &Matrix, md: bool) -> Option<Grid> {
 }
 
 /// The notes under the victims' table.
-pub fn notes() -> Vec<String> {
+pub(crate) fn notes() -> Vec<String> {
     vec![
         "Victims: a victim waits (yes) when its longest call during the reclaim at the largest size is 2× its longest \
          call in the second before it and that wait grows with the count (reclaim --victims' own judgement); each \

@@ -16,16 +16,16 @@
 //! `markdown`, below `matrix_victims`, below `table` and `matrix`, below
 //! `document`, below `emit`.
 
-pub mod document;
-pub mod emit;
-pub mod incident;
-pub mod markdown;
-pub mod matrix;
-pub mod matrix_victims;
-pub mod node;
-pub mod plain;
-pub mod svg;
-pub mod table;
+pub(crate) mod document;
+pub(crate) mod emit;
+pub(crate) mod incident;
+pub(crate) mod markdown;
+pub(crate) mod matrix;
+pub(crate) mod matrix_victims;
+pub(crate) mod node;
+pub(crate) mod plain;
+pub(crate) mod svg;
+pub(crate) mod table;
 
-pub use crate::render::cell::environment_line;
-pub use crate::render::{Doc, Grid};
+pub(crate) use crate::render::cell::environment_line;
+pub(crate) use crate::render::{Doc, Grid};

@@ -15,7 +15,7 @@ fn short_id(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
 
-pub fn by_cgroup(b: &ByCgroup, nr_dentry: u64) -> String {
+pub(crate) fn by_cgroup(b: &ByCgroup, nr_dentry: u64) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -89,7 +89,7 @@ pub fn by_cgroup(b: &ByCgroup, nr_dentry: u64) -> String {
     s
 }
 
-pub fn kernel_log(k: &KernelLog) -> String {
+pub(crate) fn kernel_log(k: &KernelLog) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -159,7 +159,7 @@ fn watch_distances(st: &StatusResult) -> String {
 }
 
 /// One line of `status --watch`.
-pub fn watch_line(st: &StatusResult, elapsed: f64) -> String {
+pub(crate) fn watch_line(st: &StatusResult, elapsed: f64) -> String {
     let d = &st.dentries;
     let mut s =
         format!("{:>7.1}s  nr_dentry {}  nr_negative {}", elapsed, grouped(d.nr_dentry), grouped(d.nr_negative));

@@ -4,7 +4,7 @@
 use super::Grid;
 
 /// Aligns a grid in columns with a rule under the header.
-pub fn render_grid(g: &Grid) -> String {
+pub(crate) fn render_grid(g: &Grid) -> String {
     let ncol = g.header.len();
     let width =
         |i: usize| g.rows.iter().map(|r| r[i].chars().count()).chain([g.header[i].chars().count()]).max().unwrap_or(0);

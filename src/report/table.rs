@@ -8,17 +8,17 @@ use super::{Doc, Grid, environment_line};
 use crate::render::Render;
 
 /// A document as text, its grids aligned.
-pub fn render(doc: &Doc) -> String {
+pub(crate) fn render(doc: &Doc) -> String {
     doc.render(&render_grid)
 }
 
 /// The human table of a result.
-pub fn of<R: Render>(r: &R) -> String {
+pub(crate) fn of<R: Render>(r: &R) -> String {
     render(&r.text())
 }
 
 /// `dentrylab status` for people.
-pub fn status(st: &crate::status::StatusResult) -> String {
+pub(crate) fn status(st: &crate::status::StatusResult) -> String {
     use crate::size::{bytes, grouped, human};
     let d = &st.dentries;
     let p = &st.prediction;

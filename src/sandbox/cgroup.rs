@@ -27,20 +27,20 @@ use crate::procfs::cgroup::{self, MemoryController};
 use crate::sys;
 
 /// The hidden subcommand that runs the guardian.
-pub const GUARD_COMMAND: &str = "__cgroup-guard";
+pub(crate) const GUARD_COMMAND: &str = "__cgroup-guard";
 /// Prefix of every cgroup dentrylab makes: `dentrylab-<pid>-<n>`.
-pub const PREFIX: &str = "dentrylab-";
+pub(crate) const PREFIX: &str = "dentrylab-";
 /// How long the guardian keeps trying to remove a cgroup whose last
 /// process is still exiting.
 const GUARD_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Which interface reclaims the cgroup.
-pub fn interface(version: u8) -> &'static str {
+pub(crate) fn interface(version: u8) -> &'static str {
     if version == 2 { "memory.reclaim (cgroup v2)" } else { "memory.force_empty (cgroup v1)" }
 }
 
 /// Finds the memory controller for this process.
-pub fn locate(proc: &ProcRoot) -> Result<MemoryController> {
+pub(crate) fn locate(proc: &ProcRoot) -> Result<MemoryController> {
     let membership = cgroup::parse_membership(proc.open("self/cgroup")?)?;
     let mounts = cgroup::parse_mounts(proc.open("self/mountinfo")?)?;
     let v2_root = mounts
@@ -71,7 +71,7 @@ fn parent_dir(mc: &MemoryController) -> Result<PathBuf> {
 }
 
 /// Removes cgroups left by dentrylab processes that no longer exist.
-pub fn remove_stale(parent: &Path) {
+pub(crate) fn remove_stale(parent: &Path) {
     let Ok(rd) = std::fs::read_dir(parent) else { return };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -88,7 +88,7 @@ pub fn remove_stale(parent: &Path) {
 /// The guardian of this process's memory cgroups. Start it before
 /// entering the sandbox (it must stay in the real mount namespace: a
 /// process inside the sandbox would keep the sandbox's mounts alive).
-pub struct Guardian {
+pub(crate) struct Guardian {
     parent: PathBuf,
     version: u8,
     /// Removes the cgroups when dropped (or when dentrylab dies).
@@ -96,7 +96,7 @@ pub struct Guardian {
 }
 
 impl Guardian {
-    pub fn start(proc: &ProcRoot) -> Result<Guardian> {
+    pub(crate) fn start(proc: &ProcRoot) -> Result<Guardian> {
         if !sys::is_root() {
             bail!("--method memcg needs root: making a memory cgroup and moving a process into it is not allowed here");
         }
@@ -113,12 +113,12 @@ impl Guardian {
 
     /// The path `dentrylab-<pid>-<name>` beside this process's cgroups, which
     /// the guardian removes when dentrylab ends.
-    pub fn path_of(&self, name: &str) -> PathBuf {
+    pub(crate) fn path_of(&self, name: &str) -> PathBuf {
         self.parent.join(format!("{PREFIX}{}-{name}", std::process::id()))
     }
 
     /// Makes the memory cgroup `dentrylab-<pid>-<n>`.
-    pub fn cgroup(&self, n: u32) -> Result<MemCgroup> {
+    pub(crate) fn cgroup(&self, n: u32) -> Result<MemCgroup> {
         let dir = self.parent.join(format!("{PREFIX}{}-{n}", std::process::id()));
         std::fs::create_dir(&dir).with_context(|| format!("cannot make the memory cgroup {}", dir.display()))?;
         if self.version == 1 {
@@ -130,26 +130,26 @@ impl Guardian {
 }
 
 /// A memory cgroup that exists for one run.
-pub struct MemCgroup {
+pub(crate) struct MemCgroup {
     pub dir: PathBuf,
     pub version: u8,
 }
 
 impl MemCgroup {
     /// Moves process `pid` (all its threads) into the cgroup.
-    pub fn add(&self, pid: u32) -> Result<()> {
+    pub(crate) fn add(&self, pid: u32) -> Result<()> {
         std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
             .with_context(|| format!("cannot move process {pid} into {}", self.dir.display()))
     }
 
     /// The cgroup's `cgroup.procs` (a process writing `0` there moves in).
-    pub fn procs_path(&self) -> PathBuf {
+    pub(crate) fn procs_path(&self) -> PathBuf {
         self.dir.join("cgroup.procs")
     }
 
     /// Limits the memory charged to the cgroup (kernel memory included:
     /// dentries and inodes are charged where they are allocated), bytes.
-    pub fn set_limit(&self, bytes: u64) -> Result<()> {
+    pub(crate) fn set_limit(&self, bytes: u64) -> Result<()> {
         let f = if self.version == 2 { "memory.max" } else { "memory.limit_in_bytes" };
         std::fs::write(self.dir.join(f), bytes.to_string())
             .with_context(|| format!("cannot set {f} of {} to {bytes}", self.dir.display()))
@@ -157,7 +157,7 @@ impl MemCgroup {
 
     /// Kernel memory charged to the cgroup (slab: dentries, inodes), bytes:
     /// `memory.kmem.usage_in_bytes` on v1, `kernel` of memory.stat on v2.
-    pub fn kernel_bytes(&self) -> Option<u64> {
+    pub(crate) fn kernel_bytes(&self) -> Option<u64> {
         if self.version == 2 {
             let stat = std::fs::read_to_string(self.dir.join("memory.stat")).ok()?;
             stat.lines().find_map(|l| l.strip_prefix("kernel ")).and_then(|v| v.trim().parse().ok())
@@ -167,13 +167,13 @@ impl MemCgroup {
     }
 
     /// SIGKILLs every process in the cgroup.
-    pub fn kill_all(&self) {
+    pub(crate) fn kill_all(&self) {
         kill_procs(&self.dir);
     }
 
     /// Waits until no process is left in the cgroup (after [`kill_all`](Self::kill_all)),
     /// at most `patience`; returns whether it emptied.
-    pub fn wait_empty(&self, patience: Duration) -> bool {
+    pub(crate) fn wait_empty(&self, patience: Duration) -> bool {
         let t = Instant::now();
         loop {
             let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
@@ -188,7 +188,7 @@ impl MemCgroup {
     }
 
     /// Memory charged to the cgroup, bytes.
-    pub fn usage_bytes(&self) -> Option<u64> {
+    pub(crate) fn usage_bytes(&self) -> Option<u64> {
         let f = if self.version == 2 { "memory.current" } else { "memory.usage_in_bytes" };
         std::fs::read_to_string(self.dir.join(f)).ok()?.trim().parse().ok()
     }
@@ -197,7 +197,7 @@ impl MemCgroup {
     /// writes the current usage to memory.reclaim (EAGAIN: it could not
     /// reclaim all of it), v1 writes memory.force_empty. Returns whether
     /// the kernel said it reclaimed all it was asked to.
-    pub fn reclaim(&self) -> Result<bool> {
+    pub(crate) fn reclaim(&self) -> Result<bool> {
         if self.version == 2 {
             let want = self.usage_bytes().unwrap_or(0).max(1);
             match std::fs::write(self.dir.join("memory.reclaim"), want.to_string()) {
@@ -213,7 +213,7 @@ impl MemCgroup {
     }
 
     /// Removes the cgroup (its processes must have exited).
-    pub fn remove(self) -> Result<()> {
+    pub(crate) fn remove(self) -> Result<()> {
         // A killed process may take seconds to exit on a loaded machine.
         remove_dir_patiently(&self.dir, Duration::from_secs(10))
             .with_context(|| format!("cannot remove the memory cgroup {}", self.dir.display()))
@@ -252,7 +252,7 @@ fn remove_dir_patiently(dir: &Path, patience: Duration) -> std::io::Result<()> {
 /// `__cgroup-guard`: this binary re-executed as the guardian that removes
 /// dentrylab's memory cgroups when dentrylab ends, however it ends.
 #[derive(Debug, clap::Args)]
-pub struct GuardArgs {
+pub(crate) struct GuardArgs {
     /// Directory the cgroups are made in.
     pub parent: PathBuf,
     /// The dentrylab process whose cgroups to remove.
@@ -260,14 +260,14 @@ pub struct GuardArgs {
 }
 
 impl GuardArgs {
-    pub fn run(&self) -> Result<()> {
+    pub(crate) fn run(&self) -> Result<()> {
         guard_main(&self.parent, self.pid)
     }
 }
 
 /// The guardian: wait for end-of-file on standard input, then remove
 /// every cgroup of process `pid` under `parent`.
-pub fn guard_main(parent: &Path, pid: u32) -> Result<()> {
+pub(crate) fn guard_main(parent: &Path, pid: u32) -> Result<()> {
     sys::guardian::wait_for_parent_end()?;
     let mine = format!("{PREFIX}{pid}-");
     let rd = std::fs::read_dir(parent).with_context(|| format!("guardian: cannot list {}", parent.display()))?;

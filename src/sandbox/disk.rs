@@ -31,7 +31,7 @@ const BYTES_PER_INODE: u64 = 1024;
 
 /// Size of the sparse backing file: only what mkfs and the workload write
 /// takes memory, the rest is a hole.
-pub fn backing_bytes(fs: FsType, need: &Capacity) -> u64 {
+pub(super) fn backing_bytes(fs: FsType, need: &Capacity) -> u64 {
     let want = EXT4_BASE_BYTES + need.entries * BYTES_PER_ENTRY + (need.inodes + SPARE_INODES) * BYTES_PER_INODE;
     let want = want.div_ceil(MIB) * MIB;
     match fs {
@@ -44,7 +44,7 @@ pub fn backing_bytes(fs: FsType, need: &Capacity) -> u64 {
 /// discard, no zeroing of inode tables or journal) and to give enough
 /// inodes. ext4 goes without a journal: the dentry cache does not care,
 /// and creating millions of entries is faster.
-pub fn mkfs_command(fs: FsType, device: &Path, need: &Capacity) -> Command {
+pub(super) fn mkfs_command(fs: FsType, device: &Path, need: &Capacity) -> Command {
     let mut c;
     match fs {
         FsType::Ext4 => {
@@ -76,7 +76,7 @@ fn package(fs: FsType) -> &'static str {
 }
 
 /// Makes and mounts a disk filesystem of `fs` on `target`.
-pub fn mount(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Result<()> {
+pub(super) fn mount(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Result<()> {
     let dev = make(scratch, target, fs, need)?;
     mount_device(&dev, target, fs)?;
     // The mount holds the device now; closing ours arms the autoclear.
@@ -87,7 +87,7 @@ pub fn mount(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Resu
 /// Makes a disk filesystem of `fs` on a fresh loop device (named after
 /// `target`) and returns the device, held open: it detaches itself once it
 /// is closed and no mount holds it.
-pub fn make(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Result<loopdev::LoopDevice> {
+pub(super) fn make(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Result<loopdev::LoopDevice> {
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "fs".into());
     let backing_path = scratch.join(format!("{name}.img"));
     let backing = File::options()
@@ -120,7 +120,7 @@ pub fn make(scratch: &Path, target: &Path, fs: FsType, need: &Capacity) -> Resul
 }
 
 /// Mounts the filesystem on `dev` on `target`.
-pub fn mount_device(dev: &loopdev::LoopDevice, target: &Path, fs: FsType) -> Result<()> {
+pub(super) fn mount_device(dev: &loopdev::LoopDevice, target: &Path, fs: FsType) -> Result<()> {
     let dev_path = dev.path();
     // ext4: do not zero the inode tables in the background (it would
     // write them all into the backing file's memory).

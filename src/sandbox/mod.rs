@@ -30,10 +30,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::sys;
 
-pub mod cgroup;
+pub(crate) mod cgroup;
 mod disk;
-pub mod overlay;
-pub mod victim;
+pub(crate) mod overlay;
+pub(crate) mod victim;
 
 /// Where the scratch tmpfs is mounted inside the namespace.
 const SCRATCH: &str = "/tmp";
@@ -41,7 +41,7 @@ const SCRATCH: &str = "/tmp";
 /// The filesystem that holds the dentries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum FsType {
+pub(crate) enum FsType {
     Tmpfs,
     /// ext4 on a loop device over a sparse file in the scratch tmpfs.
     Ext4,
@@ -50,10 +50,10 @@ pub enum FsType {
 }
 
 impl FsType {
-    pub const NAMES: &'static [&'static str] = &["tmpfs", "ext4", "xfs"];
+    pub(crate) const NAMES: &'static [&'static str] = &["tmpfs", "ext4", "xfs"];
 
     /// Whether the filesystem lives on a (loop) block device.
-    pub fn is_disk(self) -> bool {
+    pub(crate) fn is_disk(self) -> bool {
         !matches!(self, FsType::Tmpfs)
     }
 }
@@ -82,7 +82,7 @@ impl std::str::FromStr for FsType {
 
 /// What a filesystem must hold, so a disk filesystem can be sized for it.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub struct Capacity {
+pub(crate) struct Capacity {
     /// Directory entries that will exist at once.
     pub entries: u64,
     /// Inodes that will exist at once.
@@ -92,14 +92,14 @@ pub struct Capacity {
 /// How the sandbox got its privileges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Privilege {
+pub(crate) enum Privilege {
     /// Real root: a mount namespace of its own.
     Root,
     /// An unprivileged user namespace with a mount namespace inside.
     UserNamespace,
 }
 
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     scratch: PathBuf,
     next: u32,
     pub privilege: Privilege,
@@ -110,7 +110,7 @@ pub struct Sandbox {
 impl Sandbox {
     /// Moves this process into a private mount namespace with a scratch
     /// tmpfs. Must be called before any thread is spawned.
-    pub fn enter() -> Result<Sandbox> {
+    pub(crate) fn enter() -> Result<Sandbox> {
         if sys::thread_count() > 1 {
             bail!("internal error: the sandbox must be entered before any thread starts");
         }
@@ -138,7 +138,7 @@ impl Sandbox {
     }
 
     /// The scratch directory (a tmpfs private to this process).
-    pub fn scratch(&self) -> &Path {
+    pub(crate) fn scratch(&self) -> &Path {
         &self.scratch
     }
 
@@ -146,7 +146,7 @@ impl Sandbox {
     /// into a mount namespace of its own, so the filesystems it mounts
     /// exist only there and go away when it exits (`ns-exit`). The scratch
     /// tmpfs is shared with the parent.
-    pub fn enter_nested() -> Result<Sandbox> {
+    pub(crate) fn enter_nested() -> Result<Sandbox> {
         if sys::thread_count() > 1 {
             bail!("internal error: a nested sandbox must be entered before any thread starts");
         }
@@ -163,7 +163,7 @@ impl Sandbox {
     /// `runsc --network=none` leaves under its state directory, never
     /// reaches the host and goes away when dentrylab exits. Root only;
     /// before any thread starts.
-    pub fn private_mount_namespace() -> Result<()> {
+    pub(crate) fn private_mount_namespace() -> Result<()> {
         if sys::thread_count() > 1 {
             bail!("internal error: the mount namespace must be entered before any thread starts");
         }
@@ -173,12 +173,12 @@ impl Sandbox {
     }
 
     /// Hands the sandbox the cgroup guardian started before entering it.
-    pub fn adopt(&mut self, guardian: cgroup::Guardian) {
+    pub(crate) fn adopt(&mut self, guardian: cgroup::Guardian) {
         self.guardian = Some(guardian);
     }
 
     /// Makes a memory cgroup for one run (the guardian must be adopted).
-    pub fn memcg(&mut self) -> Result<cgroup::MemCgroup> {
+    pub(crate) fn memcg(&mut self) -> Result<cgroup::MemCgroup> {
         let g = self
             .guardian
             .as_ref()
@@ -190,7 +190,7 @@ impl Sandbox {
     /// The path of the `reclaim --victims cgroup` victim's cgroup (made and
     /// removed by the victim; the guardian, which must be adopted, removes
     /// it if dentrylab dies meanwhile).
-    pub fn victim_cgroup(&self) -> Result<PathBuf> {
+    pub(crate) fn victim_cgroup(&self) -> Result<PathBuf> {
         let g = self
             .guardian
             .as_ref()
@@ -199,7 +199,7 @@ impl Sandbox {
     }
 
     /// Creates a fresh, empty mount point in the scratch tmpfs.
-    pub fn mount_point(&mut self) -> Result<PathBuf> {
+    pub(crate) fn mount_point(&mut self) -> Result<PathBuf> {
         let path = self.scratch.join(format!("fs{}", self.next));
         self.next += 1;
         std::fs::create_dir(&path).with_context(|| format!("cannot create mount point {}", path.display()))?;
@@ -208,7 +208,7 @@ impl Sandbox {
 
     /// Mounts a fresh filesystem of `fs`, big enough for `need`, for one
     /// benchmark run.
-    pub fn mount(&mut self, fs: FsType, need: &Capacity) -> Result<Mount> {
+    pub(crate) fn mount(&mut self, fs: FsType, need: &Capacity) -> Result<Mount> {
         let path = self.mount_point()?;
         self.mount_at(path, fs, need)
     }
@@ -217,7 +217,7 @@ impl Sandbox {
     /// A disk filesystem gets a sparse backing file in the scratch tmpfs,
     /// bound to a loop device with autoclear: the file's name is removed at
     /// once, and the device detaches itself when the mount goes away.
-    pub fn mount_at(&self, path: PathBuf, fs: FsType, need: &Capacity) -> Result<Mount> {
+    pub(crate) fn mount_at(&self, path: PathBuf, fs: FsType, need: &Capacity) -> Result<Mount> {
         match fs {
             FsType::Tmpfs => {
                 mount(Some("dentrylab"), &path, Some("tmpfs"), MsFlags::empty(), Some("nr_inodes=0,mode=0755"))
@@ -232,7 +232,7 @@ impl Sandbox {
     /// device open so that [`Mount::remount`] can mount it again (with a
     /// cold dentry and inode cache). The device still detaches itself when
     /// the mount is dropped or dentrylab dies.
-    pub fn mount_remountable(&mut self, fs: FsType, need: &Capacity) -> Result<Mount> {
+    pub(crate) fn mount_remountable(&mut self, fs: FsType, need: &Capacity) -> Result<Mount> {
         if !fs.is_disk() {
             bail!("internal error: only a disk filesystem can be mounted again ({fs} keeps its files in memory)");
         }
@@ -248,7 +248,7 @@ impl Sandbox {
 const UMOUNT_BUSY_RETRY: Duration = Duration::from_secs(5);
 
 /// One mounted filesystem inside the sandbox. Dropping it detaches it.
-pub struct Mount {
+pub(crate) struct Mount {
     path: PathBuf,
     fs: FsType,
     mounted: bool,
@@ -257,13 +257,13 @@ pub struct Mount {
 }
 
 impl Mount {
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Writes the filesystem's dirty metadata, so the reclaim that follows
     /// is not also timed writing it back.
-    pub fn sync(&self) -> Result<()> {
+    pub(crate) fn sync(&self) -> Result<()> {
         let dir = std::fs::File::open(&self.path).with_context(|| format!("cannot open {}", self.path.display()))?;
         use std::os::fd::AsFd;
         sys::syncfs(dir.as_fd()).with_context(|| format!("syncfs {}", self.path.display()))
@@ -272,7 +272,7 @@ impl Mount {
     /// Unmounts, returning how long the successful `umount` call took. This
     /// is the `shrink_dcache_for_umount` reclaim path. A busy filesystem
     /// (a contending lookup holds the mount for a moment) is retried.
-    pub fn umount(&mut self) -> Result<Duration> {
+    pub(crate) fn umount(&mut self) -> Result<Duration> {
         let start = Instant::now();
         let took = loop {
             let t = Instant::now();
@@ -292,7 +292,7 @@ impl Mount {
     /// Unmounts and mounts the same filesystem again: every dentry and
     /// inode of it leaves the caches, as after a reboot, while its files
     /// stay. Returns how long the umount and the mount took.
-    pub fn remount(&mut self) -> Result<(Duration, Duration)> {
+    pub(crate) fn remount(&mut self) -> Result<(Duration, Duration)> {
         if self.device.is_none() {
             bail!("internal error: remount needs a mount made by mount_remountable");
         }

@@ -29,7 +29,7 @@ use super::{Capacity, FsType, Mount, Sandbox};
 
 /// The directories of one overlay mount.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Layers {
+pub(crate) struct Layers {
     pub lower: PathBuf,
     pub upper: PathBuf,
     pub work: PathBuf,
@@ -37,7 +37,7 @@ pub struct Layers {
 
 /// The mount data for `layers`. overlayfs splits its options at commas
 /// and its lower directories at colons: paths holding either are refused.
-pub fn options(layers: &Layers) -> Result<String> {
+pub(crate) fn options(layers: &Layers) -> Result<String> {
     let mut parts = Vec::new();
     for (key, p) in [("lowerdir", &layers.lower), ("upperdir", &layers.upper), ("workdir", &layers.work)] {
         let s = p.to_str().with_context(|| format!("overlay {key} {} is not UTF-8", p.display()))?;
@@ -55,7 +55,7 @@ pub fn options(layers: &Layers) -> Result<String> {
 /// a filesystem of their own (by default of the lower's type), so that
 /// unmounting each in turn counts what each layer kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Stack {
+pub(crate) struct Stack {
     pub lower: FsType,
     pub upper: FsType,
 }
@@ -68,7 +68,7 @@ impl std::fmt::Display for Stack {
 
 /// The two filesystems under an overlay, mounted in the sandbox, and the
 /// directories the overlay is made of.
-pub struct StackMounts {
+pub(crate) struct StackMounts {
     pub stack: Stack,
     pub upper: Mount,
     pub lower: Mount,
@@ -82,7 +82,7 @@ impl Sandbox {
     /// Mounts the lower and upper filesystems of `stack` (the upper sized
     /// for `need`: what is created through the overlay lands there) and
     /// makes the image, upper and work directories.
-    pub fn mount_stack(&mut self, stack: Stack, need: &Capacity) -> Result<StackMounts> {
+    pub(crate) fn mount_stack(&mut self, stack: Stack, need: &Capacity) -> Result<StackMounts> {
         if !stack.lower.is_disk() {
             bail!("internal error: the overlay's lower layer must be on a disk filesystem, not {}", stack.lower);
         }
@@ -101,7 +101,7 @@ impl Sandbox {
 
     /// Mounts an overlay of `layers` on a fresh mount point of the sandbox,
     /// as a [`Mount`] that `umount` (timed) or dropping (detach) takes down.
-    pub fn mount_overlay_here(&mut self, layers: &Layers) -> Result<Mount> {
+    pub(crate) fn mount_overlay_here(&mut self, layers: &Layers) -> Result<Mount> {
         let path = self.mount_point()?;
         self.mount_overlay(layers, &path)?;
         // `fs` only matters for a remount, which an overlay never has
@@ -112,7 +112,7 @@ impl Sandbox {
     /// Mounts an overlay of `layers` on the empty directory `target`, in
     /// this process's mount namespace. Nothing unmounts it: it goes with
     /// the namespace (the container's death).
-    pub fn mount_overlay(&self, layers: &Layers, target: &Path) -> Result<()> {
+    pub(crate) fn mount_overlay(&self, layers: &Layers, target: &Path) -> Result<()> {
         let data = options(layers)?;
         mount(
             Some("dentrylab-overlay"),

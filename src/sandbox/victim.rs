@@ -13,11 +13,11 @@ use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sched::{CloneFlags, unshare};
 
 /// Size of the victim's tmpfs: as small as a Kubernetes secret volume.
-pub const VICTIM_TMPFS_OPTIONS: &str = "size=1m,mode=0700";
+pub(crate) const VICTIM_TMPFS_OPTIONS: &str = "size=1m,mode=0700";
 
 /// Moves the calling thread into a mount namespace of its own, its mounts
 /// private. Call it before the run's filesystem is mounted.
-pub fn own_mount_namespace() -> Result<()> {
+pub(crate) fn own_mount_namespace() -> Result<()> {
     unshare(CloneFlags::CLONE_NEWNS).context("victim: unshare(CLONE_NEWNS) of its thread")?;
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .context("victim: cannot make its namespace's mounts private")
@@ -25,7 +25,7 @@ pub fn own_mount_namespace() -> Result<()> {
 
 /// Mounts a small tmpfs on `dir` and unmounts it: what a container's
 /// secret or emptyDir volume costs the kubelet.
-pub fn mount_cycle(dir: &Path) -> Result<()> {
+pub(crate) fn mount_cycle(dir: &Path) -> Result<()> {
     mount(
         Some("dentrylab-victim"),
         dir,
@@ -39,6 +39,6 @@ pub fn mount_cycle(dir: &Path) -> Result<()> {
 
 /// Gives the calling thread a new network namespace (the last one it had
 /// is torn down by the kernel): a pod sandbox's network.
-pub fn new_net_namespace() -> Result<()> {
+pub(crate) fn new_net_namespace() -> Result<()> {
     unshare(CloneFlags::CLONE_NEWNET).context("victim: unshare(CLONE_NEWNET)")
 }

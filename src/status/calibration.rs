@@ -26,18 +26,18 @@ use crate::state::{self, CALIBRATION_FILE, CALIBRATION_SCHEMA, Calibration};
 /// this constant is the number written there). The stretch is taken as the
 /// whole reclaim, as if the walk never yielded: the default errs early on
 /// every path and kind measured.
-pub const BUILTIN_NS_PER_DENTRY: f64 = 2914.0;
+pub(crate) const BUILTIN_NS_PER_DENTRY: f64 = 2914.0;
 /// Where the built-in default's numbers and commands are kept.
-pub const BUILTIN_PROVENANCE: &str = "docs/results/worst-per-dentry-6.18.md";
+pub(crate) const BUILTIN_PROVENANCE: &str = "docs/results/worst-per-dentry-6.18.md";
 /// The size `BUILTIN_NS_PER_DENTRY` was measured at.
-pub const BUILTIN_LARGEST_SIZE: u64 = 500_000;
+pub(crate) const BUILTIN_LARGEST_SIZE: u64 = 500_000;
 /// One dentry slab object on x86_64 (`/sys/kernel/slab/dentry/object_size`
 /// on the project's 6.18 machine; the node-lockup report's 192 bytes on 5.10).
-pub const DENTRY_OBJECT_BYTES: u64 = 192;
+pub(crate) const DENTRY_OBJECT_BYTES: u64 = 192;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Source {
+pub(crate) enum Source {
     /// Saved by `dentrylab reclaim` on this node.
     File,
     /// No calibration file: the built-in conservative default.
@@ -45,7 +45,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Source::File => "file",
             Source::Builtin => "builtin",
@@ -54,7 +54,7 @@ impl Source {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CalibrationUsed {
+pub(crate) struct CalibrationUsed {
     pub source: Source,
     /// The calibration file, or where it was looked for.
     pub path: String,
@@ -64,7 +64,7 @@ pub struct CalibrationUsed {
 }
 
 impl CalibrationUsed {
-    pub fn model(&self) -> Model {
+    pub(crate) fn model(&self) -> Model {
         let c = &self.calibration;
         let governs =
             c.governs.unwrap_or(if c.gap_power.is_some() { Governs::LongestStretch } else { Governs::TotalTime });
@@ -73,7 +73,7 @@ impl CalibrationUsed {
 }
 
 /// The built-in conservative default (see the constants above).
-pub fn builtin() -> Calibration {
+pub(crate) fn builtin() -> Calibration {
     let fit =
         |coefficient, exponent| PowerFit { coefficient, exponent, r2: f64::NAN, exponent_stderr: f64::NAN, band: None };
     Calibration {
@@ -109,7 +109,7 @@ type Fingerprint = Option<(u64, i128, u64)>;
 
 /// The calibration of the first of some state directories that holds one,
 /// re-read only when one of their files changes.
-pub struct Store {
+pub(crate) struct Store {
     dirs: Vec<PathBuf>,
     cached: Mutex<Option<(Vec<Fingerprint>, Arc<CalibrationUsed>)>>,
 }
@@ -123,11 +123,11 @@ fn fingerprint(path: &Path) -> Fingerprint {
 impl Store {
     /// The first of `dirs` with a calibration (`state::read_dirs()`, or
     /// `--state-dir` alone).
-    pub fn search(dirs: Vec<PathBuf>) -> Store {
+    pub(crate) fn search(dirs: Vec<PathBuf>) -> Store {
         Store { dirs, cached: Mutex::new(None) }
     }
 
-    pub fn current(&self) -> Result<Arc<CalibrationUsed>> {
+    pub(crate) fn current(&self) -> Result<Arc<CalibrationUsed>> {
         let paths: Vec<PathBuf> = self.dirs.iter().map(|d| d.join(CALIBRATION_FILE)).collect();
         let fps: Vec<Fingerprint> = paths.iter().map(|p| fingerprint(p)).collect();
         let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());

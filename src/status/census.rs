@@ -12,12 +12,12 @@ use crate::census::{self, FsRow, Source, Survey, Walk};
 use crate::procfs::ProcRoot;
 
 /// Directories per filesystem unless asked otherwise.
-pub const DEFAULT_TOP: usize = 5;
+pub(crate) const DEFAULT_TOP: usize = 5;
 /// Filesystems listed (those with the most dentries first).
-pub const MAX_FILESYSTEMS: usize = 16;
+pub(crate) const MAX_FILESYSTEMS: usize = 16;
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub source: Source,
     /// Fraction of the hash buckets (1: a full walk).
     pub fraction: f64,
@@ -27,7 +27,7 @@ pub struct Options {
 
 /// The census as status reports it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NodeCensus {
+pub(crate) struct NodeCensus {
     /// Why there is no census (one line: no /proc/kcore, no BTF, not root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
@@ -49,7 +49,7 @@ pub struct NodeCensus {
 
 /// Walks the table now; a census that cannot run is a [`NodeCensus`]
 /// saying why, never an error.
-pub fn collect(o: &Options, proc: &ProcRoot) -> NodeCensus {
+pub(crate) fn collect(o: &Options, proc: &ProcRoot) -> NodeCensus {
     let survey = Survey { fraction: o.fraction, top: o.top, ..Survey::default() };
     match census::survey_of(&o.source, proc, &survey, &|_| {}) {
         Ok(mut r) => {
@@ -76,7 +76,7 @@ pub fn collect(o: &Options, proc: &ProcRoot) -> NodeCensus {
 }
 
 /// The census part of `status`'s text.
-pub fn text(c: &NodeCensus) -> String {
+pub(crate) fn text(c: &NodeCensus) -> String {
     let mut s = String::new();
     let Some(w) = &c.walk else {
         let _ = writeln!(s, "\ncensus: none ({})", c.unavailable.as_deref().unwrap_or("not run"));

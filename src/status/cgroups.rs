@@ -31,17 +31,17 @@ use super::kube::{self, KubeNames};
 use crate::procfs::{ProcRoot, cgroup, shrinker};
 
 /// Cgroups listed by default (and exported as series, plus one "other").
-pub const DEFAULT_TOP: usize = 10;
-pub const MAX_TOP: usize = 1000;
+pub(crate) const DEFAULT_TOP: usize = 10;
+pub(crate) const MAX_TOP: usize = 1000;
 /// Bytes one dentry with an inline name charges to its memory cgroup: the
 /// slab object plus the 8-byte object-cgroup pointer the slab keeps for each
 /// charged object (`slab->obj_exts`, mm/memcontrol.c). Measured: 1M negative
 /// dentries raised a v1 cgroup's `memory.kmem.usage_in_bytes` by 200 MB
 /// (docs/by-cgroup.md).
-pub const CHARGED_BYTES_PER_DENTRY: u64 = DENTRY_OBJECT_BYTES + 8;
+pub(crate) const CHARGED_BYTES_PER_DENTRY: u64 = DENTRY_OBJECT_BYTES + 8;
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The memory hierarchy's root directory; found in mountinfo when `None`.
     pub root: Option<PathBuf>,
     pub top: usize,
@@ -50,7 +50,7 @@ pub struct Options {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
+pub(crate) struct Row {
     /// Path relative to the hierarchy's root; `other` for the rest.
     pub cgroup: String,
     /// The cgroup's own figure (its children's taken out).
@@ -73,7 +73,7 @@ pub struct Row {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ByCgroup {
+pub(crate) struct ByCgroup {
     pub root: String,
     pub cgroup_version: u8,
     /// The file and field read, and what else it counts.
@@ -94,7 +94,7 @@ pub struct ByCgroup {
 
 /// The memory hierarchy's root directory from the proc root's
 /// `self/cgroup` and `self/mountinfo`.
-pub fn find_root(proc: &ProcRoot) -> Result<PathBuf> {
+pub(crate) fn find_root(proc: &ProcRoot) -> Result<PathBuf> {
     match cgroup::own_memory_controller(proc)? {
         Some(mc) => Ok(mc.mount_point),
         None => bail!(
@@ -208,7 +208,7 @@ fn shrinker_counts(debugfs: &Path) -> (Option<HashMap<u64, u64>>, String) {
     )
 }
 
-pub fn collect(opts: &Options, proc: &ProcRoot, nr_dentry: u64, s_reclaimable: u64) -> Result<ByCgroup> {
+pub(crate) fn collect(opts: &Options, proc: &ProcRoot, nr_dentry: u64, s_reclaimable: u64) -> Result<ByCgroup> {
     let root = match &opts.root {
         Some(r) => r.clone(),
         None => find_root(proc)?,

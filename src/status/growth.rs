@@ -9,10 +9,10 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 /// The exporter's window: long enough to smooth scrapes 15–60 s apart.
-pub const EXPORTER_WINDOW_SECONDS: f64 = 600.0;
+pub(crate) const EXPORTER_WINDOW_SECONDS: f64 = 600.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Seconds on a monotonic clock.
     pub t: f64,
     pub nr_dentry: u64,
@@ -20,7 +20,7 @@ pub struct Sample {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Rate {
+pub(crate) struct Rate {
     pub dentries_per_second: f64,
     pub negative_per_second: f64,
     /// Time between the window's first and last sample.
@@ -29,7 +29,7 @@ pub struct Rate {
 }
 
 #[derive(Debug, Clone)]
-pub struct Window {
+pub(crate) struct Window {
     span: f64,
     samples: VecDeque<Sample>,
 }
@@ -43,16 +43,16 @@ fn slope(pts: &[(f64, f64)]) -> f64 {
 }
 
 impl Window {
-    pub fn new(span_seconds: f64) -> Window {
+    pub(crate) fn new(span_seconds: f64) -> Window {
         Window { span: span_seconds, samples: VecDeque::new() }
     }
 
-    pub fn span(&self) -> f64 {
+    pub(crate) fn span(&self) -> f64 {
         self.span
     }
 
     /// Adds a sample and forgets those older than the window.
-    pub fn push(&mut self, s: Sample) {
+    pub(crate) fn push(&mut self, s: Sample) {
         if self.samples.back().is_some_and(|b| s.t < b.t) {
             self.samples.clear();
         }
@@ -63,7 +63,7 @@ impl Window {
     }
 
     /// The rate over the window, once it holds two samples apart in time.
-    pub fn rate(&self) -> Option<Rate> {
+    pub(crate) fn rate(&self) -> Option<Rate> {
         let (f, l) = (self.samples.front()?, self.samples.back()?);
         if self.samples.len() < 2 || l.t <= f.t {
             return None;
@@ -81,7 +81,7 @@ impl Window {
 
 /// Seconds until `now` reaches `edge` at `per_second`: `None` when the count
 /// is not growing (or no edge is known), 0 when it is already past.
-pub fn seconds_to_edge(edge: Option<f64>, now: u64, per_second: f64) -> Option<f64> {
+pub(crate) fn seconds_to_edge(edge: Option<f64>, now: u64, per_second: f64) -> Option<f64> {
     let edge = edge?;
     if now as f64 >= edge {
         return Some(0.0);
@@ -90,7 +90,7 @@ pub fn seconds_to_edge(edge: Option<f64>, now: u64, per_second: f64) -> Option<f
 }
 
 /// `9.4 days`, `3.2 h`, `12 min`, `40 s`.
-pub fn human_duration(s: f64) -> String {
+pub(crate) fn human_duration(s: f64) -> String {
     if s >= 2.0 * 86400.0 {
         format!("{:.1} days", s / 86400.0)
     } else if s >= 2.0 * 3600.0 {
@@ -103,7 +103,7 @@ pub fn human_duration(s: f64) -> String {
 }
 
 /// `+3.1k`, `-250`, `+1.2M` per second.
-pub fn signed_rate(v: f64) -> String {
+pub(crate) fn signed_rate(v: f64) -> String {
     let sign = if v < 0.0 { "-" } else { "+" };
     let a = v.abs();
     if a >= 1e6 {

@@ -27,12 +27,12 @@ use crate::procfs::ProcRoot;
 use crate::state::{DeadlineKey, VICTIMS_SCHEMA};
 
 /// Who misses the deadlines that watch the reclaiming CPU.
-pub const RECLAIMING_CPU: &str = "reclaiming CPU";
+pub(crate) const RECLAIMING_CPU: &str = "reclaiming CPU";
 /// What measures the incidents on a node.
-pub const HOW_TO_MEASURE: &str = "run `sudo dentrylab reclaim --sizes auto` on this node to measure them";
+pub(crate) const HOW_TO_MEASURE: &str = "run `sudo dentrylab reclaim --sizes auto` on this node to measure them";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Incidents {
+pub(crate) struct Incidents {
     /// Whether the calibration says what the node's other tasks wait for.
     pub known: bool,
     /// Why not, and how to find out.
@@ -53,7 +53,7 @@ pub struct Incidents {
 
 /// One deadline: who misses it first, at what count, and how far the node is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub key: DeadlineKey,
     #[serde(flatten)]
     pub deadline: Deadline,
@@ -83,11 +83,11 @@ pub struct Row {
 }
 
 impl Incidents {
-    pub fn first_row(&self) -> Option<&Row> {
+    pub(crate) fn first_row(&self) -> Option<&Row> {
         self.first.and_then(|k| self.rows.iter().find(|r| r.key == k))
     }
 
-    pub fn row(&self, key: DeadlineKey) -> Option<&Row> {
+    pub(crate) fn row(&self, key: DeadlineKey) -> Option<&Row> {
         self.rows.iter().find(|r| r.key == key)
     }
 }
@@ -113,7 +113,7 @@ fn unknown_why(cal: &CalibrationUsed) -> String {
 
 /// The node's deadlines for `nr_dentry` dentries. `stretch` is the model the
 /// soft-lockup edge uses; `watchdog_thresh` the value it used (0: off).
-pub fn assess(
+pub(crate) fn assess(
     cal: &CalibrationUsed,
     stretch: &Model,
     nr_dentry: u64,

@@ -14,16 +14,16 @@ use serde::{Deserialize, Serialize};
 use crate::procfs::kernel_log::{self, Report};
 use crate::procfs::kmsg::Kind;
 
-pub const KMSG: &str = "/dev/kmsg";
+pub(crate) const KMSG: &str = "/dev/kmsg";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Kmsg,
     File(PathBuf),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KernelLog {
+pub(crate) struct KernelLog {
     pub source: String,
     pub reports: Vec<Report>,
     pub soft_lockups: usize,
@@ -62,7 +62,7 @@ fn read_kmsg() -> Result<String> {
     Ok(out)
 }
 
-pub fn read(src: &Source) -> Result<KernelLog> {
+pub(crate) fn read(src: &Source) -> Result<KernelLog> {
     let (name, text) = match src {
         Source::Kmsg => (KMSG.to_string(), read_kmsg()?),
         Source::File(p) => {

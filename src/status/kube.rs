@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KubeNames {
+pub(crate) struct KubeNames {
     /// `guaranteed`, `burstable` or `besteffort`; `None` for `kubepods` itself.
     pub qos: Option<String>,
     pub pod_uid: Option<String>,
@@ -23,7 +23,7 @@ const RUNTIME_PREFIXES: [&str; 4] = ["cri-containerd-", "crio-", "docker-", "con
 
 /// The names in `path` (a cgroup path relative to the hierarchy's root), or
 /// `None` when it is not under `kubepods`.
-pub fn names(path: &str) -> Option<KubeNames> {
+pub(crate) fn names(path: &str) -> Option<KubeNames> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let start = parts.iter().position(|p| *p == "kubepods" || *p == "kubepods.slice")?;
     let mut k = KubeNames::default();

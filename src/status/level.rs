@@ -18,7 +18,7 @@ const SOFT_LOCKUP: &str = "the soft-lockup watchdog";
 
 /// The deadline that set the level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LevelSource {
+pub(crate) struct LevelSource {
     pub key: DeadlineKey,
     pub name: String,
     pub seconds: f64,
@@ -32,7 +32,7 @@ pub struct LevelSource {
 
 impl LevelSource {
     /// `an exec or HTTP probe's timeout (1 s)`.
-    pub fn deadline(&self) -> String {
+    pub(crate) fn deadline(&self) -> String {
         let s = if self.seconds.fract() == 0.0 { format!("{:.0}", self.seconds) } else { format!("{}", self.seconds) };
         format!("{} ({s} s)", self.name)
     }
@@ -40,7 +40,7 @@ impl LevelSource {
 
 /// The level and what set it. `incidents` is `None` or not `known` when
 /// the calibration does not say what the node's other tasks wait for.
-pub fn assess(p: &Prediction, incidents: Option<&Incidents>) -> (Level, Option<LevelSource>) {
+pub(crate) fn assess(p: &Prediction, incidents: Option<&Incidents>) -> (Level, Option<LevelSource>) {
     let known = incidents.filter(|i| i.known);
     // The soft-lockup deadline is the prediction itself (its row in the
     // incidents is the same figure, and is absent from a calibration saved

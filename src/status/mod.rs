@@ -11,14 +11,14 @@
 //! utilities; imported by `report`, `exporter`
 //! and `cli`.
 
-pub mod calibration;
-pub mod census;
-pub mod cgroups;
-pub mod growth;
-pub mod incident;
-pub mod kernel_log;
-pub mod kube;
-pub mod level;
+pub(crate) mod calibration;
+pub(crate) mod census;
+pub(crate) mod cgroups;
+pub(crate) mod growth;
+pub(crate) mod incident;
+pub(crate) mod kernel_log;
+pub(crate) mod kube;
+pub(crate) mod level;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -39,7 +39,7 @@ use calibration::{CalibrationUsed, DENTRY_OBJECT_BYTES, Source, Store};
 const EXTRAPOLATION_NOTE_FACTOR: f64 = 10.0;
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub proc: ProcRoot,
     /// Where to look for the calibration, the first found wins
     /// (`--state-dir`, else `state::read_dirs()`).
@@ -56,14 +56,14 @@ pub struct Options {
 
 impl Options {
     /// The node's figures only.
-    pub fn basic(proc: ProcRoot, state_dirs: Vec<PathBuf>) -> Options {
+    pub(crate) fn basic(proc: ProcRoot, state_dirs: Vec<PathBuf>) -> Options {
         Options { proc, state_dirs, by_cgroup: None, kernel_log: None, growth_window_seconds: None, census: None }
     }
 }
 
 /// Growth over the window, and the time to the lockup edge at that rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Growth {
+pub(crate) struct Growth {
     #[serde(flatten)]
     pub rate: growth::Rate,
     /// The calibration's lockup count (its point estimate).
@@ -87,7 +87,7 @@ pub struct Growth {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Dentries {
+pub(crate) struct Dentries {
     pub nr_dentry: u64,
     pub nr_unused: u64,
     pub nr_negative: u64,
@@ -98,7 +98,7 @@ pub struct Dentries {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StatusResult {
+pub(crate) struct StatusResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub environment: Environment,
@@ -138,7 +138,7 @@ pub struct StatusResult {
 /// Reads the node; the kernel and preemption model are captured once (they
 /// do not change without a reboot, and finding the model may decompress
 /// the kernel config), everything else on every call.
-pub struct Collector {
+pub(crate) struct Collector {
     proc: ProcRoot,
     store: Store,
     environment: Environment,
@@ -150,7 +150,7 @@ pub struct Collector {
 }
 
 impl Collector {
-    pub fn new(opts: &Options) -> Collector {
+    pub(crate) fn new(opts: &Options) -> Collector {
         Collector {
             proc: opts.proc.clone(),
             store: Store::search(opts.state_dirs.clone()),
@@ -165,14 +165,14 @@ impl Collector {
 
     /// Forgets the growth samples taken so far (the exporter's check at
     /// start is not a scrape: growth then comes from scrapes alone).
-    pub fn forget_growth(&self) {
+    pub(crate) fn forget_growth(&self) {
         if let Some(w) = &self.window {
             let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
             *w = growth::Window::new(w.span());
         }
     }
 
-    pub fn collect(&self) -> Result<StatusResult> {
+    pub(crate) fn collect(&self) -> Result<StatusResult> {
         let t0 = Instant::now();
         let proc = &self.proc;
         let ds = proc.dentry_state()?;
@@ -310,10 +310,10 @@ fn notes(env: &Environment, cal: &CalibrationUsed, p: &Prediction) -> Vec<String
 }
 
 /// Exit status of `status --fail-on`: the level reached, if it fails.
-pub const EXIT_WARN: u8 = 3;
-pub const EXIT_DANGER: u8 = 4;
+pub(crate) const EXIT_WARN: u8 = 3;
+pub(crate) const EXIT_DANGER: u8 = 4;
 
-pub fn exit_code(level: Level, fail_on: Option<Level>) -> u8 {
+pub(crate) fn exit_code(level: Level, fail_on: Option<Level>) -> u8 {
     match fail_on {
         Some(f) if level >= f && level != Level::Ok => match level {
             Level::Danger => EXIT_DANGER,
@@ -323,7 +323,7 @@ pub fn exit_code(level: Level, fail_on: Option<Level>) -> u8 {
     }
 }
 
-pub fn run(opts: &Options) -> Result<StatusResult> {
+pub(crate) fn run(opts: &Options) -> Result<StatusResult> {
     Collector::new(opts).collect()
 }
 

@@ -18,13 +18,13 @@ use anyhow::{Context, Result};
 
 /// The hidden subcommand of a guardian that writes a sysctl's original value
 /// back when dentrylab ends (`dentrylab __sysctl-guard PATH VALUE`).
-pub const SYSCTL_GUARD_COMMAND: &str = "__sysctl-guard";
+pub(crate) const SYSCTL_GUARD_COMMAND: &str = "__sysctl-guard";
 
 /// Where the lock of a sysctl lives: one file per sysctl, so that runs
 /// changing different settings do not wait for each other.
-pub const SYSCTL_LOCK_DIR: &str = "/run/lock";
+pub(crate) const SYSCTL_LOCK_DIR: &str = "/run/lock";
 
-pub struct Guardian {
+pub(crate) struct Guardian {
     child: Option<Child>,
     /// The sysctl's lock, shared with the guardian (its standard output is
     /// the same open file): released only when both have let it go, so
@@ -34,7 +34,7 @@ pub struct Guardian {
 
 /// The lock file of the sysctl at `path` (`/proc/sys/fs/dentry-negative` →
 /// `/run/lock/dentrylab-sysctl-fs.dentry-negative.lock`).
-pub fn sysctl_lock_path(path: &str) -> PathBuf {
+pub(crate) fn sysctl_lock_path(path: &str) -> PathBuf {
     let name = path.trim_start_matches("/proc/sys/").trim_start_matches('/').replace('/', ".");
     let dir = if std::path::Path::new(SYSCTL_LOCK_DIR).is_dir() {
         PathBuf::from(SYSCTL_LOCK_DIR)
@@ -47,7 +47,7 @@ pub fn sysctl_lock_path(path: &str) -> PathBuf {
 impl Guardian {
     /// Starts `dentrylab <args>` as a guardian. Start it outside the
     /// sandbox: a process inside would keep the sandbox's mounts alive.
-    pub fn spawn<I, S>(args: I, what: &str) -> Result<Guardian>
+    pub(crate) fn spawn<I, S>(args: I, what: &str) -> Result<Guardian>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -71,7 +71,7 @@ impl Guardian {
     /// Returns the guardian and the original. Two runs that change the same
     /// sysctl at once would otherwise each save what the other wrote, and
     /// the later restore would leave the other's value behind.
-    pub fn sysctl(path: &str, what: &str) -> Result<(Guardian, String)> {
+    pub(crate) fn sysctl(path: &str, what: &str) -> Result<(Guardian, String)> {
         let lock_path = sysctl_lock_path(path);
         let lock = std::fs::OpenOptions::new()
             .create(true)
@@ -109,7 +109,7 @@ impl Guardian {
 
     /// Lets the guardian go: closes its pipe and waits until it has done
     /// its clean-up.
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.release();
     }
 
@@ -130,7 +130,7 @@ impl Drop for Guardian {
 
 /// In the guardian: ignore the signals that end a session, then block
 /// until dentrylab has ended (end-of-file on standard input).
-pub fn wait_for_parent_end() -> Result<()> {
+pub(crate) fn wait_for_parent_end() -> Result<()> {
     super::ignore_termination_signals()?;
     let mut sink = [0u8; 64];
     let mut stdin = std::io::stdin();

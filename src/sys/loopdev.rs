@@ -66,20 +66,20 @@ fn autoclear_info() -> LoopInfo64 {
 /// filesystem on it is mounted: with autoclear, the last close of an
 /// unmounted device detaches it.
 #[derive(Debug)]
-pub struct LoopDevice {
+pub(crate) struct LoopDevice {
     /// Held open so the device stays bound until it is dropped.
     _open: File,
     pub number: u32,
 }
 
 impl LoopDevice {
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         PathBuf::from(format!("/dev/loop{}", self.number))
     }
 }
 
 /// Binds `backing` to a free loop device with autoclear set.
-pub fn attach(backing: &File) -> Result<LoopDevice> {
+pub(crate) fn attach(backing: &File) -> Result<LoopDevice> {
     let ctl = OpenOptions::new()
         .read(true)
         .write(true)

@@ -4,8 +4,8 @@
 //! In: file descriptors, pids, CPU numbers. Out: safe wrappers and the
 //! guardian processes. Imports only `error`; imported by any module above.
 
-pub mod guardian;
-pub mod loopdev;
+pub(crate) mod guardian;
+pub(crate) mod loopdev;
 
 use std::os::fd::BorrowedFd;
 use std::os::unix::process::CommandExt;
@@ -17,13 +17,13 @@ use nix::sys::resource::{UsageWho, getrusage};
 use nix::unistd::Pid;
 
 /// The CPUs this process may run on, in ascending order.
-pub fn allowed_cpus() -> Result<Vec<usize>> {
+pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
     let set = sched_getaffinity(Pid::from_raw(0)).context("sched_getaffinity")?;
     Ok((0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect())
 }
 
 /// Pins the calling thread to one CPU.
-pub fn pin_current_thread(cpu: usize) -> Result<()> {
+pub(crate) fn pin_current_thread(cpu: usize) -> Result<()> {
     let mut set = CpuSet::new();
     set.set(cpu).with_context(|| format!("CPU {cpu} is out of range"))?;
     sched_setaffinity(Pid::from_raw(0), &set).with_context(|| format!("cannot pin a thread to CPU {cpu}"))
@@ -31,7 +31,7 @@ pub fn pin_current_thread(cpu: usize) -> Result<()> {
 
 /// The top real-time priority the calling thread may take under
 /// SCHED_FIFO (99 on Linux).
-pub fn fifo_max_priority() -> i32 {
+pub(crate) fn fifo_max_priority() -> i32 {
     // SAFETY: a plain syscall with an integer argument.
     unsafe { libc::sched_get_priority_max(libc::SCHED_FIFO) }
 }
@@ -39,7 +39,7 @@ pub fn fifo_max_priority() -> i32 {
 /// Makes the calling thread SCHED_FIFO at the top priority, as the
 /// kernel's per-CPU stopper threads are. Needs root or CAP_SYS_NICE (or an
 /// RLIMIT_RTPRIO that allows it); the error says so.
-pub fn set_current_thread_fifo() -> Result<()> {
+pub(crate) fn set_current_thread_fifo() -> Result<()> {
     let param = libc::sched_param { sched_priority: fifo_max_priority() };
     // SAFETY: pid 0 is the calling thread; `param` lives across the call.
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
@@ -55,14 +55,14 @@ pub fn set_current_thread_fifo() -> Result<()> {
 
 /// Whether a thread of this process may become SCHED_FIFO: tried on a
 /// short-lived thread, so nothing else changes. The error says why not.
-pub fn fifo_permitted() -> Result<()> {
+pub(crate) fn fifo_permitted() -> Result<()> {
     std::thread::spawn(set_current_thread_fifo)
         .join()
         .map_err(|_| anyhow::anyhow!("the thread that tried SCHED_FIFO died"))?
 }
 
 /// Lets the calling thread run on any of `cpus` again.
-pub fn unpin_current_thread(cpus: &[usize]) -> Result<()> {
+pub(crate) fn unpin_current_thread(cpus: &[usize]) -> Result<()> {
     let mut set = CpuSet::new();
     for &c in cpus {
         set.set(c).ok();
@@ -71,7 +71,7 @@ pub fn unpin_current_thread(cpus: &[usize]) -> Result<()> {
 }
 
 /// Lets process (or thread) `pid` run only on `cpus`.
-pub fn set_process_affinity(pid: u32, cpus: &[usize]) -> Result<()> {
+pub(crate) fn set_process_affinity(pid: u32, cpus: &[usize]) -> Result<()> {
     let mut set = CpuSet::new();
     for &c in cpus {
         set.set(c).with_context(|| format!("CPU {c} is out of range"))?;
@@ -81,7 +81,7 @@ pub fn set_process_affinity(pid: u32, cpus: &[usize]) -> Result<()> {
 }
 
 /// User and system CPU time used so far by the calling thread.
-pub fn thread_cpu_times() -> (Duration, Duration) {
+pub(crate) fn thread_cpu_times() -> (Duration, Duration) {
     match getrusage(UsageWho::RUSAGE_THREAD) {
         Ok(u) => (tv(u.user_time()), tv(u.system_time())),
         Err(_) => (Duration::ZERO, Duration::ZERO),
@@ -89,7 +89,7 @@ pub fn thread_cpu_times() -> (Duration, Duration) {
 }
 
 /// System CPU time used so far by the whole process.
-pub fn process_cpu_times() -> (Duration, Duration) {
+pub(crate) fn process_cpu_times() -> (Duration, Duration) {
     match getrusage(UsageWho::RUSAGE_SELF) {
         Ok(u) => (tv(u.user_time()), tv(u.system_time())),
         Err(_) => (Duration::ZERO, Duration::ZERO),
@@ -102,18 +102,18 @@ fn tv(t: nix::sys::time::TimeVal) -> Duration {
 
 /// Asks the kernel to SIGKILL the calling thread's process when the thread
 /// that forked it exits, so a helper process never outlives dentrylab.
-pub fn die_with_parent() -> Result<()> {
+pub(crate) fn die_with_parent() -> Result<()> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).context("prctl(PR_SET_PDEATHSIG)")
 }
 
 /// Spawns `cmd` tied to this process (see [`command_dies_with_parent`]).
 /// Spawn from the thread that outlives the child (the main thread).
-pub fn spawn_tied(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+pub(crate) fn spawn_tied(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
     command_dies_with_parent(cmd).spawn()
 }
 
 /// What a finished child wrote on its piped standard error, trimmed.
-pub fn child_stderr(c: &mut std::process::Child) -> String {
+pub(crate) fn child_stderr(c: &mut std::process::Child) -> String {
     use std::io::Read;
     let mut err = String::new();
     if let Some(mut e) = c.stderr.take() {
@@ -123,32 +123,32 @@ pub fn child_stderr(c: &mut std::process::Child) -> String {
 }
 
 /// CLOCK_MONOTONIC now, nanoseconds (comparable across processes).
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }
 
 /// The running executable, reachable even where its path is not.
-pub const SELF_EXE: &str = "/proc/self/exe";
+pub(crate) const SELF_EXE: &str = "/proc/self/exe";
 
 /// The hidden command under which dentrylab re-executes itself: every
 /// child, worker, guardian and the guest's init is `dentrylab __internal
 /// NAME ...` (NAME: the constant beside the code it runs).
-pub const INTERNAL_COMMAND: &str = "__internal";
+pub(crate) const INTERNAL_COMMAND: &str = "__internal";
 
 /// A copy of dentrylab running hidden `subcommand` with one JSON argument,
 /// tied to this process ([`command_dies_with_parent`]), talking over its
 /// standard input and output (standard error goes to ours). Through
 /// /proc/self/exe: inside the sandbox the executable's own path may be
 /// hidden (a binary under /tmp is under the scratch tmpfs).
-pub struct SelfChild {
+pub(crate) struct SelfChild {
     pub child: std::process::Child,
     pub input: std::process::ChildStdin,
     pub output: std::io::BufReader<std::process::ChildStdout>,
 }
 
 /// Starts a [`SelfChild`]; `what` names it in the error.
-pub fn spawn_self(subcommand: &str, json: String, what: &str) -> Result<SelfChild> {
+pub(crate) fn spawn_self(subcommand: &str, json: String, what: &str) -> Result<SelfChild> {
     use std::process::Stdio;
     let mut cmd = std::process::Command::new(SELF_EXE);
     cmd.arg(INTERNAL_COMMAND)
@@ -168,7 +168,7 @@ pub fn spawn_self(subcommand: &str, json: String, what: &str) -> Result<SelfChil
 /// (PR_SET_PDEATHSIG, set between fork and exec and kept across exec), and
 /// exit at once if dentrylab died before that was set: even a child killed
 /// before it runs any of our code cannot outlive dentrylab.
-pub fn command_dies_with_parent(cmd: &mut std::process::Command) -> &mut std::process::Command {
+pub(crate) fn command_dies_with_parent(cmd: &mut std::process::Command) -> &mut std::process::Command {
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs between fork and exec and calls only
     // async-signal-safe functions (prctl, getppid, _exit).
@@ -187,7 +187,7 @@ pub fn command_dies_with_parent(cmd: &mut std::process::Command) -> &mut std::pr
 
 /// Ignores SIGINT, SIGTERM, SIGHUP and SIGPIPE in this process: a guardian
 /// must live long enough to clean up after its parent.
-pub fn ignore_termination_signals() -> Result<()> {
+pub(crate) fn ignore_termination_signals() -> Result<()> {
     use nix::sys::signal::{SigHandler, Signal, signal};
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGPIPE] {
         // SAFETY: SIG_IGN installs no handler code.
@@ -198,13 +198,13 @@ pub fn ignore_termination_signals() -> Result<()> {
 
 /// Writes a filesystem's dirty data and metadata (syncfs(2)), so a later
 /// reclaim does not also pay for writeback.
-pub fn syncfs(fd: BorrowedFd<'_>) -> Result<()> {
+pub(crate) fn syncfs(fd: BorrowedFd<'_>) -> Result<()> {
     nix::unistd::syncfs(fd).context("syncfs")
 }
 
 /// Waits for child `pid` to end, returning its wait status and the system
 /// CPU time it used over its whole life (wait4(2)).
-pub fn wait_child(pid: u32) -> Result<(i32, Duration)> {
+pub(crate) fn wait_child(pid: u32) -> Result<(i32, Duration)> {
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero rusage is a valid value to be overwritten.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -224,21 +224,36 @@ pub fn wait_child(pid: u32) -> Result<(i32, Duration)> {
 }
 
 /// Number of threads of this process (from /proc/self/status).
-pub fn thread_count() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Threads:").map(|v| v.trim().parse().ok())).flatten())
-        .unwrap_or(1)
+pub(crate) fn thread_count() -> usize {
+    threads_of("self").unwrap_or(1)
 }
 
+/// Number of threads of process `pid` (`self` for this one), from
+/// /proc/PID/status; `None` when it cannot be read.
+pub fn threads_of(pid: &str) -> Option<usize> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Threads:").map(|v| v.trim().parse().ok())).flatten())
+}
+
+/// The effective user is root.
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
+}
+
+/// The first executable file named `tool` in the directories of `PATH`.
+pub fn which(tool: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// A TCP listener on `addr` with an explicit accept backlog (the standard
 /// library's is 128, too short for a burst of concurrent scrapes: a
 /// dropped SYN costs the client a one-second retransmit).
-pub fn tcp_listener(addr: std::net::SocketAddr, backlog: i32) -> Result<std::net::TcpListener> {
+pub(crate) fn tcp_listener(addr: std::net::SocketAddr, backlog: i32) -> Result<std::net::TcpListener> {
     use nix::sys::socket::{
         AddressFamily, Backlog, SockFlag, SockType, SockaddrStorage, bind, listen, setsockopt, socket, sockopt,
     };
@@ -256,7 +271,7 @@ pub fn tcp_listener(addr: std::net::SocketAddr, backlog: i32) -> Result<std::net
 /// cgroup's `cgroup.procs`) and, with `cpu`, pin itself to that CPU, both
 /// between fork and exec: everything it allocates after exec is charged to
 /// the cgroup, and no window exists in which it runs outside it.
-pub fn command_in_cgroup<'a>(
+pub(crate) fn command_in_cgroup<'a>(
     cmd: &'a mut std::process::Command,
     procs: &std::path::Path,
     cpu: Option<usize>,
@@ -297,7 +312,7 @@ pub fn command_in_cgroup<'a>(
 /// the file is compressed and the kernel decompresses it
 /// (MODULE_INIT_COMPRESSED_FILE, CONFIG_MODULE_DECOMPRESS). A module
 /// already loaded or built in (EEXIST) is not an error.
-pub fn load_module(path: &std::path::Path, compressed: bool) -> Result<()> {
+pub(crate) fn load_module(path: &std::path::Path, compressed: bool) -> Result<()> {
     use nix::kmod::{ModuleInitFlags, finit_module};
     const MODULE_INIT_COMPRESSED_FILE: libc::c_uint = 4;
     let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -314,7 +329,7 @@ pub fn load_module(path: &std::path::Path, compressed: bool) -> Result<()> {
 
 /// Powers the machine off (reboot(2) with RB_POWER_OFF), after a sync.
 /// Only the guest's init calls this.
-pub fn power_off() -> ! {
+pub(crate) fn power_off() -> ! {
     nix::unistd::sync();
     let _ = nix::sys::reboot::reboot(nix::sys::reboot::RebootMode::RB_POWER_OFF);
     // reboot(2) returns only on failure (not PID 1 of the initial namespace).

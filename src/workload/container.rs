@@ -19,15 +19,15 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 /// Directories the `lookups` probes are spread over.
-pub const LOOKUP_DIRS: u32 = 8;
+pub(crate) const LOOKUP_DIRS: u32 = 8;
 /// Bytes a temporary table writes before it is unlinked.
-pub const TEMP_TABLE_BYTES: usize = 4096;
+pub(crate) const TEMP_TABLE_BYTES: usize = 4096;
 /// The shares `mixed` takes when none are given.
-pub const DEFAULT_MIX: Mix = Mix { temp_tables: 60, lookups: 30, files: 10 };
+pub(crate) const DEFAULT_MIX: Mix = Mix { temp_tables: 60, lookups: 30, files: 10 };
 
 /// A workload as shares of the three operations, in percent (sum 100).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mix {
+pub(crate) struct Mix {
     pub temp_tables: u32,
     pub lookups: u32,
     pub files: u32,
@@ -35,7 +35,7 @@ pub struct Mix {
 
 impl Mix {
     /// The name as given on the command line.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match (self.temp_tables, self.lookups, self.files) {
             (100, 0, 0) => "temp-tables".into(),
             (0, 100, 0) => "lookups".into(),
@@ -47,7 +47,7 @@ impl Mix {
     /// The next operation, given how many of each ran so far (`done`,
     /// updated): the one furthest behind its share, so that after any
     /// number of operations each count is within one of its share.
-    pub fn next(&self, done: &mut [u64; 3]) -> Op {
+    pub(crate) fn next(&self, done: &mut [u64; 3]) -> Op {
         let n: u64 = done.iter().sum::<u64>() + 1;
         let shares = [self.temp_tables, self.lookups, self.files];
         let behind = |k: usize| (n * u64::from(shares[k])) as i128 - 100 * done[k] as i128;
@@ -108,7 +108,7 @@ impl std::str::FromStr for Mix {
 
 /// One operation of a workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     TempTable,
     Lookup,
     File,
@@ -116,7 +116,7 @@ pub enum Op {
 
 /// What one container's workload did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub temp_tables: u64,
     pub lookups: u64,
     pub files: u64,
@@ -125,13 +125,13 @@ pub struct Outcome {
 
 impl Outcome {
     /// Names that were new to the image (each looked up in the lower layer).
-    pub fn new_names(&self) -> u64 {
+    pub(crate) fn new_names(&self) -> u64 {
         self.temp_tables + self.lookups + self.files
     }
 }
 
 /// Lays out the image (the lower layer) under `image`.
-pub fn prepare_image(image: &Path) -> Result<()> {
+pub(crate) fn prepare_image(image: &Path) -> Result<()> {
     let mut dirs = vec![image.join("tmp"), image.join("data")];
     dirs.extend((0..LOOKUP_DIRS).map(|d| image.join("probe").join(format!("p{d}"))));
     for d in dirs {
@@ -142,7 +142,7 @@ pub fn prepare_image(image: &Path) -> Result<()> {
 
 /// Runs `ops` operations of `mix` in `root` (a container's merged
 /// directory), with names unique to container `id`.
-pub fn run(root: &Path, id: u32, mix: &Mix, ops: u64) -> Result<Outcome> {
+pub(crate) fn run(root: &Path, id: u32, mix: &Mix, ops: u64) -> Result<Outcome> {
     let t = Instant::now();
     let mut out = Outcome::default();
     let block = [0x5au8; TEMP_TABLE_BYTES];

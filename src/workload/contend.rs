@@ -19,19 +19,19 @@ use super::{Layout, dir_name};
 use crate::sys;
 
 /// Names each contending thread cycles through.
-pub const HOT_SET: u64 = 1024;
+pub(crate) const HOT_SET: u64 = 1024;
 /// Lookups between two looks at the stop flag.
 const CHECK_EVERY: u64 = 256;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ContendStats {
+pub(crate) struct ContendStats {
     pub threads: usize,
     pub cpus: Vec<usize>,
     pub lookups_total: u64,
     pub lookups_per_second: f64,
 }
 
-pub struct Contenders {
+pub(crate) struct Contenders {
     stop: Arc<AtomicBool>,
     handles: Vec<JoinHandle<u64>>,
     cpus: Vec<usize>,
@@ -40,7 +40,7 @@ pub struct Contenders {
 
 /// The hot set: up to [`HOT_SET`] paths `root/d<k>/<j>`, spread over the
 /// layout's directories, to names that `count` entries used.
-pub fn hot_paths(root: &Path, layout: Layout, count: u64) -> Vec<CString> {
+pub(crate) fn hot_paths(root: &Path, layout: Layout, count: u64) -> Vec<CString> {
     let dirs = u64::from(layout.dirs());
     (0..HOT_SET.min(count))
         .map(|k| {
@@ -53,7 +53,7 @@ pub fn hot_paths(root: &Path, layout: Layout, count: u64) -> Vec<CString> {
 impl Contenders {
     /// Starts `threads` lookup threads, pinned round-robin to `cpus`, and
     /// returns once all of them are running.
-    pub fn start(paths: Vec<CString>, threads: usize, cpus: &[usize]) -> Result<Contenders> {
+    pub(crate) fn start(paths: Vec<CString>, threads: usize, cpus: &[usize]) -> Result<Contenders> {
         if cpus.is_empty() {
             bail!("--contend needs a CPU other than the reclaiming one");
         }
@@ -95,7 +95,7 @@ impl Contenders {
         Ok(Contenders { stop, handles, cpus: used, started: Instant::now() })
     }
 
-    pub fn finish(self) -> ContendStats {
+    pub(crate) fn finish(self) -> ContendStats {
         self.stop.store(true, Ordering::Relaxed);
         let secs = self.started.elapsed().as_secs_f64();
         let threads = self.handles.len();

@@ -6,6 +6,6 @@ use std::os::fd::BorrowedFd;
 use anyhow::{Context, Result};
 use nix::sys::stat::{Mode, SFlag, mknodat};
 
-pub fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+pub(crate) fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
     mknodat(dir, name, SFlag::S_IFREG, Mode::from_bits_truncate(0o644), 0).with_context(|| format!("mknod {:?}", name))
 }

@@ -15,12 +15,12 @@ use nix::errno::Errno;
 use nix::unistd::{LinkatFlags, linkat};
 
 /// Name of worker `w`'s first source file, in the generator's root.
-pub fn source_name(w: usize) -> String {
+pub(crate) fn source_name(w: usize) -> String {
     format!("src{w}")
 }
 
 /// Creates one source file per worker.
-pub fn prepare(root: &Path, workers: usize) -> Result<()> {
+pub(crate) fn prepare(root: &Path, workers: usize) -> Result<()> {
     for w in 0..workers {
         let p = root.join(source_name(w));
         std::fs::File::create(&p).with_context(|| format!("cannot create the link source {}", p.display()))?;
@@ -29,7 +29,7 @@ pub fn prepare(root: &Path, workers: usize) -> Result<()> {
 }
 
 /// The file one generator thread links to.
-pub struct Source {
+pub(crate) struct Source {
     root: File,
     name: CString,
     tag: String,
@@ -39,13 +39,13 @@ pub struct Source {
 impl Source {
     /// Worker `worker`'s source; `first` (the work item's first index)
     /// keeps the names of extra sources unique.
-    pub fn open(root: &Path, worker: usize, first: u64) -> Result<Source> {
+    pub(crate) fn open(root: &Path, worker: usize, first: u64) -> Result<Source> {
         let root = File::open(root).context("cannot open the generator's root")?;
         let name = CString::new(source_name(worker)).expect("no NUL in a source name");
         Ok(Source { root, name, tag: format!("{worker}.{first}"), made: 0 })
     }
 
-    pub fn link(&mut self, dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+    pub(crate) fn link(&mut self, dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
         match linkat(self.root.as_fd(), self.name.as_c_str(), dir, name, LinkatFlags::empty()) {
             Err(Errno::EMLINK) => {
                 self.made += 1;

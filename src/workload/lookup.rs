@@ -21,12 +21,12 @@ use crate::histogram::Histogram;
 use crate::sys;
 
 /// Path components from the mount root to the deep file (seven directories and the file).
-pub const DEEP_LEVELS: usize = 8;
+pub(crate) const DEEP_LEVELS: usize = 8;
 
 /// One operation a worker repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Op {
+pub(crate) enum Op {
     /// stat(2) of an existing file 8 components deep (every component a cached dentry).
     Stat,
     /// stat(2) of a missing name in the deepest directory (a negative lookup).
@@ -40,10 +40,10 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 5] =
+    pub(crate) const ALL: [Op; 5] =
         [Op::Stat, Op::StatMissing, Op::OpenClose, Op::CreateUnlinkShared, Op::CreateUnlinkPrivate];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Op::Stat => "stat",
             Op::StatMissing => "stat-missing",
@@ -54,7 +54,7 @@ impl Op {
     }
 
     /// What one counted operation is, in system calls.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Op::Stat => "fstatat of an existing file 8 components below the mount root",
             Op::StatMissing => "fstatat of a missing name in the 7th-level directory (ENOENT)",
@@ -93,7 +93,7 @@ fn private_dir(index: usize) -> String {
 }
 
 /// Builds the tree under `root` for up to `workers` workers.
-pub fn build_tree(root: &Path, workers: usize) -> Result<()> {
+pub(crate) fn build_tree(root: &Path, workers: usize) -> Result<()> {
     let deep = root.join(deep_dirs());
     std::fs::create_dir_all(&deep).with_context(|| format!("cannot create {}", deep.display()))?;
     std::fs::write(deep.join("file"), b"").with_context(|| format!("cannot create {}/file", deep.display()))?;
@@ -109,7 +109,7 @@ pub fn build_tree(root: &Path, workers: usize) -> Result<()> {
 
 /// What one worker did in its timed loop.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub ops: u64,
     /// CLOCK_MONOTONIC at the start and end of the timed loop.
     pub started_ns: u64,
@@ -122,7 +122,7 @@ pub struct Outcome {
 
 /// One worker, ready to loop: its directory descriptors and names are open
 /// and built, so the loop makes only the operation's own system calls.
-pub struct Worker {
+pub(crate) struct Worker {
     op: Op,
     root: OwnedFd,
     dir: OwnedFd,
@@ -134,7 +134,7 @@ pub struct Worker {
 const WARMUP_OPS: u64 = 256;
 
 impl Worker {
-    pub fn new(root: &Path, op: Op, index: usize) -> Result<Worker> {
+    pub(crate) fn new(root: &Path, op: Op, index: usize) -> Result<Worker> {
         let dir_flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
         let rootfd = open(root, dir_flags, Mode::empty()).with_context(|| format!("cannot open {}", root.display()))?;
         let dir_name = match op {
@@ -185,7 +185,7 @@ impl Worker {
     }
 
     /// Repeats the operation for `seconds`, timing one call in `sample_every`.
-    pub fn run(&mut self, seconds: f64, sample_every: u64) -> Result<Outcome> {
+    pub(crate) fn run(&mut self, seconds: f64, sample_every: u64) -> Result<Outcome> {
         if sample_every == 0 {
             bail!("internal error: sample_every is 0");
         }

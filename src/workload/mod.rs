@@ -11,14 +11,14 @@
 //! Imports `sandbox`, `procfs`, `sys` and the utilities; imported by
 //! `bench`, `report` (plain types) and `cli`.
 
-pub mod container;
-pub mod contend;
-pub mod file;
-pub mod hardlink;
-pub mod lookup;
-pub mod negative;
-pub mod unlink;
-pub mod unlinked;
+pub(crate) mod container;
+pub(crate) mod contend;
+pub(crate) mod file;
+pub(crate) mod hardlink;
+pub(crate) mod lookup;
+pub(crate) mod negative;
+pub(crate) mod unlink;
+pub(crate) mod unlinked;
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -35,7 +35,7 @@ use crate::sandbox::Capacity;
 /// What kind of dentry to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Hard links to one file: one dentry each and no new inode (about 192 bytes), as the node-lockup report.
     Hardlink,
     /// Empty regular files: a dentry and an inode each (about 900 bytes).
@@ -63,20 +63,20 @@ impl std::str::FromStr for Kind {
 const LINKS_PER_SOURCE: u64 = 65_000;
 
 impl Kind {
-    pub const NAMES: &'static [&'static str] = &["hardlink", "file", "negative", "unlinked"];
+    pub(crate) const NAMES: &'static [&'static str] = &["hardlink", "file", "negative", "unlinked"];
 
     /// Memory per dentry assumed before anything was measured, bytes.
     /// On the high side: a hard link measured 227 bytes on tmpfs (6.18: the
     /// 192-byte dentry plus the directory's index), so 260 leaves a margin;
     /// once the first size ran, the measured figure is used instead.
-    pub fn default_bytes_per_dentry(self) -> u64 {
+    pub(crate) fn default_bytes_per_dentry(self) -> u64 {
         match self {
             Kind::Hardlink | Kind::Negative | Kind::Unlinked => 260,
             Kind::File => 1200,
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Hardlink => "hardlink",
             Kind::File => "file",
@@ -87,12 +87,12 @@ impl Kind {
 
     /// Whether the dentries are negative, so dentry-state's nr_negative is
     /// the witness of how many exist.
-    pub fn is_negative(self) -> bool {
+    pub(crate) fn is_negative(self) -> bool {
         matches!(self, Kind::Negative | Kind::Unlinked)
     }
 
     /// What a filesystem must hold for `count` entries of this kind.
-    pub fn capacity(self, count: u64, layout: Layout, threads: usize) -> Capacity {
+    pub(crate) fn capacity(self, count: u64, layout: Layout, threads: usize) -> Capacity {
         let dirs = u64::from(layout.dirs());
         let threads = threads as u64;
         let (entries, inodes) = match self {
@@ -108,7 +108,7 @@ impl Kind {
 /// How the entries are spread over directories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "layout", content = "dirs")]
-pub enum Layout {
+pub(crate) enum Layout {
     /// All entries in one directory (the node-lockup report).
     Flat,
     /// Spread evenly over K directories.
@@ -116,10 +116,10 @@ pub enum Layout {
 }
 
 /// Upper bound on `--layout dirs=K`.
-pub const MAX_DIRS: u32 = 1_000_000;
+pub(crate) const MAX_DIRS: u32 = 1_000_000;
 
 impl Layout {
-    pub fn dirs(self) -> u32 {
+    pub(crate) fn dirs(self) -> u32 {
         match self {
             Layout::Flat => 1,
             Layout::Dirs(k) => k,
@@ -153,7 +153,7 @@ impl std::fmt::Display for Layout {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct CreateSpec {
+pub(crate) struct CreateSpec {
     pub kind: Kind,
     pub layout: Layout,
     pub count: u64,
@@ -162,13 +162,13 @@ pub struct CreateSpec {
 
 impl CreateSpec {
     /// What the filesystem must hold for this workload.
-    pub fn capacity(&self) -> Capacity {
+    pub(crate) fn capacity(&self) -> Capacity {
         self.kind.capacity(self.count, self.layout, self.threads)
     }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CreateOutcome {
+pub(crate) struct CreateOutcome {
     /// Entries the generator made (system calls that succeeded).
     pub entries: u64,
     pub seconds: f64,
@@ -185,19 +185,19 @@ pub struct CreateOutcome {
 
 /// Live progress shared between the workers and whoever draws a bar.
 #[derive(Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     pub done: AtomicU64,
     pub abort: AtomicBool,
 }
 
 /// One worker's share of a directory: (directory index, first name, count).
-pub type WorkItem = (u32, u64, u64);
+pub(crate) type WorkItem = (u32, u64, u64);
 
 /// Spreads `count` entries named 0, 1, 2, … evenly over `ndirs` directories
 /// and at most `threads` workers: whole directories round-robin when there
 /// are at least as many directories as workers, else each directory split
 /// into index ranges. Workers without work are left out.
-pub fn plan(count: u64, ndirs: u32, threads: usize) -> Vec<Vec<WorkItem>> {
+pub(crate) fn plan(count: u64, ndirs: u32, threads: usize) -> Vec<Vec<WorkItem>> {
     let threads = threads.max(1);
     let ndirs = ndirs.max(1);
     let quota = |d: u32| count / ndirs as u64 + u64::from((d as u64) < count % ndirs as u64);
@@ -229,7 +229,7 @@ const BATCH: u64 = 4096;
 /// Creates `spec.count` entries under `root`, spread over the layout's
 /// directories and `spec.threads` threads (never more threads than
 /// directories, unless the layout is flat and threads were asked for).
-pub fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Result<CreateOutcome> {
+pub(crate) fn create(root: &Path, spec: &CreateSpec, progress: &Arc<Progress>) -> Result<CreateOutcome> {
     if spec.count == 0 {
         bail!("nothing to create: count is 0");
     }
@@ -329,19 +329,19 @@ fn fill(
     Ok(done)
 }
 
-pub fn dir_name(d: u32) -> String {
+pub(crate) fn dir_name(d: u32) -> String {
     format!("d{d}")
 }
 
 /// A reusable NUL-terminated decimal name, short enough to stay inline in
 /// the dentry (no external name allocation).
 #[derive(Default)]
-pub struct NameBuf {
+pub(crate) struct NameBuf {
     buf: [u8; 24],
 }
 
 impl NameBuf {
-    pub fn set(&mut self, mut v: u64) -> &std::ffi::CStr {
+    pub(crate) fn set(&mut self, mut v: u64) -> &std::ffi::CStr {
         let mut tmp = [0u8; 20];
         let mut i = tmp.len();
         loop {
@@ -360,7 +360,7 @@ impl NameBuf {
 }
 
 /// Draws a progress bar on a terminal while `work` runs.
-pub fn with_progress<T>(total: u64, label: &str, progress: &Arc<Progress>, work: impl FnOnce() -> T) -> T {
+pub(crate) fn with_progress<T>(total: u64, label: &str, progress: &Arc<Progress>, work: impl FnOnce() -> T) -> T {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
         return work();

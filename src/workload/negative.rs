@@ -10,7 +10,7 @@ use nix::errno::Errno;
 use nix::fcntl::AtFlags;
 use nix::sys::stat::fstatat;
 
-pub fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+pub(crate) fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
     match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
         Err(Errno::ENOENT) => Ok(()),
         Ok(_) => bail!("{name:?} exists in a fresh filesystem: a failed lookup was expected"),
@@ -20,7 +20,7 @@ pub fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
 
 /// Failed lookups of the decimal names `first..first + n` in `dir`: `n`
 /// negative dentries on a disk filesystem.
-pub fn make_range(dir: BorrowedFd<'_>, first: u64, n: u64) -> Result<()> {
+pub(crate) fn make_range(dir: BorrowedFd<'_>, first: u64, n: u64) -> Result<()> {
     let mut name = super::NameBuf::default();
     for i in first..first + n {
         make(dir, name.set(i))?;

@@ -20,7 +20,7 @@ const BATCH: u64 = 64;
 
 /// What one worker did.
 #[derive(Debug, Clone, Copy)]
-pub struct WorkerOutcome {
+pub(crate) struct WorkerOutcome {
     pub unlinked: u64,
     /// CLOCK_MONOTONIC when it finished its share.
     pub finished_ns: u64,
@@ -28,7 +28,7 @@ pub struct WorkerOutcome {
 
 /// Removes the entries of `plan` under `root` with one thread per share,
 /// counting into `progress.done`.
-pub fn remove(root: &Path, plan: &[Vec<WorkItem>], progress: &Progress) -> Result<Vec<WorkerOutcome>> {
+pub(crate) fn remove(root: &Path, plan: &[Vec<WorkItem>], progress: &Progress) -> Result<Vec<WorkerOutcome>> {
     let results: Vec<Result<WorkerOutcome>> = std::thread::scope(|s| {
         let handles: Vec<_> = plan
             .iter()
@@ -68,7 +68,7 @@ pub fn remove(root: &Path, plan: &[Vec<WorkItem>], progress: &Progress) -> Resul
 }
 
 /// Removes the (now empty) directories of a layout.
-pub fn remove_dirs(root: &Path, ndirs: u32) -> Result<()> {
+pub(crate) fn remove_dirs(root: &Path, ndirs: u32) -> Result<()> {
     for d in 0..ndirs {
         let p = root.join(dir_name(d));
         std::fs::remove_dir(&p).with_context(|| format!("cannot remove {}", p.display()))?;

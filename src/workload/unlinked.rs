@@ -8,7 +8,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::{Context, Result};
 use nix::unistd::{UnlinkatFlags, unlinkat};
 
-pub fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+pub(crate) fn make(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
     super::file::make(dir, name)?;
     unlinkat(dir, name, UnlinkatFlags::NoRemoveDir).with_context(|| format!("unlink {:?}", name))
 }

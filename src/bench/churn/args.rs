@@ -7,7 +7,7 @@ use super::{MAX_INTERVAL, MIN_INTERVAL, Options};
 use crate::sandbox::FsType;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Files in the tree (suffixes k, M, G).
     #[arg(long, default_value = super::DEFAULT_FILES, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
     pub files: u64,
@@ -33,7 +33,7 @@ pub struct Args {
 
 impl Args {
     /// The run's options: `cpus` is the default worker count.
-    pub fn options(&self, cpus: usize) -> Options {
+    pub(crate) fn options(&self, cpus: usize) -> Options {
         let workers = self.workers.map_or(cpus, |w| w as usize);
         Options {
             files: self.files,

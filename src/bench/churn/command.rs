@@ -8,7 +8,7 @@ use crate::bench::common::{Benchmark, Context, WithJson};
 use crate::sandbox::Sandbox;
 
 /// A parallel unlink of a large tree.
-pub struct Churn;
+pub(crate) struct Churn;
 
 impl Benchmark for Churn {
     type Args = WithJson<super::Args>;

@@ -14,11 +14,11 @@
 //! the unlinks left, and that is timed too.
 
 mod args;
-pub mod command;
-pub mod render;
+pub(crate) mod command;
+pub(crate) mod render;
 
-pub use args::Args;
-pub use command::Churn;
+pub(crate) use args::Args;
+pub(crate) use command::Churn;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,27 +39,27 @@ use crate::sys;
 use crate::workload::{self, CreateOutcome, CreateSpec, Kind, Layout, Progress, unlink};
 
 /// Default files in the tree (about 15 s to build and remove on 2 CPUs).
-pub const DEFAULT_FILES: &str = "1M";
+pub(crate) const DEFAULT_FILES: &str = "1M";
 /// Default sampling interval.
-pub const DEFAULT_INTERVAL: &str = "100ms";
+pub(crate) const DEFAULT_INTERVAL: &str = "100ms";
 /// Bounds of `--interval`.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
-pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(10);
+pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(10);
 /// Most workers.
-pub const MAX_WORKERS: usize = 256;
+pub(crate) const MAX_WORKERS: usize = 256;
 /// Memory one file takes while the tree exists, bytes, on the high side:
 /// its dentry (~192), its ext4/xfs in-memory inode (~1100) and its share of
 /// the filesystem image in the scratch tmpfs (a 256-byte on-disk inode, a
 /// directory entry, bitmaps).
-pub const BYTES_PER_FILE: u64 = 2000;
+pub(crate) const BYTES_PER_FILE: u64 = 2000;
 /// A steady part whose nr_dentry grows by at least this per unlink has no
 /// steady state: the unlinks' dentries pile up.
-pub const GROWING_DENTRIES_PER_UNLINK: f64 = 0.5;
+pub(crate) const GROWING_DENTRIES_PER_UNLINK: f64 = 0.5;
 /// What the unlink-regression report saw on 3.0-rc1 (8-way unlink of 50M files on XFS).
-pub const SEED_002_PERIOD_SECONDS: f64 = 20.0;
+pub(crate) const SEED_002_PERIOD_SECONDS: f64 = 20.0;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+pub(crate) struct Options {
     pub files: u64,
     pub dirs: u32,
     pub workers: usize,
@@ -72,7 +72,7 @@ pub struct Options {
 
 /// One reading of the timeline.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Since the removal started.
     pub seconds: f64,
     pub unlinks_total: u64,
@@ -86,14 +86,14 @@ pub struct Sample {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WorkerSummary {
+pub(crate) struct WorkerSummary {
     pub unlinked: u64,
     pub finished_seconds: f64,
 }
 
 /// The part of the timeline between ramp-up and tail.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Steady {
+pub(crate) struct Steady {
     pub from_seconds: f64,
     pub to_seconds: f64,
     pub unlinks_per_second_median: f64,
@@ -111,7 +111,7 @@ pub struct Steady {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct HighWater {
+pub(crate) struct HighWater {
     pub nr_dentry: u64,
     /// Above nr_dentry at the first sample (the removal's start).
     pub nr_dentry_added: i64,
@@ -125,7 +125,7 @@ pub struct HighWater {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ChurnResult {
+pub(crate) struct ChurnResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub environment: Environment,
@@ -161,7 +161,7 @@ pub struct ChurnResult {
     pub notes: Vec<String>,
 }
 
-pub fn validate(opts: &Options) -> Result<()> {
+pub(crate) fn validate(opts: &Options) -> Result<()> {
     if !opts.fs.is_disk() {
         bail!(UsageError(format!(
             "--fs {}: churn needs a disk filesystem: tmpfs frees an unlinked file's dentry at once, so nothing piles \
@@ -183,7 +183,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 }
 
 /// The memory check, before the sandbox is entered (exit 2 when refused).
-pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
+pub(crate) fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
     crate::bench::common::check_memory(
         &format!("--files {}", human(opts.files)),
         opts.files.saturating_mul(BYTES_PER_FILE),
@@ -195,7 +195,7 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
 }
 
 /// Runs the benchmark. The sandbox must already be entered.
-pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ChurnResult> {
+pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ChurnResult> {
     let header = crate::result::Header::new("churn");
     let environment = Environment::capture(proc);
     let entries = opts.files + u64::from(opts.dirs);
@@ -364,7 +364,7 @@ fn sample_loop(
 }
 
 /// The steady part of the timeline (see [`oscillation::steady_window`]).
-pub fn steady(samples: &[Sample]) -> Option<Steady> {
+pub(crate) fn steady(samples: &[Sample]) -> Option<Steady> {
     let body = samples.get(1..)?;
     let w = oscillation::steady_window(body.len());
     let part = body.get(w)?;
@@ -392,7 +392,7 @@ pub fn steady(samples: &[Sample]) -> Option<Steady> {
 
 /// The peaks of the removal's timeline; memory also counts the readings in
 /// `also` (after the build, before the removal).
-pub fn high_water(samples: &[Sample], before_build: &Counts, also: &[&Counts]) -> HighWater {
+pub(crate) fn high_water(samples: &[Sample], before_build: &Counts, also: &[&Counts]) -> HighWater {
     // The first sample at the peak.
     let top = samples.iter().fold(None::<&Sample>, |m, s| match m {
         Some(m) if m.nr_dentry >= s.nr_dentry => Some(m),

@@ -39,7 +39,7 @@ impl Render for ChurnResult {
 
 /// Churn: the timeline in at most `max_rows` rows (rates averaged over
 /// each row's samples, counters as at its end).
-pub fn timeline_grid(r: &ChurnResult, max_rows: usize) -> Grid {
+pub(crate) fn timeline_grid(r: &ChurnResult, max_rows: usize) -> Grid {
     let header =
         ["t (s)", "unlinks/s", "unlinked", "nr_dentry", "nr_negative", "MemAvailable"].map(String::from).to_vec();
     let body = r.samples.get(1..).unwrap_or(&[]);

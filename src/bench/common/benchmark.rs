@@ -17,7 +17,7 @@ use crate::render::Render;
 
 /// What a benchmark gets from the process and from the layers above
 /// `bench`.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub proc: &'a ProcRoot,
     /// The lockup edge of the calibration `status` uses, read from the
     /// state directory given (`status` sits above `bench`, so the command
@@ -26,7 +26,7 @@ pub struct Context<'a> {
 }
 
 /// This node's lockup edge, from its calibration.
-pub struct LockupEdge {
+pub(crate) struct LockupEdge {
     /// The calibration's name.
     pub calibration: String,
     /// The dentry count at which a reclaim would trip the watchdog (none
@@ -35,14 +35,14 @@ pub struct LockupEdge {
 }
 
 /// The output files a command line names, opened before the run.
-pub trait OutputPaths {
+pub(crate) trait OutputPaths {
     fn output_paths(&self) -> Paths;
 }
 
 /// The command line of a benchmark whose one output is `--json`: its own
 /// options (`A`, its folder's clap `Args`) beside the output file.
 #[derive(Debug, clap::Args)]
-pub struct WithJson<A: clap::Args> {
+pub(crate) struct WithJson<A: clap::Args> {
     #[command(flatten)]
     pub args: A,
     #[command(flatten)]
@@ -57,7 +57,7 @@ impl<A: clap::Args> OutputPaths for WithJson<A> {
 
 /// One benchmark: its command (arguments and help), its result, and the
 /// steps the generic handler runs in order.
-pub trait Benchmark {
+pub(crate) trait Benchmark {
     /// Its command's arguments: the benchmark's options and its outputs
     /// ([`WithJson`] when `--json` is the only one).
     type Args: clap::Args + OutputPaths + std::fmt::Debug;

@@ -7,10 +7,10 @@
 //! numbers, profiles. Imported by every benchmark folder; imports none of
 //! them.
 
-pub mod benchmark;
-pub mod profile;
+pub(crate) mod benchmark;
+pub(crate) mod profile;
 
-pub use benchmark::{Benchmark, Context, LockupEdge, OutputPaths, WithJson};
+pub(crate) use benchmark::{Benchmark, Context, LockupEdge, OutputPaths, WithJson};
 
 use anyhow::{Context as _, Result, bail};
 
@@ -22,18 +22,18 @@ use crate::sys;
 use crate::workload::Kind;
 
 /// Refuse a run whose memory estimate exceeds this share of MemAvailable.
-pub const MAX_MEMORY_SHARE: f64 = 0.5;
+pub(crate) const MAX_MEMORY_SHARE: f64 = 0.5;
 
 /// The memory a run may plan with: MemAvailable, or what this process's
 /// memory cgroup leaves below its limit when that is less (dentries are
 /// charged to the cgroup: in a pod the limit, not the node, stops a run).
-pub struct Available {
+pub(crate) struct Available {
     pub bytes: u64,
     /// What the figure is, for messages: "MemAvailable (23.1 GiB)".
     pub what: String,
 }
 
-pub fn memory_available(proc: &ProcRoot) -> Result<Available> {
+pub(crate) fn memory_available(proc: &ProcRoot) -> Result<Available> {
     let avail = proc.meminfo()?.mem_available_bytes;
     let room = crate::procfs::cgroup::own_memory_controller(proc)
         .ok()
@@ -59,7 +59,7 @@ pub fn memory_available(proc: &ProcRoot) -> Result<Available> {
 /// [`MAX_MEMORY_SHARE`] of the memory available
 /// ([`memory_available`]), unless `force`: bad input (exit 2), one line
 /// saying what (`what`, `detail`) and how to fix it.
-pub fn check_memory(what: &str, need: u64, detail: &str, fix: &str, force: bool, proc: &ProcRoot) -> Result<()> {
+pub(crate) fn check_memory(what: &str, need: u64, detail: &str, fix: &str, force: bool, proc: &ProcRoot) -> Result<()> {
     if force {
         return Ok(());
     }
@@ -77,7 +77,7 @@ pub fn check_memory(what: &str, need: u64, detail: &str, fix: &str, force: bool,
 
 /// Checks the sizes against memory before anything is created, with the
 /// kind's conservative bytes-per-dentry. Bad input: exit 2.
-pub fn preflight(sizes: &[u64], kind: Kind, force: bool, proc: &ProcRoot) -> Result<()> {
+pub(crate) fn preflight(sizes: &[u64], kind: Kind, force: bool, proc: &ProcRoot) -> Result<()> {
     let bpd = kind.default_bytes_per_dentry();
     for &n in sizes {
         check_memory(
@@ -93,7 +93,7 @@ pub fn preflight(sizes: &[u64], kind: Kind, force: bool, proc: &ProcRoot) -> Res
 }
 
 /// Picks the reclaiming CPU and the control CPU from the allowed set.
-pub fn choose_cpus(requested: Option<usize>) -> Result<(usize, Option<usize>)> {
+pub(crate) fn choose_cpus(requested: Option<usize>) -> Result<(usize, Option<usize>)> {
     let cpus = sys::allowed_cpus()?;
     let cpu = match requested {
         Some(c) if cpus.contains(&c) => c,
@@ -109,7 +109,7 @@ pub fn choose_cpus(requested: Option<usize>) -> Result<(usize, Option<usize>)> {
 }
 
 /// Rejects a kind the filesystem cannot hold.
-pub fn check_kind(kind: Kind, fs: FsType) -> Result<()> {
+pub(crate) fn check_kind(kind: Kind, fs: FsType) -> Result<()> {
     if kind.is_negative() && !fs.is_disk() {
         bail!(UsageError(format!(
             "--kind {} needs a disk filesystem: tmpfs deletes a negative dentry as soon as it is unused, so it \

@@ -14,7 +14,7 @@ use crate::sys;
 
 /// What the samples said about one reclaim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunProfile {
+pub(crate) struct RunProfile {
     pub frequency_hz: u32,
     /// Every sample perf took on the CPU while the probe ran.
     pub samples: u64,
@@ -26,7 +26,12 @@ pub struct RunProfile {
 
 /// Folds the samples of the longest gap and of the reclaim; `tid`: the
 /// task that ran the reclaim.
-pub fn summarise(samples: &[Sample], longest_gap: (u64, u64), reclaim: (u64, u64), tid: Option<u32>) -> RunProfile {
+pub(crate) fn summarise(
+    samples: &[Sample],
+    longest_gap: (u64, u64),
+    reclaim: (u64, u64),
+    tid: Option<u32>,
+) -> RunProfile {
     RunProfile {
         frequency_hz: profile::FREQUENCY_HZ,
         samples: samples.len() as u64,
@@ -36,7 +41,7 @@ pub fn summarise(samples: &[Sample], longest_gap: (u64, u64), reclaim: (u64, u64
 }
 
 /// Parses perf's samples; refuses them when no kernel frame has a name.
-pub fn samples(text: &str) -> Result<Vec<Sample>> {
+pub(crate) fn samples(text: &str) -> Result<Vec<Sample>> {
     let samples = folded::parse_script(text)?;
     if let Some(why) = folded::unresolved_kernel(&samples) {
         anyhow::bail!(why);
@@ -46,12 +51,12 @@ pub fn samples(text: &str) -> Result<Vec<Sample>> {
 
 /// Checks once whether perf works here; when it does not, says so in one
 /// line (stderr and the result's notes) and the sweep runs without it.
-pub fn available(wanted: bool, cpu: usize, scratch: &Path, notes: &mut Vec<String>) -> bool {
+pub(crate) fn available(wanted: bool, cpu: usize, scratch: &Path, notes: &mut Vec<String>) -> bool {
     available_for(wanted, cpu, scratch, "reclaim", notes)
 }
 
 /// The same for another benchmark's `what` (a reclaim, a teardown).
-pub fn available_for(wanted: bool, cpu: usize, scratch: &Path, what: &str, notes: &mut Vec<String>) -> bool {
+pub(crate) fn available_for(wanted: bool, cpu: usize, scratch: &Path, what: &str, notes: &mut Vec<String>) -> bool {
     if !wanted {
         return false;
     }
@@ -74,7 +79,7 @@ pub fn available_for(wanted: bool, cpu: usize, scratch: &Path, what: &str, notes
 }
 
 /// A reclaim being recorded (or not).
-pub struct Recording {
+pub(crate) struct Recording {
     recorder: Option<Recorder>,
     problem: Option<String>,
     reclaim: (u64, u64),
@@ -82,7 +87,7 @@ pub struct Recording {
 }
 
 /// Starts perf before the probes, when profiling.
-pub fn start(on: bool, cpu: usize, scratch: &Path, tag: &str) -> Result<Recording> {
+pub(crate) fn start(on: bool, cpu: usize, scratch: &Path, tag: &str) -> Result<Recording> {
     let mut r = Recording { recorder: None, problem: None, reclaim: (0, 0), tid: None };
     if on {
         let others: Vec<usize> = sys::allowed_cpus()?.into_iter().filter(|&c| c != cpu).collect();
@@ -97,7 +102,7 @@ pub fn start(on: bool, cpu: usize, scratch: &Path, tag: &str) -> Result<Recordin
 impl Recording {
     /// Runs the reclaim (by task `tid`), noting when it began and ended on
     /// the probe's clock.
-    pub fn time<T>(&mut self, tid: u32, reclaim: impl FnOnce() -> T) -> T {
+    pub(crate) fn time<T>(&mut self, tid: u32, reclaim: impl FnOnce() -> T) -> T {
         self.tid = Some(tid);
         let start = sys::monotonic_ns();
         let out = reclaim();
@@ -106,7 +111,7 @@ impl Recording {
     }
 
     /// Stops perf and folds the longest gap's and the reclaim's samples.
-    pub fn finish(self, longest_gap: Option<(u64, u64)>) -> (Option<RunProfile>, Option<String>) {
+    pub(crate) fn finish(self, longest_gap: Option<(u64, u64)>) -> (Option<RunProfile>, Option<String>) {
         let Some(rec) = self.recorder else { return (None, self.problem) };
         match rec.finish().and_then(|text| samples(&text)) {
             Ok(samples) => {
@@ -120,7 +125,7 @@ impl Recording {
 
 /// One line naming the code behind a longest stretch (`at`: which, for
 /// people); `task`: what the window's own task is called.
-pub fn name_stretch(p: &RunProfile, at: &str, task: &str) -> String {
+pub(crate) fn name_stretch(p: &RunProfile, at: &str, task: &str) -> String {
     let w = &p.longest_gap;
     if w.samples == 0 {
         return format!(

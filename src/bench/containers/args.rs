@@ -11,7 +11,7 @@ use crate::sandbox::FsType;
 use crate::workload::container::Mix;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Containers to run, one after another or --parallel at a time (suffixes k allowed).
     #[arg(long, default_value = super::DEFAULT_COUNT, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
     pub count: u64,
@@ -52,7 +52,7 @@ pub struct Args {
 
 impl Args {
     /// The run's options: `cpu` is the one chosen for `--cpu`.
-    pub fn options(&self, cpu: usize) -> Options {
+    pub(crate) fn options(&self, cpu: usize) -> Options {
         Options {
             count: self.count,
             parallel: self.parallel,
@@ -70,6 +70,6 @@ impl Args {
 }
 
 /// A count of operations, where 0 (the harness alone) is allowed.
-pub fn parse_op_count(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_op_count(s: &str) -> Result<u64, String> {
     if s.trim() == "0" { Ok(0) } else { crate::size::parse_count(s) }
 }

@@ -17,7 +17,7 @@ use crate::workload::container::{LOOKUP_DIRS, Mix, Op};
 
 /// The image's directories and the negatives the containers left in each,
 /// the largest first.
-pub fn expected(image: &Path, mix: &Mix, ops: u64, runs: &[ContainerRun]) -> Expected {
+pub(super) fn expected(image: &Path, mix: &Mix, ops: u64, runs: &[ContainerRun]) -> Expected {
     let sum = |f: fn(&ContainerRun) -> u64| runs.iter().map(f).sum::<u64>();
     let mut dirs =
         vec![(image.join("tmp"), sum(|r| r.outcome.temp_tables)), (image.join("data"), sum(|r| r.outcome.files))];
@@ -38,7 +38,7 @@ pub fn expected(image: &Path, mix: &Mix, ops: u64, runs: &[ContainerRun]) -> Exp
 }
 
 /// The census and its check (its line on stderr).
-pub fn check(image: &Path, mix: &Mix, ops: u64, runs: &[ContainerRun], proc: &ProcRoot) -> Result<Named> {
+pub(super) fn check(image: &Path, mix: &Mix, ops: u64, runs: &[ContainerRun], proc: &ProcRoot) -> Result<Named> {
     let e = expected(image, mix, ops, runs);
     let named = crate::census::workload::check(&Source::of(proc), proc, &e).context("the census check (--census)")?;
     eprintln!("{}", named.line());

@@ -27,10 +27,10 @@ use crate::sys;
 use crate::workload::container::{self, Mix, Outcome};
 
 /// The hidden subcommand that runs one container.
-pub const CHILD_COMMAND: &str = "__container-child";
+pub(crate) const CHILD_COMMAND: &str = "__container-child";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub id: u32,
     pub layers: Layers,
     /// The container's root: the overlay is mounted here.
@@ -43,7 +43,7 @@ pub struct Spec {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Report {
+pub(crate) enum Report {
     Ready {
         /// From start to the overlay mounted (namespace, mount).
         setup_seconds: f64,
@@ -56,29 +56,29 @@ pub enum Report {
 }
 
 /// The parent's handle on one container.
-pub struct Container {
+pub(crate) struct Container {
     pub id: u32,
     child: Child,
     input: ChildStdin,
 }
 
 /// The container's output, read on a thread of its own until `Ready`.
-pub type Output = BufReader<ChildStdout>;
+pub(crate) type Output = BufReader<ChildStdout>;
 
 impl Container {
-    pub fn spawn(spec: &Spec) -> Result<(Container, Output)> {
+    pub(crate) fn spawn(spec: &Spec) -> Result<(Container, Output)> {
         let sys::SelfChild { child, input, output } =
             sys::spawn_self(CHILD_COMMAND, serde_json::to_string(spec)?, "a container")?;
         Ok((Container { id: spec.id, child, input }, output))
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Tells the container to exit and waits until it has been reaped: the
     /// kernel tears its namespace (and the overlay) down inside its exit.
-    pub fn exit(mut self, output: &mut Output) -> Result<()> {
+    pub(crate) fn exit(mut self, output: &mut Output) -> Result<()> {
         writeln!(self.input, "exit").and_then(|_| self.input.flush()).context("the container is gone")?;
         match receive(output, &mut self.child)? {
             Report::Exiting => {}
@@ -92,14 +92,14 @@ impl Container {
     }
 
     /// Kills a container that failed, and reaps it.
-    pub fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
 /// Reads the container's next report.
-pub fn receive(output: &mut Output, child: &mut Child) -> Result<Report> {
+pub(crate) fn receive(output: &mut Output, child: &mut Child) -> Result<Report> {
     let mut line = String::new();
     output.read_line(&mut line).context("cannot read from a container")?;
     if line.is_empty() {
@@ -110,7 +110,7 @@ pub fn receive(output: &mut Output, child: &mut Child) -> Result<Report> {
 }
 
 /// Reads the first report without the child handle (on the reader thread).
-pub fn receive_ready(output: &mut Output) -> Result<Report> {
+pub(crate) fn receive_ready(output: &mut Output) -> Result<Report> {
     let mut line = String::new();
     output.read_line(&mut line).context("cannot read from a container")?;
     if line.is_empty() {
@@ -120,7 +120,7 @@ pub fn receive_ready(output: &mut Output) -> Result<Report> {
 }
 
 /// The container's side.
-pub fn child_main(spec: &str) -> Result<()> {
+pub(crate) fn child_main(spec: &str) -> Result<()> {
     let t = Instant::now();
     sys::die_with_parent()?;
     let spec: Spec = serde_json::from_str(spec).context("bad container spec")?;

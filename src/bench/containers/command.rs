@@ -8,7 +8,7 @@ use crate::bench::common::{self, Benchmark, Context, WithJson};
 use crate::sandbox::Sandbox;
 
 /// Containers on overlayfs run a workload and die.
-pub struct Containers;
+pub(crate) struct Containers;
 
 impl Benchmark for Containers {
     type Args = WithJson<super::Args>;

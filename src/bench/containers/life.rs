@@ -32,7 +32,7 @@ use crate::workload::container::Mix;
 const PROBE_MARGIN: Duration = Duration::from_millis(2);
 
 /// A container on its way: spawned, workload running.
-pub struct Running {
+pub(crate) struct Running {
     pub id: u32,
     pub container: Container,
     pub spawned: Instant,
@@ -42,7 +42,7 @@ pub struct Running {
 
 /// Makes container `id`'s snapshot under `snapshots`, and spawns it with
 /// its root at `merged` (an empty directory).
-pub fn spawn(
+pub(crate) fn spawn(
     id: u32,
     mix: Mix,
     ops: u64,
@@ -63,7 +63,7 @@ pub fn spawn(
 }
 
 /// How teardowns are watched.
-pub struct Watch<'a> {
+pub(crate) struct Watch<'a> {
     pub cpu: usize,
     pub interval: Duration,
     /// The CPUs the harness may use (to unpin after a teardown).
@@ -75,7 +75,7 @@ pub struct Watch<'a> {
 
 /// Tears container `r` down once its workload is done (`report`), on the
 /// probed CPU, and returns its figures. `index`: containers torn down before.
-pub fn tear_down(
+pub(crate) fn tear_down(
     r: Running,
     report: Result<Report>,
     mut output: Output,
@@ -200,7 +200,7 @@ fn profile_teardown(
 /// The two phases of a teardown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Phase {
+pub(crate) enum Phase {
     /// The container's last process exits: the overlay and the namespace go.
     Exit,
     /// The harness removes the snapshot (upper and work directories).
@@ -209,7 +209,7 @@ pub enum Phase {
 
 impl Phase {
     /// The task that runs it, for people.
-    pub fn task(self) -> &'static str {
+    pub(crate) fn task(self) -> &'static str {
         match self {
             Phase::Exit => "exiting container",
             Phase::Removal => "snapshot-removing harness",
@@ -219,7 +219,7 @@ impl Phase {
 
 /// The phase that holds most of the gap `(start, end)`: the exit up to
 /// `split`, the removal after it.
-pub fn phase_of((start, end): (u64, u64), split: u64) -> Phase {
+pub(crate) fn phase_of((start, end): (u64, u64), split: u64) -> Phase {
     let before = split.clamp(start, end) - start;
     let after = end - split.clamp(start, end);
     if before >= after { Phase::Exit } else { Phase::Removal }
@@ -227,7 +227,7 @@ pub fn phase_of((start, end): (u64, u64), split: u64) -> Phase {
 
 /// Waits for container `r`'s workload and tears it down: one container at
 /// a time.
-pub fn live(r: Running, mut output: Output, index: u64, w: &Watch) -> Result<ContainerRun> {
+pub(crate) fn live(r: Running, mut output: Output, index: u64, w: &Watch) -> Result<ContainerRun> {
     let report = child::receive_ready(&mut output);
     tear_down(r, report, output, index, w)
 }

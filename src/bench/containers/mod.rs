@@ -21,12 +21,12 @@
 
 mod args;
 mod census;
-pub mod child;
-pub mod command;
-pub mod life;
-pub mod profile;
-pub mod render;
-pub mod summary;
+pub(crate) mod child;
+pub(crate) mod command;
+pub(crate) mod life;
+pub(crate) mod profile;
+pub(crate) mod render;
+pub(crate) mod summary;
 
 use std::collections::HashMap;
 use std::sync::mpsc;
@@ -43,19 +43,19 @@ use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
 use crate::stats::GapStats;
 use crate::sys;
 use crate::workload::container::{self as work, Mix, Outcome};
-pub use args::{Args, parse_op_count};
+pub(crate) use args::{Args, parse_op_count};
 use child::{Output, Report};
-pub use command::Containers;
+pub(crate) use command::Containers;
 use life::{Running, Watch};
-pub use summary::{Projection, Summary};
+pub(crate) use summary::{Projection, Summary};
 
-pub const DEFAULT_COUNT: &str = "100";
-pub const MAX_COUNT: u64 = 100_000;
-pub const MAX_PARALLEL: u32 = 64;
-pub const DEFAULT_OPS: &str = "10k";
-pub const MAX_OPS: u64 = 10_000_000;
+pub(crate) const DEFAULT_COUNT: &str = "100";
+pub(crate) const MAX_COUNT: u64 = 100_000;
+pub(crate) const MAX_PARALLEL: u32 = 64;
+pub(crate) const DEFAULT_OPS: &str = "10k";
+pub(crate) const MAX_OPS: u64 = 10_000_000;
 /// Containers started per hour for the projection (`--rate`).
-pub const DEFAULT_RATE_PER_HOUR: f64 = 60.0;
+pub(crate) const DEFAULT_RATE_PER_HOUR: f64 = 60.0;
 /// Memory per dentry a container may leave (a negative dentry and its
 /// share of the slab), and what its live files cost while it runs.
 const BYTES_PER_LEFT_DENTRY: u64 = 260;
@@ -66,7 +66,7 @@ const WITNESS_QUIET: Duration = Duration::from_millis(50);
 const WITNESS_SLACK: i64 = 32;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+pub(crate) struct Options {
     pub count: u64,
     pub parallel: u32,
     pub mix: Mix,
@@ -87,7 +87,7 @@ pub struct Options {
 
 /// What the projection needs from the calibration `status` uses.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Edge {
+pub(crate) struct Edge {
     /// Which calibration (for people).
     pub calibration: String,
     /// The dentry count at which a reclaim trips the watchdog, and the
@@ -98,7 +98,7 @@ pub struct Edge {
 
 /// One container's life.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ContainerRun {
+pub(crate) struct ContainerRun {
     pub id: u32,
     /// Containers that had run (and were torn down) before this one.
     pub index: u64,
@@ -140,7 +140,7 @@ pub struct ContainerRun {
 /// What the disk filesystem still held when the last container was gone,
 /// counted by unmounting it (it holds only the image and the snapshots).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Witness {
+pub(crate) struct Witness {
     pub dentries: i64,
     pub negative: i64,
     /// Directory dentries of the image itself, in that count.
@@ -160,13 +160,13 @@ impl Witness {
     /// The filesystem's dentries include its negative ones: when the
     /// nr_dentry drop is the smaller, other processes allocated dentries
     /// during the umount, and the negative drop is the better bound.
-    pub fn dentries_counted(&self) -> i64 {
+    pub(crate) fn dentries_counted(&self) -> i64 {
         self.dentries.max(self.negative)
     }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ContainersResult {
+pub(crate) struct ContainersResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub environment: Environment,
@@ -188,7 +188,7 @@ pub struct ContainersResult {
 }
 
 /// Rejects bad input before anything is created (exit 2).
-pub fn validate(opts: &Options) -> Result<()> {
+pub(crate) fn validate(opts: &Options) -> Result<()> {
     if opts.count == 0 || opts.count > MAX_COUNT {
         bail!(UsageError(format!("--count {}: give from 1 to {MAX_COUNT} containers", opts.count)));
     }
@@ -217,7 +217,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 /// The memory a run may take: what every container may leave, plus what
 /// the running ones hold.
-pub fn memory_estimate(opts: &Options) -> u64 {
+pub(crate) fn memory_estimate(opts: &Options) -> u64 {
     let left = opts.count.saturating_mul(opts.ops).saturating_mul(BYTES_PER_LEFT_DENTRY);
     let live = u64::from(opts.parallel)
         .saturating_mul(opts.ops)
@@ -225,7 +225,7 @@ pub fn memory_estimate(opts: &Options) -> u64 {
     left.saturating_add(live)
 }
 
-pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
+pub(crate) fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
     crate::bench::common::check_memory(
         &format!("{} containers of {} operations", opts.count, crate::size::human(opts.ops)),
         memory_estimate(opts),
@@ -240,7 +240,7 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
 type Ready = (u32, Result<Report>, Output);
 
 /// Runs the containers. The sandbox must already be entered.
-pub fn run(
+pub(crate) fn run(
     opts: &Options,
     edge: &Edge,
     sandbox: &mut Sandbox,

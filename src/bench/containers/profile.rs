@@ -10,7 +10,7 @@ use crate::analysis::folded::{self, Window};
 use crate::bench::common::profile::name_stretch;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ContainersProfile {
+pub(crate) struct ContainersProfile {
     pub frequency_hz: u32,
     /// Containers whose teardown was recorded.
     pub profiled: u64,
@@ -26,14 +26,14 @@ pub struct ContainersProfile {
 }
 
 /// The profiled container with the longest teardown gap.
-pub fn longest(runs: &[ContainerRun]) -> Option<&ContainerRun> {
+pub(crate) fn longest(runs: &[ContainerRun]) -> Option<&ContainerRun> {
     runs.iter()
         .filter(|r| r.profile.is_some())
         .max_by(|a, b| a.probe.max_gap_seconds.total_cmp(&b.probe.max_gap_seconds))
 }
 
 /// `None` when no teardown was recorded.
-pub fn summarise(runs: &[ContainerRun]) -> Option<ContainersProfile> {
+pub(crate) fn summarise(runs: &[ContainerRun]) -> Option<ContainersProfile> {
     let r = longest(runs)?;
     let p = r.profile.as_ref()?;
     let profiled: Vec<&ContainerRun> = runs.iter().filter(|r| r.profile.is_some()).collect();

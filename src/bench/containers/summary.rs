@@ -12,7 +12,7 @@ use crate::analysis::fit::{self, LinearFit};
 use crate::stats::{Spread, median, percentile_sorted};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub containers: u64,
     /// Operations per container that named something new to the image.
     pub new_names_per_container: f64,
@@ -44,7 +44,7 @@ pub struct Summary {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Projection {
+pub(crate) struct Projection {
     pub rate_per_hour: f64,
     pub calibration: String,
     pub lockup_dentries: Option<f64>,
@@ -63,7 +63,7 @@ pub struct Projection {
     pub hours_to_edge_high: Option<f64>,
 }
 
-pub fn summarise(runs: &[ContainerRun], w: &Witness) -> Summary {
+pub(crate) fn summarise(runs: &[ContainerRun], w: &Witness) -> Summary {
     let col = |f: &dyn Fn(&ContainerRun) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
     let n = runs.len().max(1) as f64;
     let mut left = col(&|r| r.left as f64);
@@ -108,7 +108,7 @@ fn hours(edge: f64, host: u64, per_hour: f64) -> Option<f64> {
     (per_hour > 0.0 && edge.is_finite()).then(|| ((edge - host as f64) / per_hour).max(0.0))
 }
 
-pub fn project(s: &Summary, edge: &Edge, rate_per_hour: f64, host_dentries: u64) -> Projection {
+pub(crate) fn project(s: &Summary, edge: &Edge, rate_per_hour: f64, host_dentries: u64) -> Projection {
     let g = s.witness_left_per_container;
     // The per-container counters are noisy (other work on the machine);
     // their spread, centred on the witness, bounds the growth.
@@ -136,7 +136,7 @@ pub fn project(s: &Summary, edge: &Edge, rate_per_hour: f64, host_dentries: u64)
 }
 
 /// What a reader must know to read the figures right.
-pub fn notes(opts: &Options, s: &Summary, w: &Witness) -> Vec<String> {
+pub(crate) fn notes(opts: &Options, s: &Summary, w: &Witness) -> Vec<String> {
     let mut out = vec![format!(
         "dentry-state is machine-wide: the per-container created/freed/left include other activity on the node \
          over the same milliseconds; 'left per container' and the projection use the witness instead (the \

@@ -8,7 +8,7 @@ use crate::bench::layers::WorkloadArgs;
 use crate::error::UsageError;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// How many dentries to create (suffixes k, M, G).
     #[arg(long, value_parser = crate::size::parse_count, allow_hyphen_values = true)]
     pub count: u64,
@@ -26,7 +26,7 @@ impl Args {
     /// The run's options: `cpus` is the default generator thread count; an
     /// overlay layer named without `--fs overlay` is a usage error.
     /// (`--force` is the memory check's, not the run's.)
-    pub fn options(&self, cpus: usize) -> Result<Options, UsageError> {
+    pub(crate) fn options(&self, cpus: usize) -> Result<Options, UsageError> {
         let (fs, overlay) = self.workload.fs()?;
         Ok(Options {
             count: self.count,

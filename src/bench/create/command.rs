@@ -11,7 +11,7 @@ use crate::bench::common::{self, Benchmark, Context, WithJson};
 use crate::sandbox::Sandbox;
 
 /// Make dentries in the sandbox and hold them.
-pub struct Create;
+pub(crate) struct Create;
 
 impl Benchmark for Create {
     type Args = WithJson<super::Args>;

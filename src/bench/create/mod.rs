@@ -7,11 +7,11 @@
 //! probed ([`crate::bench::layers`]).
 
 mod args;
-pub mod command;
+pub(crate) mod command;
 mod render;
 
-pub use args::Args;
-pub use command::Create;
+pub(crate) use args::Args;
+pub(crate) use command::Create;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +29,7 @@ use crate::size::human;
 use crate::workload::{self, CreateSpec, Kind, Layout, Progress};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+pub(crate) struct Options {
     pub count: u64,
     pub kind: Kind,
     pub layout: Layout,
@@ -44,7 +44,7 @@ pub struct Options {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Reclaim {
+pub(crate) struct Reclaim {
     pub reason: String,
     pub umount_seconds: f64,
     pub reclaimed: i64,
@@ -52,7 +52,7 @@ pub struct Reclaim {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CreateResult {
+pub(crate) struct CreateResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub environment: Environment,
@@ -73,7 +73,7 @@ pub struct CreateResult {
 }
 
 /// Creates, prints where the dentries are (via `announce`), holds, reclaims.
-pub fn run(
+pub(crate) fn run(
     opts: &Options,
     sandbox: &mut Sandbox,
     proc: &ProcRoot,

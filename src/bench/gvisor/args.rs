@@ -12,7 +12,7 @@ use super::runsc::Dcache;
 use super::worker::Workload;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// lookup, lookup-missing or build.
     #[arg(long, default_value = "lookup")]
     pub workload: Workload,
@@ -50,7 +50,7 @@ impl Args {
     /// binary found ([`super::runsc::find`]: `--runsc`, else
     /// `$DENTRYLAB_RUNSC`, else the PATH); a bad value or a missing runsc
     /// is a usage error (exit 2).
-    pub fn options(&self) -> Result<Options> {
+    pub(crate) fn options(&self) -> Result<Options> {
         let o = Options {
             workload: self.workload,
             dcache: self.dcache.clone(),

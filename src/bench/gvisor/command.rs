@@ -8,7 +8,7 @@ use crate::bench::common::{Benchmark, Context, WithJson};
 use crate::error::UsageError;
 
 /// The same workload natively and inside runsc, side by side.
-pub struct Gvisor;
+pub(crate) struct Gvisor;
 
 impl Benchmark for Gvisor {
     type Args = WithJson<super::Args>;

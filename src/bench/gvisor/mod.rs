@@ -11,13 +11,13 @@
 //! dentry with directfs), and runsc's own metrics at exit.
 
 mod args;
-pub mod command;
-pub mod render;
+pub(crate) mod command;
+pub(crate) mod render;
 pub mod runsc;
-pub mod worker;
+pub(crate) mod worker;
 
-pub use args::Args;
-pub use command::Gvisor;
+pub(crate) use args::Args;
+pub(crate) use command::Gvisor;
 
 use std::path::PathBuf;
 
@@ -30,17 +30,17 @@ use runsc::{Dcache, Observed};
 use worker::{Phase, WorkerSpec, Workload};
 
 /// Name of the hidden subcommand that runs [`worker::worker_main`].
-pub const WORKER: &str = "__gvisor-worker";
+pub(crate) const WORKER: &str = "__gvisor-worker";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "dcache")]
-pub enum Config {
+pub(crate) enum Config {
     Native,
     Runsc(Dcache),
 }
 
 impl Config {
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Config::Native => "native".into(),
             Config::Runsc(d) => format!("runsc dcache={}", d.label()),
@@ -49,7 +49,7 @@ impl Config {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+pub(crate) struct Options {
     pub workload: Workload,
     /// runsc configurations; native always runs first in each round.
     pub dcache: Vec<Dcache>,
@@ -66,7 +66,7 @@ pub struct Options {
     pub runsc_flags: Vec<String>,
 }
 
-pub fn validate(o: &Options) -> Result<()> {
+pub(crate) fn validate(o: &Options) -> Result<()> {
     let bad = |m: String| -> Result<()> { Err(UsageError(m).into()) };
     if o.files == 0 || o.files > 5_000_000 {
         return bad(format!("--files {}: give 1 to 5M files", o.files));
@@ -109,7 +109,7 @@ pub fn validate(o: &Options) -> Result<()> {
 
 /// One configuration's run in one round.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     pub round: u32,
     pub config: Config,
     pub phases: Vec<Phase>,
@@ -119,7 +119,7 @@ pub struct RunRecord {
 
 /// Medians over the rounds of one (configuration, phase, threads).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub config: Config,
     pub phase: String,
     pub threads: usize,
@@ -137,7 +137,7 @@ pub struct Row {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GvisorResult {
+pub(crate) struct GvisorResult {
     #[serde(flatten)]
     pub header: Header,
     pub options: Options,
@@ -170,7 +170,7 @@ impl Drop for Cleanup {
     }
 }
 
-pub fn run(o: &Options, announce: &dyn Fn(&str)) -> Result<GvisorResult> {
+pub(crate) fn run(o: &Options, announce: &dyn Fn(&str)) -> Result<GvisorResult> {
     validate(o)?;
     // runsc --network=none bind-mounts a network namespace under its state
     // directory (NullNetNSFilename, runsc/specutils/namespace.go) and leaves
@@ -267,7 +267,7 @@ fn median(v: Vec<f64>) -> f64 {
 
 /// Medians over the rounds, and each row's slowdown against native's row of
 /// the same phase and thread count.
-pub fn summarise(configs: &[Config], runs: &[RunRecord]) -> Vec<Row> {
+pub(crate) fn summarise(configs: &[Config], runs: &[RunRecord]) -> Vec<Row> {
     let mut rows: Vec<Row> = Vec::new();
     for &config in configs {
         let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.config == config).collect();
@@ -309,7 +309,7 @@ pub fn summarise(configs: &[Config], runs: &[RunRecord]) -> Vec<Row> {
 }
 
 /// The directory the tree goes under by default: the system's temporary directory.
-pub fn default_dir() -> PathBuf {
+pub(crate) fn default_dir() -> PathBuf {
     std::env::temp_dir()
 }
 

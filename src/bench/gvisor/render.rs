@@ -55,7 +55,7 @@ fn rate(v: f64) -> String {
     }
 }
 
-pub fn grid(r: &GvisorResult) -> Grid {
+pub(crate) fn grid(r: &GvisorResult) -> Grid {
     let header = [
         "configuration",
         "phase",

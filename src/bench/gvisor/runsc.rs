@@ -24,7 +24,7 @@ use serde_json::json;
 use crate::error::UsageError;
 
 /// Environment variable naming the runsc binary (else `runsc` on the PATH).
-pub const RUNSC_ENV: &str = "DENTRYLAB_RUNSC";
+pub(crate) const RUNSC_ENV: &str = "DENTRYLAB_RUNSC";
 
 /// The runsc binary: `explicit`, else $DENTRYLAB_RUNSC, else `runsc` on the
 /// PATH. Missing: a usage error (exit 2) saying how to build it.
@@ -60,7 +60,7 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// `runsc --version`, first line.
-pub fn version(runsc: &Path) -> Result<String> {
+pub(crate) fn version(runsc: &Path) -> Result<String> {
     let out = std::process::Command::new(runsc)
         .arg("--version")
         .output()
@@ -75,7 +75,7 @@ pub fn version(runsc: &Path) -> Result<String> {
 /// The sentry's dentry cache: runsc's `--dcache`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Dcache {
+pub(crate) enum Dcache {
     /// Not given (runsc's default, -1): each gofer mount keeps its own LRU of
     /// 1,000 unreferenced dentries (defaultMaxCachedDentries).
     PerMount,
@@ -84,7 +84,7 @@ pub enum Dcache {
 }
 
 impl Dcache {
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Dcache::PerMount => "per-mount".into(),
             Dcache::Global(n) => n.to_string(),
@@ -104,7 +104,7 @@ impl std::str::FromStr for Dcache {
 
 /// What one sandboxed run saw from outside.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// Most host FDs the sentry (runsc-sandbox) held at one sample (every 20 ms).
     pub sentry_fds_max: u64,
     /// Most host FDs the gofer held at one sample.
@@ -117,7 +117,7 @@ pub struct Observed {
     pub run_seconds: f64,
 }
 
-pub struct Run<'a> {
+pub(crate) struct Run<'a> {
     pub runsc: &'a Path,
     pub dcache: Dcache,
     /// Directory for the bundle, runsc's state, logs and metrics.
@@ -130,7 +130,7 @@ pub struct Run<'a> {
 }
 
 /// Runs `args` (the worker's command line) as the sandbox's init process.
-pub fn run(r: &Run, args: &[String]) -> Result<Observed> {
+pub(crate) fn run(r: &Run, args: &[String]) -> Result<Observed> {
     let bundle = r.scratch.join(format!("bundle-{}", r.id));
     let state = r.scratch.join("state");
     std::fs::create_dir_all(&bundle).with_context(|| format!("creating {}", bundle.display()))?;
@@ -206,7 +206,7 @@ pub fn run(r: &Run, args: &[String]) -> Result<Observed> {
 }
 
 /// Prometheus text lines `name value [timestamp]` -> name -> value (labels kept in the name).
-pub fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
+pub(crate) fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         if line.starts_with('#') || line.trim().is_empty() {

@@ -26,7 +26,7 @@ use crate::histogram::Histogram;
 /// What the worker does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Workload {
+pub(crate) enum Workload {
     /// stat(2) of files picked uniformly at random from a tree made beforehand.
     Lookup,
     /// stat(2) of names that do not exist, picked at random over the tree's directories.
@@ -36,9 +36,9 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 3] = [Workload::Lookup, Workload::LookupMissing, Workload::Build];
+    pub(crate) const ALL: [Workload; 3] = [Workload::Lookup, Workload::LookupMissing, Workload::Build];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Workload::Lookup => "lookup",
             Workload::LookupMissing => "lookup-missing",
@@ -47,7 +47,7 @@ impl Workload {
     }
 
     /// The tree must exist before the timed part (made natively by the harness).
-    pub fn needs_tree(self) -> bool {
+    pub(crate) fn needs_tree(self) -> bool {
         matches!(self, Workload::Lookup | Workload::LookupMissing)
     }
 }
@@ -64,7 +64,7 @@ impl std::str::FromStr for Workload {
 
 /// One worker run: every entry of `threads` in turn, on the same tree.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WorkerSpec {
+pub(crate) struct WorkerSpec {
     pub workload: Workload,
     /// The tree's root: `d<i>/f<k>` with file k in directory k % dirs.
     pub root: PathBuf,
@@ -79,7 +79,7 @@ pub struct WorkerSpec {
 
 /// One thread count's figures.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Phase {
+pub(crate) struct Phase {
     pub name: String,
     pub threads: usize,
     pub ops: u64,
@@ -91,16 +91,16 @@ pub struct Phase {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WorkerResult {
+pub(crate) struct WorkerResult {
     pub phases: Vec<Phase>,
 }
 
-pub fn file_path(k: u64, dirs: u64) -> String {
+pub(crate) fn file_path(k: u64, dirs: u64) -> String {
     format!("d{}/f{k}", k % dirs)
 }
 
 /// Makes the tree for the lookup workloads (natively, untimed).
-pub fn make_tree(root: &Path, files: u64, dirs: u64) -> Result<()> {
+pub(crate) fn make_tree(root: &Path, files: u64, dirs: u64) -> Result<()> {
     std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
     for d in 0..dirs {
         let p = root.join(format!("d{d}"));
@@ -113,7 +113,7 @@ pub fn make_tree(root: &Path, files: u64, dirs: u64) -> Result<()> {
     Ok(())
 }
 
-pub fn worker_main(spec_json: &str) -> Result<()> {
+pub(crate) fn worker_main(spec_json: &str) -> Result<()> {
     let spec: WorkerSpec = serde_json::from_str(spec_json).context("parsing the worker's spec")?;
     std::env::set_current_dir(&spec.root).with_context(|| format!("chdir {}", spec.root.display()))?;
     let mut phases = Vec::new();
@@ -299,7 +299,7 @@ fn build(spec: &WorkerSpec, threads: usize) -> Result<Vec<Phase>> {
 }
 
 /// The result file a worker wrote.
-pub fn read_result(out: &Path) -> Result<WorkerResult> {
+pub(crate) fn read_result(out: &Path) -> Result<WorkerResult> {
     let text = std::fs::read(out).with_context(|| format!("reading the worker's result {}", out.display()))?;
     serde_json::from_slice(&text).with_context(|| format!("parsing {}", out.display()))
 }

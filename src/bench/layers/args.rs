@@ -11,7 +11,7 @@ use crate::workload::{Kind, Layout};
 
 /// What to create and where.
 #[derive(Debug, Clone, clap::Args)]
-pub struct WorkloadArgs {
+pub(crate) struct WorkloadArgs {
     /// Kind of dentry to create: hardlink, file, negative (failed lookups of names that do not exist) or
     /// unlinked (create then unlink, as temporary tables do). negative and unlinked need --fs ext4 or xfs:
     /// tmpfs keeps no negative dentries.
@@ -42,7 +42,7 @@ pub struct WorkloadArgs {
 
 /// `--fs` of reclaim and create: one filesystem, or an overlay stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FsChoice {
+pub(crate) enum FsChoice {
     Plain(FsType),
     Overlay,
 }
@@ -51,7 +51,7 @@ impl WorkloadArgs {
     /// `--fs`, `--lower-fs` and `--upper-fs`: the filesystem the kinds are
     /// checked against (an overlay's lower) and the overlay stack, if any.
     /// A layer named without `--fs overlay` is a usage error.
-    pub fn fs(&self) -> Result<(FsType, Option<Stack>), UsageError> {
+    pub(crate) fn fs(&self) -> Result<(FsType, Option<Stack>), UsageError> {
         match self.fs {
             FsChoice::Overlay => {
                 let stack = super::stack(self.lower_fs, self.upper_fs);
@@ -78,7 +78,7 @@ impl WorkloadArgs {
     /// rest of each call (name formatting, lookup, allocation) still runs
     /// in parallel (2M hard links, one directory, 2 CPUs: 257k/s with one
     /// thread, 374k/s with two).
-    pub fn threads(&self, cpus: usize) -> usize {
+    pub(crate) fn threads(&self, cpus: usize) -> usize {
         self.threads.map_or(cpus, |t| t as usize)
     }
 }

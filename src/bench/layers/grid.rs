@@ -31,7 +31,7 @@ fn ms(s: f64) -> String {
 }
 
 /// One row per size and layer, medians over the probed repetitions.
-pub fn grid(stacks: &[(u64, &StackTeardown)], cpu: usize) -> Option<Grid> {
+pub(crate) fn grid(stacks: &[(u64, &StackTeardown)], cpu: usize) -> Option<Grid> {
     if stacks.is_empty() {
         return None;
     }
@@ -99,7 +99,7 @@ fn row(size: &str, first: &LayerUmount, ls: &[&LayerUmount]) -> Vec<String> {
 }
 
 /// The rows of one `create --fs overlay`.
-pub fn create_grid(t: &StackTeardown) -> Grid {
+pub(crate) fn create_grid(t: &StackTeardown) -> Grid {
     let rows = t
         .layers
         .iter()
@@ -129,7 +129,7 @@ fn layer_gaps(stacks: &[(u64, &StackTeardown)], size: u64) -> Vec<(String, Strin
 }
 
 /// "Which layer holds the CPU longest", at the largest size with layers.
-pub fn longest_line(stacks: &[(u64, &StackTeardown)]) -> Option<String> {
+pub(crate) fn longest_line(stacks: &[(u64, &StackTeardown)]) -> Option<String> {
     let top = stacks.iter().map(|(t, _)| *t).max()?;
     let gaps = layer_gaps(stacks, top);
     let (name, fs, gap) = gaps.iter().max_by(|a, b| a.2.partial_cmp(&b.2).unwrap_or(std::cmp::Ordering::Equal))?;
@@ -143,7 +143,7 @@ pub fn longest_line(stacks: &[(u64, &StackTeardown)]) -> Option<String> {
 }
 
 /// What the table's counts mean, said once under it.
-pub const LEGEND: &str = "overlay: what the reclaim (its umount, or the death of its namespace) freed; upper and \
+pub(crate) const LEGEND: &str = "overlay: what the reclaim (its umount, or the death of its namespace) freed; upper and \
 lower: what stayed in that filesystem after the overlay was gone, counted by unmounting it (untimed as a reclaim, \
 probed like one). Counts are dentry-state deltas corrected for other processes' drift, measured in quiet windows \
 around each umount (± the correction's uncertainty).";

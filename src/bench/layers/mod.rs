@@ -13,9 +13,9 @@
 //! [`DRIFT_SHARE`] of it is flagged as disturbed.
 
 mod args;
-pub mod grid;
+pub(crate) mod grid;
 
-pub use args::WorkloadArgs;
+pub(crate) use args::WorkloadArgs;
 
 use std::time::{Duration, Instant};
 
@@ -40,12 +40,12 @@ const SETTLE: Duration = Duration::from_millis(60);
 /// A layer's count is flagged as disturbed when the uncertainty of its
 /// drift correction is more than this share of it (and more than
 /// [`DRIFT_FLOOR`] dentries).
-pub const DRIFT_SHARE: f64 = 0.02;
-pub const DRIFT_FLOOR: f64 = 64.0;
+pub(crate) const DRIFT_SHARE: f64 = 0.02;
+pub(crate) const DRIFT_FLOOR: f64 = 64.0;
 
 /// One layer of the stack torn down.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LayerUmount {
+pub(crate) struct LayerUmount {
     /// `overlay`, `upper` or `lower`.
     pub layer: String,
     /// Its filesystem type.
@@ -72,7 +72,7 @@ pub struct LayerUmount {
 
 /// The layers of one stack, top down.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StackTeardown {
+pub(crate) struct StackTeardown {
     pub stack: Stack,
     /// The CPU the umounts ran on, and the probe with them.
     pub cpu: usize,
@@ -80,12 +80,12 @@ pub struct StackTeardown {
 }
 
 impl StackTeardown {
-    pub fn layer(&self, name: &str) -> Option<&LayerUmount> {
+    pub(crate) fn layer(&self, name: &str) -> Option<&LayerUmount> {
         self.layers.iter().find(|l| l.layer == name)
     }
 
     /// The layer whose umount held the CPU longest, among the probed ones.
-    pub fn longest(&self) -> Option<&LayerUmount> {
+    pub(crate) fn longest(&self) -> Option<&LayerUmount> {
         self.layers
             .iter()
             .filter(|l| l.max_gap_seconds.is_some())
@@ -95,7 +95,7 @@ impl StackTeardown {
 
 /// dentry-state read around one teardown: a quiet window before it, and
 /// (after the RCU-deferred frees landed) one after it.
-pub struct Window {
+pub(crate) struct Window {
     a: DentryState,
     b: DentryState,
     at_b: Instant,
@@ -103,29 +103,29 @@ pub struct Window {
 
 /// What one teardown freed, by both counters.
 #[derive(Debug, Clone, Copy)]
-pub struct Counted {
+pub(crate) struct Counted {
     pub total: Witnessed,
     pub negative: Witnessed,
 }
 
 impl Counted {
-    pub fn uncertainty(&self) -> f64 {
+    pub(crate) fn uncertainty(&self) -> f64 {
         self.total.uncertainty.max(self.negative.uncertainty)
     }
-    pub fn drift(&self) -> f64 {
+    pub(crate) fn drift(&self) -> f64 {
         self.total.others.abs().max(self.negative.others.abs())
     }
 }
 
 impl Window {
-    pub fn open(proc: &ProcRoot) -> Result<Window> {
+    pub(crate) fn open(proc: &ProcRoot) -> Result<Window> {
         let a = proc.dentry_state()?;
         std::thread::sleep(QUIET);
         let b = proc.dentry_state()?;
         Ok(Window { a, b, at_b: Instant::now() })
     }
 
-    pub fn close(self, proc: &ProcRoot) -> Result<Counted> {
+    pub(crate) fn close(self, proc: &ProcRoot) -> Result<Counted> {
         std::thread::sleep(SETTLE);
         let c = proc.dentry_state()?;
         let scale = self.at_b.elapsed().as_secs_f64() / QUIET.as_secs_f64();
@@ -140,7 +140,7 @@ impl Window {
 }
 
 /// A row of the table from what a teardown freed.
-pub fn counted_row(
+pub(crate) fn counted_row(
     layer: &str,
     fs: &str,
     counted: &Counted,
@@ -161,7 +161,13 @@ pub fn counted_row(
 }
 
 /// Unmounts one layer with the probe on `cpu`, counting around it.
-pub fn umount_counted(layer: &str, fs: &str, mount: &mut Mount, proc: &ProcRoot, cpu: usize) -> Result<LayerUmount> {
+pub(crate) fn umount_counted(
+    layer: &str,
+    fs: &str,
+    mount: &mut Mount,
+    proc: &ProcRoot,
+    cpu: usize,
+) -> Result<LayerUmount> {
     let window = Window::open(proc)?;
     let all = sys::allowed_cpus()?;
     sys::pin_current_thread(cpu)?;
@@ -185,7 +191,7 @@ pub fn umount_counted(layer: &str, fs: &str, mount: &mut Mount, proc: &ProcRoot,
 /// of the two windows' rates; how much those rates differ bounds what the
 /// correction cannot know.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Witnessed {
+pub(crate) struct Witnessed {
     /// What the umount freed, corrected for the others' drift.
     pub freed: i64,
     /// How far the others moved the counter over the umount's window.
@@ -195,7 +201,7 @@ pub struct Witnessed {
 }
 
 impl Witnessed {
-    pub fn of(a: u64, b: u64, c: u64, d: u64, scale: f64) -> Witnessed {
+    pub(crate) fn of(a: u64, b: u64, c: u64, d: u64, scale: f64) -> Witnessed {
         let before = b as f64 - a as f64;
         let after = d as f64 - c as f64;
         let others = (before + after) / 2.0 * scale;
@@ -204,7 +210,7 @@ impl Witnessed {
     }
 }
 
-pub fn is_disturbed(uncertainty: f64, count: i64) -> bool {
+pub(crate) fn is_disturbed(uncertainty: f64, count: i64) -> bool {
     uncertainty > DRIFT_FLOOR && uncertainty > DRIFT_SHARE * count.unsigned_abs() as f64
 }
 
@@ -213,7 +219,7 @@ pub fn is_disturbed(uncertainty: f64, count: i64) -> bool {
 /// directories its image has (`/tmp`, a datadir): lookups under them then
 /// reach the lower layer. A directory the container made itself would be
 /// upper-only, and the lower would never be asked.
-pub fn mount_stack(sandbox: &mut Sandbox, stack: Stack, spec: &CreateSpec) -> Result<StackMounts> {
+pub(crate) fn mount_stack(sandbox: &mut Sandbox, stack: Stack, spec: &CreateSpec) -> Result<StackMounts> {
     let mounts = sandbox.mount_stack(stack, &spec.capacity())?;
     for d in 0..spec.layout.dirs() {
         let p = mounts.layers.lower.join(crate::workload::dir_name(d));
@@ -224,7 +230,7 @@ pub fn mount_stack(sandbox: &mut Sandbox, stack: Stack, spec: &CreateSpec) -> Re
 
 /// After the overlay is gone: unmounts the upper filesystem, then the
 /// lower one, each counted and probed on `cpu`.
-pub fn unmount_in_turn(mut s: StackMounts, proc: &ProcRoot, cpu: usize) -> Result<Vec<LayerUmount>> {
+pub(crate) fn unmount_in_turn(mut s: StackMounts, proc: &ProcRoot, cpu: usize) -> Result<Vec<LayerUmount>> {
     let upper = umount_counted("upper", &s.stack.upper.to_string(), &mut s.upper, proc, cpu)?;
     let lower = umount_counted("lower", &s.stack.lower.to_string(), &mut s.lower, proc, cpu)?;
     Ok(vec![upper, lower])
@@ -232,7 +238,7 @@ pub fn unmount_in_turn(mut s: StackMounts, proc: &ProcRoot, cpu: usize) -> Resul
 
 /// The default upper filesystem: the lower's type, as the overlayfs
 /// snapshotter keeps the snapshots beside the image.
-pub fn stack(lower: Option<FsType>, upper: Option<FsType>) -> Stack {
+pub(crate) fn stack(lower: Option<FsType>, upper: Option<FsType>) -> Stack {
     let lower = lower.unwrap_or(FsType::Ext4);
     Stack { lower, upper: upper.unwrap_or(lower) }
 }

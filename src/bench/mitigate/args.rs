@@ -15,7 +15,7 @@ use crate::sandbox::FsType;
 use crate::workload::container::Mix;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// What grows the dentry cache: temp-tables, lookups, files, mariadb, containers.
     #[arg(long, value_parser = clap::value_parser!(Workload))]
     pub workload: Workload,
@@ -61,7 +61,7 @@ impl Args {
     /// The run's options: `cpu` is the one chosen for `--cpu`, `edge` this
     /// node's lockup edge (if it has a calibration). `--container-workload`
     /// or `--container-ops` with another workload is a usage error.
-    pub fn options(&self, cpu: usize, edge: Option<Edge>) -> Result<Options> {
+    pub(crate) fn options(&self, cpu: usize, edge: Option<Edge>) -> Result<Options> {
         let (container_mix, container_ops) =
             super::containers::options(self.workload, self.container_workload, self.container_ops)?;
         Ok(Options {

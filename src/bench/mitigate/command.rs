@@ -10,7 +10,7 @@ use crate::sandbox::{self, Sandbox};
 use crate::sys;
 
 /// A/B of mitigations on a workload in a memory cgroup.
-pub struct Mitigate;
+pub(crate) struct Mitigate;
 
 impl Benchmark for Mitigate {
     type Args = WithJson<super::Args>;

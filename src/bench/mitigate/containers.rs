@@ -26,20 +26,20 @@ use crate::sys;
 use crate::workload::container::{self as work, Mix};
 
 /// Hidden subcommand of the worker that runs the containers.
-pub const WORKER_COMMAND: &str = "__mitigate-containers";
+pub(crate) const WORKER_COMMAND: &str = "__mitigate-containers";
 /// The mix when `--container-workload` is not given (as `containers --workload mixed`).
-pub const DEFAULT_MIX: &str = "mixed";
+pub(crate) const DEFAULT_MIX: &str = "mixed";
 /// Operations per container when `--container-ops` is not given: a
 /// container's life is then well under a second, so a run sees many.
-pub const DEFAULT_OPS: &str = "1k";
+pub(crate) const DEFAULT_OPS: &str = "1k";
 /// Cgroup headroom over the set-up usage for the default limit: the
 /// container processes (copies of dentrylab) and their overlays on top of
 /// what the steady workloads need.
-pub const HEADROOM_BYTES: u64 = 64 << 20;
+pub(crate) const HEADROOM_BYTES: u64 = 64 << 20;
 
 /// `--container-workload` and `--container-ops`, with their defaults;
 /// given with another workload, they are a mistake (exit 2).
-pub fn options(workload: super::Workload, mix: Option<Mix>, ops: Option<u64>) -> Result<(Mix, u64)> {
+pub(crate) fn options(workload: super::Workload, mix: Option<Mix>, ops: Option<u64>) -> Result<(Mix, u64)> {
     if workload != super::Workload::Containers {
         let given = if mix.is_some() { Some("--container-workload") } else { ops.map(|_| "--container-ops") };
         if let Some(flag) = given {
@@ -64,7 +64,7 @@ pub fn options(workload: super::Workload, mix: Option<Mix>, ops: Option<u64>) ->
 
 /// What the worker is told.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub root: PathBuf,
     pub mix: Mix,
     pub ops: u64,
@@ -73,21 +73,21 @@ pub struct Spec {
 
 /// One line of the worker's output.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Line {
+pub(crate) struct Line {
     /// Operations done by the containers torn down so far.
     pub ops: u64,
     pub container: ContainerRun,
 }
 
 /// The worker's command line.
-pub fn command(spec: &Spec) -> Result<std::process::Command> {
+pub(crate) fn command(spec: &Spec) -> Result<std::process::Command> {
     let mut c = std::process::Command::new(sys::SELF_EXE);
     c.arg(crate::sys::INTERNAL_COMMAND).arg(WORKER_COMMAND).arg(serde_json::to_string(spec)?);
     Ok(c)
 }
 
 /// Reads the worker's lines: the operations into `ops`, the containers into `runs`.
-pub fn read(out: impl std::io::Read, ops: Arc<AtomicU64>, runs: Arc<Mutex<Vec<ContainerRun>>>) {
+pub(crate) fn read(out: impl std::io::Read, ops: Arc<AtomicU64>, runs: Arc<Mutex<Vec<ContainerRun>>>) {
     for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
         if let Ok(l) = serde_json::from_str::<Line>(&line) {
             ops.store(l.ops, Ordering::Relaxed);
@@ -98,7 +98,7 @@ pub fn read(out: impl std::io::Read, ops: Arc<AtomicU64>, runs: Arc<Mutex<Vec<Co
 
 /// The worker: lays out the image in `root`, then runs containers one
 /// after another until it is killed.
-pub fn worker_main(spec: &str) -> Result<()> {
+pub(crate) fn worker_main(spec: &str) -> Result<()> {
     sys::die_with_parent()?;
     let spec: Spec = serde_json::from_str(spec).context("bad containers worker spec")?;
     let image = spec.root.join("image");

@@ -13,20 +13,20 @@ use serde::{Deserialize, Serialize};
 use crate::sys::guardian::Guardian;
 
 /// Shortest and longest `drop-caches-every`.
-pub const MIN_DROP_EVERY: Duration = Duration::from_secs(1);
-pub const MAX_DROP_EVERY: Duration = Duration::from_secs(3600);
+pub(crate) const MIN_DROP_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const MAX_DROP_EVERY: Duration = Duration::from_secs(3600);
 /// Most combinations one run may have.
-pub const MAX_COMBINATIONS: usize = 64;
+pub(crate) const MAX_COMBINATIONS: usize = 64;
 /// Most values per knob.
-pub const MAX_VALUES: usize = 16;
+pub(crate) const MAX_VALUES: usize = 16;
 /// Largest vfs_cache_pressure (and its denominator) accepted: the kernel
 /// takes any non-negative int, values past this are typing mistakes.
-pub const MAX_PRESSURE: u64 = 100_000;
+pub(crate) const MAX_PRESSURE: u64 = 100_000;
 /// Smallest `memory-limit` value.
-pub const MIN_MEMORY_LIMIT: u64 = 4 << 20;
+pub(crate) const MIN_MEMORY_LIMIT: u64 = 4 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Knob {
+pub(crate) enum Knob {
     #[serde(rename = "vm.vfs_cache_pressure")]
     VfsCachePressure,
     #[serde(rename = "vm.vfs_cache_pressure_denom")]
@@ -43,7 +43,7 @@ pub enum Knob {
 }
 
 impl Knob {
-    pub const NAMES: &'static [&'static str] = &[
+    pub(crate) const NAMES: &'static [&'static str] = &[
         "vm.vfs_cache_pressure",
         "vm.vfs_cache_pressure_denom",
         "fs.dentry-negative",
@@ -51,7 +51,7 @@ impl Knob {
         "memory-limit",
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Knob::VfsCachePressure => "vm.vfs_cache_pressure",
             Knob::VfsCachePressureDenom => "vm.vfs_cache_pressure_denom",
@@ -62,13 +62,13 @@ impl Knob {
     }
 
     /// Whether the knob changes the whole machine (needs `--allow-global`).
-    pub fn is_global(self) -> bool {
+    pub(crate) fn is_global(self) -> bool {
         self != Knob::MemoryLimit
     }
 
     /// The sources of negative dentries (and the dentries) the knob acts
     /// on, for its verdict line (fs/dcache.c, fs/super.c, mm/vmscan.c).
-    pub fn acts_on(self) -> &'static str {
+    pub(crate) fn acts_on(self) -> &'static str {
         match self {
             Knob::DentryNegative => {
                 "acts in d_delete() only: an unlinked file's dentry is dropped instead of becoming negative; the \
@@ -92,7 +92,7 @@ impl Knob {
     }
 
     /// The sysctl file, for the knobs that are sysctls.
-    pub fn sysctl_path(self) -> Option<&'static str> {
+    pub(crate) fn sysctl_path(self) -> Option<&'static str> {
         match self {
             Knob::VfsCachePressure => Some("/proc/sys/vm/vfs_cache_pressure"),
             Knob::VfsCachePressureDenom => Some("/proc/sys/vm/vfs_cache_pressure_denom"),
@@ -153,7 +153,7 @@ impl Knob {
 }
 
 /// A duration: `500ms`, `10s`, `2m`, `1h`, or seconds without a unit.
-pub fn parse_duration(s: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1e-3)
@@ -172,7 +172,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Value {
+pub(crate) enum Value {
     Number(u64),
     /// drop-caches-every: the period, seconds.
     Every(f64),
@@ -199,13 +199,13 @@ impl std::fmt::Display for Value {
 
 /// One `--setting KNOB=V1,V2,…`: the first value is the baseline's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Setting {
+pub(crate) struct Setting {
     pub knob: Knob,
     pub values: Vec<Value>,
 }
 
 /// Parses `--setting` (the clap value parser).
-pub fn parse_setting(s: &str) -> Result<Setting, String> {
+pub(crate) fn parse_setting(s: &str) -> Result<Setting, String> {
     let (name, values) =
         s.split_once('=').ok_or_else(|| format!("{s:?} is not KNOB=V1,V2 (for example fs.dentry-negative=0,1)"))?;
     let knob = Knob::from_name(name.trim())
@@ -227,11 +227,11 @@ pub fn parse_setting(s: &str) -> Result<Setting, String> {
 }
 
 /// One combination: a value per knob, in the order of the settings.
-pub type Combination = Vec<(Knob, Value)>;
+pub(crate) type Combination = Vec<(Knob, Value)>;
 
 /// Every combination, the first values first (the baseline), the last
 /// setting varying fastest.
-pub fn combinations(settings: &[Setting]) -> Vec<Combination> {
+pub(crate) fn combinations(settings: &[Setting]) -> Vec<Combination> {
     let mut out: Vec<Combination> = vec![Vec::new()];
     for s in settings {
         out = out
@@ -243,7 +243,7 @@ pub fn combinations(settings: &[Setting]) -> Vec<Combination> {
 }
 
 /// A label for a combination: `fs.dentry-negative=1 drop-caches-every=10s`.
-pub fn label(c: &Combination) -> String {
+pub(crate) fn label(c: &Combination) -> String {
     if c.is_empty() {
         return "defaults".into();
     }
@@ -252,7 +252,7 @@ pub fn label(c: &Combination) -> String {
 
 /// A sysctl changed for the run, and what happened to it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SysctlChange {
+pub(crate) struct SysctlChange {
     pub name: String,
     pub path: String,
     pub original: String,
@@ -263,14 +263,14 @@ pub struct SysctlChange {
 }
 
 /// The sysctls of the run, each guarded.
-pub struct Sysctls {
+pub(crate) struct Sysctls {
     guarded: Vec<(Knob, SysctlChange, Guardian)>,
 }
 
 impl Sysctls {
     /// Reads the originals and starts a guardian for each sysctl knob.
     /// Call before entering the sandbox.
-    pub fn guard(settings: &[Setting]) -> Result<Sysctls> {
+    pub(crate) fn guard(settings: &[Setting]) -> Result<Sysctls> {
         let mut guarded = Vec::new();
         for s in settings {
             let Some(path) = s.knob.sysctl_path() else { continue };
@@ -288,7 +288,7 @@ impl Sysctls {
     }
 
     /// Writes the combination's sysctl values.
-    pub fn apply(&mut self, c: &Combination) -> Result<()> {
+    pub(crate) fn apply(&mut self, c: &Combination) -> Result<()> {
         for (knob, value) in c {
             let Some((_, change, _)) = self.guarded.iter_mut().find(|(k, _, _)| k == knob) else { continue };
             let text = value.to_string();
@@ -303,7 +303,7 @@ impl Sysctls {
     }
 
     /// Puts every original back, reads it back, and lets the guardians go.
-    pub fn restore(self) -> Result<Vec<SysctlChange>> {
+    pub(crate) fn restore(self) -> Result<Vec<SysctlChange>> {
         let mut out = Vec::new();
         let mut err = None;
         for (_, mut change, g) in self.guarded {
@@ -378,7 +378,7 @@ mod tests {
 }
 
 /// A memory size: `512M`, `2G`, `300MiB`, or bytes (binary units).
-pub fn parse_memory(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_memory(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let bad = || format!("{s:?} is not a memory size (write for example 256M or 2G)");
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());

@@ -12,7 +12,7 @@ use crate::stats::median;
 
 /// One limit of the sweep, over its reps.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LimitOutcome {
+pub(crate) struct LimitOutcome {
     pub limit_bytes: u64,
     pub reps: usize,
     pub oom_killed: usize,
@@ -30,7 +30,7 @@ pub struct LimitOutcome {
 
 /// What a memory limit does to a workload.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LimitSweep {
+pub(crate) struct LimitSweep {
     pub outcomes: Vec<LimitOutcome>,
     /// Largest limit at which some rep was OOM-killed.
     pub kills_up_to: Option<u64>,
@@ -52,7 +52,7 @@ fn mib(b: u64) -> String {
 
 /// The sweep over the rows that differ from the baseline in their limit
 /// only (the other knobs at their first values); `None` without one.
-pub fn sweep(rows: &[Row], opts: &Options) -> Option<LimitSweep> {
+pub(crate) fn sweep(rows: &[Row], opts: &Options) -> Option<LimitSweep> {
     let base = rows.first()?;
     let others_at_base = |r: &Row| {
         r.server_options.is_empty()

@@ -26,7 +26,7 @@ use crate::error::UsageError;
 use crate::sys;
 
 /// How to install the server, said when it is missing.
-pub const INSTALL_HINT: &str =
+pub(crate) const INSTALL_HINT: &str =
     "install MariaDB's server (Debian/Ubuntu: apt-get install mariadb-server; Fedora: dnf install mariadb-server)";
 /// How long the server may take to accept connections.
 const START_PATIENCE: Duration = Duration::from_secs(60);
@@ -37,16 +37,16 @@ const STOP_PATIENCE: Duration = Duration::from_secs(20);
 /// memory) overflows the default `tmp_table_size` (16 MB) and goes to disk
 /// as an Aria table in the tmpdir, as the node-lockup report's queries did; with
 /// `tmp_table_size=256M` it stays in memory.
-pub const GROUP_ROWS: u64 = 70_000;
+pub(crate) const GROUP_ROWS: u64 = 70_000;
 /// Rows of `b`, grouped by a TEXT column: MariaDB 10.11 cannot keep a
 /// TEXT/BLOB group key in a MEMORY table, so this GROUP BY always gets an
 /// on-disk (Aria) temporary table, whatever tmp_table_size says.
-pub const TEXT_ROWS: u64 = 2_000;
+pub(crate) const TEXT_ROWS: u64 = 2_000;
 /// The large GROUP BY runs once every this many rounds (it takes about a
 /// second; the rest of a round a few milliseconds).
-pub const LARGE_GROUP_BY_EVERY: u64 = 10;
+pub(crate) const LARGE_GROUP_BY_EVERY: u64 = 10;
 /// Small tables for the INFORMATION_SCHEMA scans.
-pub const SCHEMA_TABLES: u32 = 200;
+pub(crate) const SCHEMA_TABLES: u32 = 200;
 /// Options every server gets before the user's: a small footprint, so the
 /// server fits a memory cgroup beside the dentries it makes.
 const BASE_OPTIONS: &[&str] = &[
@@ -67,7 +67,7 @@ pub struct Binaries {
 /// When set, the only directories (`:`-separated) searched for the
 /// server's binaries, instead of PATH and the usual places: for a MariaDB
 /// installed elsewhere (and for the test of the message said without one).
-pub const PATH_ENV: &str = "DENTRYLAB_MARIADB_PATH";
+pub(crate) const PATH_ENV: &str = "DENTRYLAB_MARIADB_PATH";
 
 fn find(name: &str, extra: &[&str]) -> Option<PathBuf> {
     let dirs: Vec<PathBuf> = match std::env::var_os(PATH_ENV) {
@@ -86,7 +86,7 @@ pub fn locate() -> Result<Binaries> {
 }
 
 /// [`locate`], the error naming `flag` (the option that asked for the server).
-pub fn locate_for(flag: &str) -> Result<Binaries> {
+pub(crate) fn locate_for(flag: &str) -> Result<Binaries> {
     let mariadbd = find("mariadbd", &["/usr/sbin", "/usr/libexec", "/usr/local/sbin"])
         .ok_or_else(|| UsageError(format!("{flag}: mariadbd is not installed here: {INSTALL_HINT}")))?;
     let install_db = find("mariadb-install-db", &["/usr/bin", "/usr/local/bin"])
@@ -95,7 +95,7 @@ pub fn locate_for(flag: &str) -> Result<Binaries> {
 }
 
 /// One `--mariadb-option NAME=VALUE`, checked for shape (the server checks the rest).
-pub fn parse_option(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_option(s: &str) -> Result<(String, String), String> {
     let (k, v) =
         s.split_once('=').ok_or_else(|| format!("{s:?} is not NAME=VALUE (for example tmp_table_size=256M)"))?;
     let k = k.trim().trim_start_matches("--");
@@ -112,7 +112,7 @@ pub fn parse_option(s: &str) -> Result<(String, String), String> {
 }
 
 /// A running server. Dropping it kills it.
-pub struct Server {
+pub(crate) struct Server {
     child: Option<Child>,
     pub socket: PathBuf,
     log: PathBuf,
@@ -135,7 +135,7 @@ fn tail(p: &Path) -> String {
 impl Server {
     /// Installs a fresh datadir under `dir` and starts the server, inside
     /// the cgroup whose `cgroup.procs` is `procs`, pinned to `cpu`.
-    pub fn start(
+    pub(crate) fn start(
         bin: &Binaries,
         dir: &Path,
         procs: &Path,
@@ -217,17 +217,17 @@ impl Server {
     }
 
     /// A new connection over the socket, as root.
-    pub fn connect(&self) -> Result<mysql::Conn> {
+    pub(crate) fn connect(&self) -> Result<mysql::Conn> {
         connect(&self.socket)
     }
 
     /// The server's process id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after [`STOP_PATIENCE`]).
-    pub fn stop(mut self) -> Result<()> {
+    pub(crate) fn stop(mut self) -> Result<()> {
         if let Some(mut c) = self.child.take() {
             let pid = nix::unistd::Pid::from_raw(c.id() as i32);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
@@ -255,7 +255,7 @@ impl Drop for Server {
 }
 
 /// A new connection to the server listening on `socket`, as root.
-pub fn connect(socket: &Path) -> Result<mysql::Conn> {
+pub(crate) fn connect(socket: &Path) -> Result<mysql::Conn> {
     let opts = mysql::OptsBuilder::new()
         .socket(Some(socket.to_string_lossy().into_owned()))
         .user(Some("root"))
@@ -265,7 +265,7 @@ pub fn connect(socket: &Path) -> Result<mysql::Conn> {
 
 /// Makes the database: `g`, the GROUP BY table of [`GROUP_ROWS`] rows, and
 /// [`SCHEMA_TABLES`] small InnoDB tables for the INFORMATION_SCHEMA scans.
-pub fn load(server: &Server) -> Result<()> {
+pub(crate) fn load(server: &Server) -> Result<()> {
     let mut c = server.connect()?;
     c.query_drop("CREATE DATABASE dl").context("CREATE DATABASE")?;
     c.query_drop("USE dl")?;
@@ -290,10 +290,10 @@ pub fn load(server: &Server) -> Result<()> {
 
 /// The large GROUP BY: on disk at the default tmp_table_size, in memory
 /// with 256M (run once every [`LARGE_GROUP_BY_EVERY`] rounds).
-pub const LARGE_GROUP_BY: &str = "SELECT k, COUNT(*), SUM(v) FROM g GROUP BY k ORDER BY NULL LIMIT 1";
+pub(crate) const LARGE_GROUP_BY: &str = "SELECT k, COUNT(*), SUM(v) FROM g GROUP BY k ORDER BY NULL LIMIT 1";
 
 /// The query mix, one of each per round (plus, every tenth, the large GROUP BY).
-pub const MIX: &[(&str, &str)] = &[
+pub(crate) const MIX: &[(&str, &str)] = &[
     ("group_by_text_on_disk_temp", "SELECT t, COUNT(*), SUM(v) FROM b GROUP BY t ORDER BY NULL LIMIT 1"),
     ("aria_temp_table", "CREATE TEMPORARY TABLE t_aria (a INT, b VARCHAR(32)) ENGINE=Aria"),
     ("aria_temp_table_drop", "DROP TEMPORARY TABLE t_aria"),
@@ -307,14 +307,14 @@ pub const MIX: &[(&str, &str)] = &[
 
 /// Queries per kind of the mix, for one client.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ClientCounts {
+pub(crate) struct ClientCounts {
     pub queries: u64,
     pub errors: u64,
     pub first_error: Option<String>,
 }
 
 /// Runs the mix in one connection until `stop`, adding each query to `queries`.
-pub fn drive(server: &Server, stop: &AtomicBool, queries: &AtomicU64) -> Result<ClientCounts> {
+pub(crate) fn drive(server: &Server, stop: &AtomicBool, queries: &AtomicU64) -> Result<ClientCounts> {
     let mut c = server.connect()?;
     c.query_drop("USE dl")?;
     let mut out = ClientCounts::default();

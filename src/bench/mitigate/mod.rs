@@ -18,19 +18,19 @@
 //! [`containers::worker_main`].
 
 mod args;
-pub mod command;
-pub mod containers;
-pub mod knobs;
-pub mod limits;
+pub(crate) mod command;
+pub(crate) mod containers;
+pub(crate) mod knobs;
+pub(crate) mod limits;
 pub mod mariadb;
-pub mod one;
-pub mod oom;
-pub mod render;
-pub mod steady;
-pub mod summary;
+pub(crate) mod one;
+pub(crate) mod oom;
+pub(crate) mod render;
+pub(crate) mod steady;
+pub(crate) mod summary;
 
-pub use args::Args;
-pub use command::Mitigate;
+pub(crate) use args::Args;
+pub(crate) use command::Mitigate;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,19 +48,19 @@ use crate::workload::container::Mix;
 use knobs::{Combination, Knob, Setting, SysctlChange, Sysctls, Value};
 
 /// Default and bounds of `--duration`.
-pub const DEFAULT_DURATION: &str = "60s";
-pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+pub(crate) const DEFAULT_DURATION: &str = "60s";
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(3600);
 /// Default and most `--reps`.
-pub const DEFAULT_REPS: u32 = 1;
-pub const MAX_REPS: u32 = 20;
+pub(crate) const DEFAULT_REPS: u32 = 1;
+pub(crate) const MAX_REPS: u32 = 20;
 /// Default and most `--clients` (mariadb).
-pub const DEFAULT_CLIENTS: usize = 4;
-pub const MAX_CLIENTS: usize = 32;
+pub(crate) const DEFAULT_CLIENTS: usize = 4;
+pub(crate) const MAX_CLIENTS: usize = 32;
 
 /// What grows the dentry cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Workload {
+pub(crate) enum Workload {
     Steady(Steady),
     Mariadb,
     /// `dentrylab containers`' life, over and over ([`containers`]).
@@ -68,9 +68,9 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const NAMES: &'static [&'static str] = &["temp-tables", "lookups", "files", "mariadb", "containers"];
+    pub(crate) const NAMES: &'static [&'static str] = &["temp-tables", "lookups", "files", "mariadb", "containers"];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Workload::Steady(s) => s.name(),
             Workload::Mariadb => "mariadb",
@@ -95,7 +95,7 @@ impl std::str::FromStr for Workload {
 
 /// This node's soft-lockup edge, from its calibration (computed by the caller).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Edge {
+pub(crate) struct Edge {
     /// The dentry count at which one reclaim's longest stretch reaches the
     /// soft-lockup threshold.
     pub dentries: f64,
@@ -104,7 +104,7 @@ pub struct Edge {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+pub(crate) struct Options {
     pub workload: Workload,
     pub settings: Vec<Setting>,
     /// `None`: the cgroup's usage once set up + [`one::DEFAULT_HEADROOM_BYTES`].
@@ -131,7 +131,7 @@ fn default_mix() -> Mix {
 
 /// One reading, every second of a run.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub seconds: f64,
     /// Operations (queries for mariadb) since the run's start.
     pub ops: u64,
@@ -149,7 +149,7 @@ pub struct Sample {
 /// One row of the comparison: a combination of settings (and for the
 /// `--mariadb-option` row, server options), with its runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub label: String,
     pub settings: Combination,
     pub server_options: Vec<(String, String)>,
@@ -169,7 +169,7 @@ pub struct Row {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MitigateResult {
+pub(crate) struct MitigateResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub environment: Environment,
@@ -186,7 +186,7 @@ pub struct MitigateResult {
 }
 
 /// Checks the options (bad input: exit 2).
-pub fn validate(opts: &Options) -> Result<()> {
+pub(crate) fn validate(opts: &Options) -> Result<()> {
     let usage = |m: String| -> Result<()> { Err(UsageError(m).into()) };
     let d = Duration::from_secs_f64(opts.duration_seconds);
     if opts.duration_seconds < 1.0 || d > MAX_DURATION {
@@ -244,7 +244,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 /// The rows to run: every combination, then (with `--mariadb-option`) the
 /// baseline with the server options.
-pub fn rows(opts: &Options) -> Vec<Row> {
+pub(crate) fn rows(opts: &Options) -> Vec<Row> {
     let row = |settings: Combination, server_options: Vec<(String, String)>| {
         let mut label = knobs::label(&settings);
         if !server_options.is_empty() {
@@ -272,7 +272,7 @@ pub fn rows(opts: &Options) -> Vec<Row> {
 
 /// Runs every row `--reps` times. The sysctls were guarded before the
 /// sandbox was entered; they are restored here, whatever happens.
-pub fn run(
+pub(crate) fn run(
     opts: &Options,
     sysctls: Sysctls,
     sandbox: &mut Sandbox,
@@ -388,20 +388,20 @@ fn run_rows(
 /// `__mitigate-worker`: this binary re-executed as the workload process
 /// of `mitigate`.
 #[derive(Debug, clap::Args)]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     pub workload: String,
     pub root: std::path::PathBuf,
 }
 
 impl WorkerArgs {
-    pub fn run(&self) -> Result<()> {
+    pub(crate) fn run(&self) -> Result<()> {
         worker_main(&self.workload, &self.root)
     }
 }
 
 /// The child of a steady workload: runs it in `root`, printing its
 /// operation count every 100 ms, until it is killed.
-pub fn worker_main(workload: &str, root: &std::path::Path) -> Result<()> {
+pub(crate) fn worker_main(workload: &str, root: &std::path::Path) -> Result<()> {
     crate::sys::die_with_parent()?;
     let w = match workload.parse::<Workload>() {
         Ok(Workload::Steady(s)) => s,

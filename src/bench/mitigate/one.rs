@@ -22,9 +22,9 @@ use crate::sandbox::{Capacity, Sandbox};
 use crate::sys;
 
 /// Hidden subcommand of the child that runs a steady workload.
-pub const WORKER_COMMAND: &str = "__mitigate-worker";
+pub(crate) const WORKER_COMMAND: &str = "__mitigate-worker";
 /// How often the worker reports its operation count.
-pub const WORKER_REPORT_EVERY: Duration = Duration::from_millis(100);
+pub(crate) const WORKER_REPORT_EVERY: Duration = Duration::from_millis(100);
 /// The default `--memory-limit` is the cgroup's usage once the workload is
 /// set up, plus a headroom for the workload's own memory, plus what the
 /// workload's kernel memory grows by over the whole run at
@@ -38,17 +38,17 @@ pub const WORKER_REPORT_EVERY: Duration = Duration::from_millis(100);
 /// dentries) was seen to hold, freed objects still charged until their RCU
 /// grace period (docs/memory-limit.md); a 2 s temp-tables run reached a
 /// 32 MiB headroom on a loaded machine.
-pub const DEFAULT_HEADROOM_BYTES: u64 = 128 << 20;
+pub(crate) const DEFAULT_HEADROOM_BYTES: u64 = 128 << 20;
 /// How much faster than the measured rate a machine may grow dentries
 /// before the default limit is reached (a faster or idler machine).
-pub const GROWTH_SAFETY: f64 = 2.0;
+pub(crate) const GROWTH_SAFETY: f64 = 2.0;
 /// The default limit is at most this share of MemAvailable when the run starts.
-pub const MAX_DEFAULT_SHARE_OF_AVAILABLE: f64 = 0.5;
+pub(crate) const MAX_DEFAULT_SHARE_OF_AVAILABLE: f64 = 0.5;
 /// For mariadb, the server's own memory grows after set-up (the buffer
 /// pool fills, each connection's in-memory temporary table grows up to
 /// min(tmp_table_size, max_heap_table_size)): its headroom is this plus
 /// one such table per client.
-pub const MARIADB_HEADROOM_BYTES: u64 = 160 << 20;
+pub(crate) const MARIADB_HEADROOM_BYTES: u64 = 160 << 20;
 /// MariaDB's default tmp_table_size and max_heap_table_size.
 const MARIADB_HEAP_TABLE_BYTES: u64 = 16 << 20;
 
@@ -60,7 +60,7 @@ const MARIADB_HEAP_TABLE_BYTES: u64 = 16 << 20;
 /// machine reached 47 MiB/s (470 MiB in 10 s, its cgroup's kernel memory;
 /// the nine after it 199–216 MiB); the rate used is that one. docs/mitigate.md
 /// has the figures and the commands.
-pub fn growth_bytes_per_second(w: Workload) -> u64 {
+pub(crate) fn growth_bytes_per_second(w: Workload) -> u64 {
     use crate::bench::mitigate::steady::Steady;
     match w {
         Workload::Steady(Steady::Lookups) => 160 << 20,
@@ -75,7 +75,7 @@ pub fn growth_bytes_per_second(w: Workload) -> u64 {
 const MARIADB_GROWTH_BYTES_PER_SECOND: u64 = 32 << 20;
 
 /// The headroom of the default limit (see the constants above).
-pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> u64 {
+pub(crate) fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> u64 {
     let own = match opts.workload {
         Workload::Steady(_) => DEFAULT_HEADROOM_BYTES,
         Workload::Containers => super::containers::HEADROOM_BYTES,
@@ -94,12 +94,12 @@ pub fn default_headroom(opts: &Options, server_options: &[(String, String)]) -> 
     own + (growth_bytes_per_second(opts.workload) as f64 * opts.duration_seconds * GROWTH_SAFETY) as u64
 }
 
-pub use super::oom::OomKilled;
+pub(crate) use super::oom::OomKilled;
 
 /// A limit at or below what the workload uses once set up: the run was
 /// not started (the other combinations go on).
 #[derive(Debug)]
-pub struct BelowSetup(pub String);
+pub(crate) struct BelowSetup(pub String);
 
 impl std::fmt::Display for BelowSetup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -122,7 +122,7 @@ const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
 
 /// What one run measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub rep: u32,
     pub memory_limit_bytes: u64,
     /// Cgroup usage when the limit was set (the workload set up).
@@ -217,7 +217,7 @@ fn read_sample(
 }
 
 /// Runs the combination once. `sysctls` must already be applied.
-pub fn run(
+pub(crate) fn run(
     opts: &Options,
     server_options: &[(String, String)],
     drop_every: Option<f64>,

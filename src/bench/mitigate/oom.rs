@@ -14,7 +14,7 @@ use crate::sandbox::cgroup::MemCgroup;
 
 /// One OOM-killed run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct OomKill {
+pub(crate) struct OomKill {
     pub rep: u32,
     /// Processes the cgroup's OOM killer killed (memory.oom_control / memory.events).
     pub kills: u64,
@@ -45,7 +45,7 @@ pub struct OomKill {
 
 /// The error a run returns when the OOM killer ended it.
 #[derive(Debug)]
-pub struct OomKilled(pub Box<OomKill>);
+pub(crate) struct OomKilled(pub Box<OomKill>);
 
 impl std::fmt::Display for OomKilled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,7 +65,7 @@ fn stat(cg: &MemCgroup) -> BTreeMap<String, u64> {
 
 /// Reads the counters and the kernel's report (call before the cgroup's
 /// processes are killed and it is removed).
-pub fn diagnose(rep: u32, kills: u64, cg: &MemCgroup, mark: &mut LogMark, proc: &ProcRoot) -> OomKill {
+pub(crate) fn diagnose(rep: u32, kills: u64, cg: &MemCgroup, mark: &mut LogMark, proc: &ProcRoot) -> OomKill {
     let name = cg.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (report, report_missing) = match mark.reports_of(&name) {
         Ok(mut r) if !r.is_empty() => (Some(r.remove(0)), None),

@@ -56,7 +56,7 @@ fn per_k(v: f64) -> String {
 }
 
 /// One row per combination: the figures a reader compares.
-pub fn grid(r: &MitigateResult) -> Grid {
+pub(crate) fn grid(r: &MitigateResult) -> Grid {
     let ops = if r.options.workload == super::Workload::Mariadb { "queries" } else { "ops" };
     let header = vec![
         "combination".to_string(),

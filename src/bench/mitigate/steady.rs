@@ -20,20 +20,20 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 /// Entries per directory of `files` before it moves to the next one.
-pub const FILES_PER_DIR: u64 = 10_000;
+pub(crate) const FILES_PER_DIR: u64 = 10_000;
 /// Bytes written to each `temp-tables` file.
-pub const TEMP_TABLE_BYTES: usize = 4096;
+pub(crate) const TEMP_TABLE_BYTES: usize = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Steady {
+pub(crate) enum Steady {
     TempTables,
     Lookups,
     Files,
 }
 
 impl Steady {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Steady::TempTables => "temp-tables",
             Steady::Lookups => "lookups",
@@ -43,7 +43,7 @@ impl Steady {
 
     /// Runs the loop in `root` (an empty directory) until the process is
     /// killed, adding one to `ops` per operation.
-    pub fn run(self, root: &Path, ops: &AtomicU64) -> Result<()> {
+    pub(crate) fn run(self, root: &Path, ops: &AtomicU64) -> Result<()> {
         let pid = std::process::id();
         match self {
             Steady::TempTables => {

@@ -10,11 +10,11 @@ use super::{Options, Row};
 use crate::stats::{Spread, median};
 
 /// Minutes in the 30 days the growth is projected over.
-pub const PROJECTION_MINUTES: f64 = 30.0 * 24.0 * 60.0;
+pub(crate) const PROJECTION_MINUTES: f64 = 30.0 * 24.0 * 60.0;
 
 /// What one run showed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     pub ops: u64,
     pub ops_per_second: f64,
     /// Dentries (negative ones) the run's filesystem held at the end, per
@@ -58,7 +58,7 @@ pub struct RunSummary {
 /// `--workload containers`: per run (and per row, medians over reps, the
 /// longest stretch the longest).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct ContainerFigures {
+pub(crate) struct ContainerFigures {
     /// Containers torn down in the run.
     pub containers: f64,
     pub containers_per_minute: f64,
@@ -110,7 +110,7 @@ fn row_containers(runs: &[RunSummary]) -> Option<ContainerFigures> {
 
 /// A row over its reps: medians, and spreads where they matter.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RowSummary {
+pub(crate) struct RowSummary {
     pub runs: Vec<RunSummary>,
     pub ops_per_second: Spread,
     /// Each rep's ops/s over the baseline's in the same rep.
@@ -159,7 +159,7 @@ fn slope(points: &[(f64, f64)]) -> (f64, f64) {
     (b, (ss / (n - 2.0) / sxx).sqrt())
 }
 
-pub fn run_summary(r: &RunResult) -> Option<RunSummary> {
+pub(crate) fn run_summary(r: &RunResult) -> Option<RunSummary> {
     let (first, last) = (r.samples.first()?, r.samples.last()?);
     let elapsed = (last.seconds - first.seconds).max(1e-9);
     let added = |v: u64, base: u64| v as i64 - base as i64;
@@ -236,7 +236,7 @@ fn row_summary(
 
 /// Fills each row's summary and returns a verdict line per knob value
 /// (and for the server-options row).
-pub fn summarise(rows: &mut [Row], opts: &Options) -> Vec<String> {
+pub(crate) fn summarise(rows: &mut [Row], opts: &Options) -> Vec<String> {
     let edge = opts.edge.as_ref().map(|e| e.dentries);
     let base: Vec<RunSummary> =
         rows.first().map(|r| r.runs.iter().filter_map(run_summary).collect()).unwrap_or_default();

@@ -7,7 +7,7 @@ use super::Options;
 use crate::sandbox::FsType;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Negative dentries to add, a sweep: comma-separated totals with suffixes, ascending (each size adds to the last).
     #[arg(long, default_value = super::DEFAULT_NEGATIVES, value_parser = parse_sizes, allow_hyphen_values = true)]
     pub negatives: Sizes,
@@ -31,7 +31,7 @@ pub struct Args {
 
 impl Args {
     /// The run's options: `cpu` is the one chosen for `--cpu`.
-    pub fn options(&self, cpu: usize) -> Options {
+    pub(crate) fn options(&self, cpu: usize) -> Options {
         Options {
             negatives: self.negatives.0.clone(),
             reps: self.reps,
@@ -46,7 +46,7 @@ impl Args {
 /// The sizes of `--negatives`, in ascending order (one value to clap, not
 /// a list of values).
 #[derive(Debug, Clone)]
-pub struct Sizes(pub Vec<u64>);
+pub(crate) struct Sizes(pub Vec<u64>);
 
 fn parse_sizes(s: &str) -> Result<Sizes, String> {
     crate::size::parse_sizes(s).map(Sizes)

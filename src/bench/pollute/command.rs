@@ -8,7 +8,7 @@ use crate::bench::common::{Benchmark, Context, WithJson};
 use crate::sandbox::Sandbox;
 
 /// Hot lookups before and after negative dentries.
-pub struct Pollute;
+pub(crate) struct Pollute;
 
 impl Benchmark for Pollute {
     type Args = WithJson<super::Args>;

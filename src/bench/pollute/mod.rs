@@ -39,39 +39,39 @@ use crate::workload::{Kind, negative};
 use prober::{POLLUTED, Probe, Prober, Timings};
 
 mod args;
-pub mod command;
-pub mod prober;
-pub mod render;
+pub(crate) mod command;
+pub(crate) mod prober;
+pub(crate) mod render;
 mod summary;
-pub use args::Args;
-pub use command::Pollute;
-pub use summary::{ratio_text, summarise, summary_lines};
+pub(crate) use args::Args;
+pub(crate) use command::Pollute;
+pub(crate) use summary::{ratio_text, summarise, summary_lines};
 
 /// Default pollution sizes: the seed's 100k, then up to a few million
 /// (about 100 s in all with the default repetitions on 2 CPUs).
-pub const DEFAULT_NEGATIVES: &str = "100k,1M,3M";
+pub(crate) const DEFAULT_NEGATIVES: &str = "100k,1M,3M";
 /// Default repetitions (the interval needs at least two).
-pub const DEFAULT_REPS: u32 = 5;
+pub(crate) const DEFAULT_REPS: u32 = 5;
 /// Default timed calls of each probe at each size in each repetition.
-pub const DEFAULT_CALLS: usize = 20_000;
+pub(crate) const DEFAULT_CALLS: usize = 20_000;
 /// Bounds of `--calls`.
-pub const MIN_CALLS: usize = 100;
-pub const MAX_CALLS: usize = 10_000_000;
+pub(crate) const MIN_CALLS: usize = 100;
+pub(crate) const MAX_CALLS: usize = 10_000_000;
 /// The calls of a probe are made in this many rounds, the probes taking
 /// turns, so drift falls on all of them alike.
-pub const ROUNDS: usize = 10;
+pub(crate) const ROUNDS: usize = 10;
 /// The miss probe makes 1/MISS_SHARE of the calls: each leaves a negative
 /// dentry, and they should not swamp the smallest pollution size.
-pub const MISS_SHARE: usize = 4;
+pub(crate) const MISS_SHARE: usize = 4;
 /// A slowdown whose whole interval is above 1 + this is called a slowdown.
-pub const MIN_EFFECT: f64 = 0.05;
+pub(crate) const MIN_EFFECT: f64 = 0.05;
 /// What the lookup-pollution report saw: kernel time of its hot loop 1.3 s → 1.9–2.0 s after
 /// 100k failed lookups in /dev.
-pub const REPORTED_SLOWDOWN: f64 = 1.5;
-pub const REPORTED_NEGATIVES: u64 = 100_000;
+pub(crate) const REPORTED_SLOWDOWN: f64 = 1.5;
+pub(crate) const REPORTED_NEGATIVES: u64 = 100_000;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+pub(crate) struct Options {
     /// Pollution sizes, ascending; each is the total in the polluted directory.
     pub negatives: Vec<u64>,
     pub reps: u32,
@@ -84,7 +84,7 @@ pub struct Options {
 
 /// One probe at one size in one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProbeRun {
+pub(crate) struct ProbeRun {
     pub probe: Probe,
     pub calls: u64,
     /// Exact median of the calls.
@@ -96,7 +96,7 @@ pub struct ProbeRun {
 
 /// One pollution size in one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LevelRun {
+pub(crate) struct LevelRun {
     /// Negative dentries made in the polluted directory so far.
     pub negatives: u64,
     /// Time to make the ones added at this step (failed lookups).
@@ -112,7 +112,7 @@ pub struct LevelRun {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Rep {
+pub(crate) struct Rep {
     pub rep: u32,
     pub before: Counts,
     pub levels: Vec<LevelRun>,
@@ -122,7 +122,7 @@ pub struct Rep {
 
 /// One probe at one size over all repetitions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProbeSummary {
+pub(crate) struct ProbeSummary {
     pub probe: Probe,
     pub calls: u64,
     /// Median of the repetitions' exact medians.
@@ -139,7 +139,7 @@ pub struct ProbeSummary {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LevelSummary {
+pub(crate) struct LevelSummary {
     pub negatives: u64,
     pub nr_dentry: Spread,
     pub nr_negative: Spread,
@@ -150,7 +150,7 @@ pub struct LevelSummary {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PolluteResult {
+pub(crate) struct PolluteResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub environment: Environment,
@@ -173,7 +173,7 @@ pub struct PolluteResult {
 }
 
 /// Rejects what cannot work, before anything runs.
-pub fn validate(opts: &Options) -> Result<()> {
+pub(crate) fn validate(opts: &Options) -> Result<()> {
     if !opts.fs.is_disk() {
         bail!(UsageError(format!(
             "--fs {}: pollute needs a disk filesystem: tmpfs (and devtmpfs, where the lookup-pollution report polluted /dev) deletes \
@@ -196,13 +196,13 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 /// Negative dentries one repetition makes at most: the largest size and the
 /// miss probe's.
-pub fn negatives_per_rep(opts: &Options) -> u64 {
+pub(crate) fn negatives_per_rep(opts: &Options) -> u64 {
     let misses = (opts.calls / MISS_SHARE) as u64 * (opts.negatives.len() as u64 + 1) + 1000;
     opts.negatives.iter().copied().max().unwrap_or(0) + misses
 }
 
 /// The memory check, before the sandbox is entered (exit 2 when refused).
-pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
+pub(crate) fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
     let n = negatives_per_rep(opts);
     let bpd = Kind::Negative.default_bytes_per_dentry();
     crate::bench::common::check_memory(
@@ -223,7 +223,7 @@ pub fn preflight(opts: &Options, proc: &ProcRoot) -> Result<()> {
 const FS_CAPACITY: Capacity = Capacity { entries: 4 * prober::HOT_FILES as u64, inodes: 4 * prober::HOT_FILES as u64 };
 
 /// Runs every repetition. The sandbox must already be entered.
-pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<PolluteResult> {
+pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<PolluteResult> {
     let header = crate::result::Header::new("pollute");
     let environment = Environment::capture(proc);
     let allowed = sys::allowed_cpus()?;
@@ -341,7 +341,7 @@ fn measure(prober: &mut Prober, calls: usize) -> Result<Vec<ProbeRun>> {
 
 /// The CPU the measuring thread runs on: the last one this process may use
 /// (CPU 0 takes most interrupts).
-pub fn choose_cpu(asked: Option<usize>) -> Result<usize> {
+pub(crate) fn choose_cpu(asked: Option<usize>) -> Result<usize> {
     let allowed = sys::allowed_cpus()?;
     match asked {
         Some(c) if allowed.contains(&c) => Ok(c),

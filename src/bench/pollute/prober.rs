@@ -24,11 +24,11 @@ use crate::histogram::Histogram;
 use crate::sys;
 
 /// The directory the negative dentries go into (with its own hot files).
-pub const POLLUTED: &str = "polluted";
+pub(crate) const POLLUTED: &str = "polluted";
 /// A directory with hot files and no pollution.
-pub const OTHER: &str = "other";
+pub(crate) const OTHER: &str = "other";
 /// Hot files per directory, and cached negative names for the hit probe.
-pub const HOT_FILES: usize = 16;
+pub(crate) const HOT_FILES: usize = 16;
 /// Prefixes that keep the probes' names apart from the pollution's
 /// (decimal numbers, see [`crate::workload::NameBuf`]).
 const HOT_PREFIX: &str = "h";
@@ -38,7 +38,7 @@ const MISS_PREFIX: &str = "m";
 /// One kind of timed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Probe {
+pub(crate) enum Probe {
     /// fstatat of a hot file in the polluted directory.
     StatSame,
     /// openat + close of a hot file in the polluted directory.
@@ -56,7 +56,7 @@ pub enum Probe {
 }
 
 impl Probe {
-    pub const ALL: [Probe; 7] = [
+    pub(crate) const ALL: [Probe; 7] = [
         Probe::StatSame,
         Probe::OpenSame,
         Probe::StatOther,
@@ -66,7 +66,7 @@ impl Probe {
         Probe::Control,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Probe::StatSame => "stat-same-dir",
             Probe::OpenSame => "open-same-dir",
@@ -78,7 +78,7 @@ impl Probe {
         }
     }
 
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Probe::StatSame => "fstatat of polluted/hN (a hot file in the polluted directory)",
             Probe::OpenSame => "openat O_RDONLY + close of polluted/hN",
@@ -93,7 +93,7 @@ impl Probe {
     }
 
     /// A lookup of an existing file: what the lookup-pollution report timed.
-    pub fn is_hot(self) -> bool {
+    pub(crate) fn is_hot(self) -> bool {
         matches!(self, Probe::StatSame | Probe::OpenSame | Probe::StatOther | Probe::OpenOther)
     }
 }
@@ -105,7 +105,7 @@ impl std::fmt::Display for Probe {
 }
 
 /// Makes the two directories and their hot files under `root`.
-pub fn build_tree(root: &Path) -> Result<()> {
+pub(crate) fn build_tree(root: &Path) -> Result<()> {
     for d in [POLLUTED, OTHER] {
         let dir = root.join(d);
         std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -119,7 +119,7 @@ pub fn build_tree(root: &Path) -> Result<()> {
 
 /// Per-call times of one probe, as recorded.
 #[derive(Debug, Clone, Default)]
-pub struct Timings {
+pub(crate) struct Timings {
     /// Every call, nanoseconds (for exact medians per repetition).
     pub samples_ns: Vec<u64>,
     pub histogram: Histogram,
@@ -132,7 +132,7 @@ impl Timings {
     }
 
     /// The exact median of the recorded calls; NaN when none.
-    pub fn median_ns(&self) -> f64 {
+    pub(crate) fn median_ns(&self) -> f64 {
         let mut v = self.samples_ns.clone();
         if v.is_empty() {
             return f64::NAN;
@@ -142,21 +142,21 @@ impl Timings {
         *m as f64
     }
 
-    pub fn mean_ns(&self) -> f64 {
+    pub(crate) fn mean_ns(&self) -> f64 {
         if self.samples_ns.is_empty() {
             return f64::NAN;
         }
         self.samples_ns.iter().sum::<u64>() as f64 / self.samples_ns.len() as f64
     }
 
-    pub fn max_ns(&self) -> u64 {
+    pub(crate) fn max_ns(&self) -> u64 {
         self.samples_ns.iter().copied().max().unwrap_or(0)
     }
 }
 
 /// The open directories and prebuilt names the probes use, so a timed call
 /// makes only its own system calls.
-pub struct Prober {
+pub(crate) struct Prober {
     root: OwnedFd,
     /// An open hot file, for the control.
     file: OwnedFd,
@@ -172,7 +172,7 @@ pub struct Prober {
 const WARMUP_CALLS: usize = 4 * HOT_FILES;
 
 impl Prober {
-    pub fn new(root: &Path) -> Result<Prober> {
+    pub(crate) fn new(root: &Path) -> Result<Prober> {
         let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
         let rootfd = open(root, flags, Mode::empty()).with_context(|| format!("cannot open {}", root.display()))?;
         let names = |dir: &str, prefix: &str| -> Vec<CString> {
@@ -202,7 +202,7 @@ impl Prober {
     }
 
     /// Negative dentries the miss probe has left so far (warm-up included).
-    pub fn misses(&self) -> u64 {
+    pub(crate) fn misses(&self) -> u64 {
         self.misses
     }
 
@@ -229,7 +229,7 @@ impl Prober {
     }
 
     /// Makes `calls` timed calls of `probe`, appending to `into`.
-    pub fn run(&mut self, probe: Probe, calls: usize, into: &mut Timings) -> Result<()> {
+    pub(crate) fn run(&mut self, probe: Probe, calls: usize, into: &mut Timings) -> Result<()> {
         into.samples_ns.reserve(calls);
         if probe == Probe::NegativeMiss {
             for _ in 0..calls {

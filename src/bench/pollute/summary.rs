@@ -11,7 +11,7 @@ use super::{LevelRun, LevelSummary, MIN_EFFECT, ProbeRun, ProbeSummary, REPORTED
 
 /// Pools the repetitions per size and probe, and computes the slowdowns
 /// against size 0.
-pub fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
+pub(crate) fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
     let Some(first) = reps.first() else { return Vec::new() };
     let nlevels = first.levels.len();
     // A probe's median relative to the control's at the same size and
@@ -74,7 +74,7 @@ pub fn summarise(reps: &[Rep]) -> Vec<LevelSummary> {
 }
 
 /// `1.23× [1.10–1.37]`, or `1.23×` without an interval.
-pub fn ratio_text(r: &Ratio) -> String {
+pub(crate) fn ratio_text(r: &Ratio) -> String {
     if r.ci_low.is_finite() && r.ci_high.is_finite() {
         format!("{:.2}× [{:.2}–{:.2}]", r.estimate, r.ci_low, r.ci_high)
     } else {
@@ -89,7 +89,7 @@ pub(super) fn find(l: &LevelSummary, p: Probe) -> Option<&ProbeSummary> {
 /// The plain-language findings: whether the report's effect shows, what
 /// the report saw against what was measured here, the polluted directory
 /// against another, a negative hit against a miss, and the witness.
-pub fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<String> {
+pub(crate) fn summary_lines(levels: &[LevelSummary], shows: bool, reps: u32) -> Vec<String> {
     let Some(last) = levels.last().filter(|_| levels.len() > 1) else { return Vec::new() };
     let mut out: Vec<String> = [
         effect_line(levels, shows),

@@ -170,7 +170,7 @@ fn by_size<T>(
 /// from the unobserved repetitions when there are any, the gap from the
 /// probed ones over the sizes clear of the noise floor; both weighted by the
 /// spread of their repetitions, with 90% bands (`analysis::interval`).
-pub fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
+pub(crate) fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
     let time_unobserved = !unobserved.is_empty();
     type Sized = Vec<(u64, f64, Vec<f64>)>;
     let (time_pts, time_sizes): (Vec<(f64, f64)>, Sized) = if time_unobserved {
@@ -220,22 +220,22 @@ pub fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
 impl Fits {
     /// The reclaim time's two fits and which governs (results saved before
     /// the linear model: the power law alone).
-    pub fn time_model(&self) -> Option<Model> {
+    pub(crate) fn time_model(&self) -> Option<Model> {
         model(self.time_proportional, self.time_power, self.time_linearity)
     }
 
     /// The longest gap's, likewise.
-    pub fn gap_model(&self) -> Option<Model> {
+    pub(crate) fn gap_model(&self) -> Option<Model> {
         model(self.gap_proportional, self.gap_power, self.gap_linearity)
     }
 
     /// The longest gap's fit that predictions are made with.
-    pub fn gap_governing(&self) -> Option<PowerFit> {
+    pub(crate) fn gap_governing(&self) -> Option<PowerFit> {
         self.gap_model().and_then(|m| m.governing())
     }
 
     /// The reclaim time's, likewise.
-    pub fn time_governing(&self) -> Option<PowerFit> {
+    pub(crate) fn time_governing(&self) -> Option<PowerFit> {
         self.time_model().and_then(|m| m.governing())
     }
 }

@@ -18,7 +18,7 @@ use crate::error::UsageError;
 use crate::probe::gap::Policy;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Sizes to sweep: a comma-separated list with suffixes (100k,2.5M,1.5G), 'quick' (250k,500k,1M,2M,4M,8M), 'wide' (100k,500k,1M,2M,5M,10M: the six sizes of the 5.10 node-lockup report, docs/background.md; 'seed' is the same), or 'auto': double from 500k until a size's median longest gap reaches 1 s, or the next size would need more than half of MemAvailable or of what the memory cgroup's limit leaves (even with --force), or the safety checks refuse it; 'auto:SIZE' also stops at SIZE. The output says what stopped it.
     /// An auto sweep is the node's calibration: unless --victims is given it also runs the standard victims (see --victims) where it can, as root with a CPU besides the reclaiming one (otherwise it says in one line why it ran without them), and saves their fits and the count at which each deadline of the node is first missed, which 'status' and the exporter read.
     #[arg(long, default_value = "quick", value_parser = parse_sweep_sizes, allow_hyphen_values = true)]
@@ -91,7 +91,7 @@ impl Args {
     /// (exit 2): an overlay layer named without `--fs overlay`,
     /// `--watchdog-check` without `--allow-global`; and `--probe-policy
     /// fifo` where this process may not use it is an error.
-    pub fn options(&self, cpus: usize, cpu: usize, control_cpu: Option<usize>) -> Result<Options> {
+    pub(crate) fn options(&self, cpus: usize, cpu: usize, control_cpu: Option<usize>) -> Result<Options> {
         let (fs, overlay) = self.workload.fs()?;
         let (probe_policy, probe_policy_why) = Policy::choose(self.probe_policy)?;
         if self.watchdog_check && !self.allow_global {
@@ -138,7 +138,7 @@ impl Args {
 /// The sizes of a reclaim sweep: a list, or `auto` (the list then holds
 /// the first size).
 #[derive(Debug, Clone)]
-pub struct SweepSizes {
+pub(crate) struct SweepSizes {
     pub list: Vec<u64>,
     pub auto: Option<Auto>,
 }
@@ -158,7 +158,7 @@ fn parse_sweep_sizes(s: &str) -> Result<SweepSizes, String> {
 /// The reclaim methods of a sweep, in the order given (one value to clap,
 /// not a list of values).
 #[derive(Debug, Clone)]
-pub struct Methods(pub Vec<Method>);
+pub(crate) struct Methods(pub Vec<Method>);
 
 fn parse_methods(s: &str) -> Result<Methods, String> {
     super::methods::parse_list(s).map(Methods)
@@ -166,7 +166,7 @@ fn parse_methods(s: &str) -> Result<Methods, String> {
 
 /// `--victims`' list (one value to clap, not a list of values).
 #[derive(Debug, Clone)]
-pub struct VictimList(pub Vec<crate::probe::victims::Victim>);
+pub(crate) struct VictimList(pub Vec<crate::probe::victims::Victim>);
 
 fn parse_victims(s: &str) -> Result<VictimList, String> {
     if s.split(',').any(|w| w.trim() == "none") {

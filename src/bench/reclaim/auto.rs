@@ -13,16 +13,16 @@ use crate::size::human;
 use crate::stats::median;
 
 /// The first size of an auto sweep.
-pub const START: u64 = 500_000;
+pub(crate) const START: u64 = 500_000;
 /// The sweep stops once a size's median longest gap reaches this.
-pub const TARGET_GAP_SECONDS: f64 = 1.0;
+pub(crate) const TARGET_GAP_SECONDS: f64 = 1.0;
 /// A limit this much above the last size still gets one last size, the
 /// limit itself, rather than stopping short of it.
-pub const LAST_STEP_AT_LEAST: f64 = 1.25;
+pub(crate) const LAST_STEP_AT_LEAST: f64 = 1.25;
 
 /// `--sizes auto` or `auto:CAP`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Auto {
+pub(crate) struct Auto {
     /// The largest size the user allows (`auto:8M`); none: only memory limits it.
     pub cap: Option<u64>,
 }
@@ -30,7 +30,7 @@ pub struct Auto {
 /// What stopped the doubling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StoppedBy {
+pub(crate) enum StoppedBy {
     /// A size's median longest gap reached [`TARGET_GAP_SECONDS`].
     Gap,
     /// The next size would not fit in half of MemAvailable (or of a memory
@@ -44,7 +44,7 @@ pub enum StoppedBy {
 
 /// How an auto sweep ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub sizes: Vec<u64>,
     pub stopped_by: StoppedBy,
     pub reason: String,
@@ -52,7 +52,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// One line for the notes.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let sizes: Vec<String> = self.sizes.iter().map(|&s| human(s)).collect();
         format!(
             "--sizes auto ran {}; stopped by the {}: {}",
@@ -72,7 +72,7 @@ impl Outcome {
 /// size run and its median longest gap (none before the first size);
 /// `memory_limit` the largest size that fits in the memory allowed. Never
 /// returns a size over `memory_limit` or `cap`.
-pub fn next(last: Option<(u64, f64)>, memory_limit: u64, cap: Option<u64>) -> Result<u64, (StoppedBy, String)> {
+pub(crate) fn next(last: Option<(u64, f64)>, memory_limit: u64, cap: Option<u64>) -> Result<u64, (StoppedBy, String)> {
     let (limit, by) = match cap {
         Some(c) if c < memory_limit => (c, StoppedBy::Cap),
         _ => (memory_limit, StoppedBy::Memory),
@@ -114,7 +114,7 @@ pub fn next(last: Option<(u64, f64)>, memory_limit: u64, cap: Option<u64>) -> Re
 /// standard victims where they can run: as root (`root`: umount and netns
 /// make namespaces of their own) with an allowed CPU besides the
 /// reclaiming one (`allowed`, `cpu`).
-pub fn victims(
+pub(crate) fn victims(
     given: Option<&[Victim]>,
     auto: bool,
     (root, cpu, allowed): (bool, usize, &[usize]),
@@ -147,7 +147,7 @@ pub fn victims(
 
 /// The median longest gap of `target`'s uncontended probed repetitions,
 /// the largest over the methods (the sweep serves the most dangerous).
-pub fn median_gap(runs: &[Run], target: u64) -> f64 {
+pub(crate) fn median_gap(runs: &[Run], target: u64) -> f64 {
     let mut methods: Vec<_> = runs.iter().filter(|r| r.target == target).map(|r| r.method).collect();
     methods.dedup();
     methods

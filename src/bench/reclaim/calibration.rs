@@ -9,13 +9,13 @@ use crate::state::{DeadlineKey, NotWaiting, SavedIncident, VictimsCalibration};
 
 /// Said in the calibration when a sweep ran without victims and did not
 /// say why (a list of sizes without `--victims`).
-pub const NO_VICTIMS: &str = "the sweep ran without --victims";
+pub(super) const NO_VICTIMS: &str = "the sweep ran without --victims";
 
 impl ReclaimResult {
     /// The calibration this sweep saves for `status` and the exporter: the
     /// first method's fits (with their 90% bands, so the lockup count's
     /// interval comes along), or `None` without a verdict and a time fit.
-    pub fn calibration(&self) -> Option<crate::state::Calibration> {
+    pub(crate) fn calibration(&self) -> Option<crate::state::Calibration> {
         let v = self.verdict.as_ref()?;
         self.fits.time_power?;
         let o = &self.options;
@@ -61,7 +61,7 @@ fn saved(a: &Analysis, ran: &[crate::probe::victims::Victim]) -> VictimsCalibrat
 }
 
 /// The key of one of [`super::victims::deadlines`], by its name there.
-pub fn key(d: &Deadline) -> DeadlineKey {
+pub(super) fn key(d: &Deadline) -> DeadlineKey {
     match d.name.as_str() {
         "an exec or HTTP probe's timeout" => DeadlineKey::ProbeTimeout,
         "the pod-startup SLO" => DeadlineKey::PodStartupSlo,

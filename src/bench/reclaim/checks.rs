@@ -111,10 +111,10 @@ pub(super) fn refuse(
 }
 
 /// Most `--contend` threads.
-pub const MAX_CONTEND: usize = 256;
+pub(crate) const MAX_CONTEND: usize = 256;
 
 /// Rejects combinations that cannot work, before anything is created.
-pub fn validate(opts: &Options) -> Result<()> {
+pub(crate) fn validate(opts: &Options) -> Result<()> {
     if opts.sizes.is_empty() {
         bail!(UsageError("--sizes: give at least one size".into()));
     }

@@ -27,10 +27,10 @@ use crate::sys;
 use crate::workload::{self, CreateOutcome, CreateSpec, Progress};
 
 /// The hidden subcommand that runs the child.
-pub const CHILD_COMMAND: &str = "__reclaim-child";
+pub(crate) const CHILD_COMMAND: &str = "__reclaim-child";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ChildSpec {
+pub(crate) struct ChildSpec {
     /// Mount `fs` on `path` in a mount namespace of the child's own
     /// (`ns-exit`); otherwise `path` is already mounted (`memcg`).
     pub own_namespace: bool,
@@ -49,13 +49,13 @@ pub struct ChildSpec {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Report {
+pub(crate) enum Report {
     Created(CreateOutcome),
     Exiting { sys_seconds: f64 },
 }
 
 /// The parent's handle on a running child.
-pub struct Generator {
+pub(crate) struct Generator {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
@@ -63,13 +63,13 @@ pub struct Generator {
 
 impl Generator {
     /// Starts the child; it waits for [`go`](Self::go).
-    pub fn spawn(spec: &ChildSpec) -> Result<Generator> {
+    pub(crate) fn spawn(spec: &ChildSpec) -> Result<Generator> {
         let sys::SelfChild { child, input, output } =
             sys::spawn_self(CHILD_COMMAND, serde_json::to_string(spec)?, "the generator child")?;
         Ok(Generator { child, input, output })
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
@@ -88,7 +88,7 @@ impl Generator {
     }
 
     /// Lets the child create; returns when it has.
-    pub fn go(&mut self) -> Result<CreateOutcome> {
+    pub(crate) fn go(&mut self) -> Result<CreateOutcome> {
         self.send("go")?;
         match self.receive()? {
             Report::Created(c) => Ok(c),
@@ -101,7 +101,7 @@ impl Generator {
     /// The kernel tears the child's mount namespace down inside its exit
     /// (exit_task_namespaces, then the deferred mntput in exit_task_work),
     /// before the parent can reap it, so this is the whole teardown.
-    pub fn exit(mut self) -> Result<(Duration, Duration)> {
+    pub(crate) fn exit(mut self) -> Result<(Duration, Duration)> {
         let t = Instant::now();
         self.send("exit")?;
         let before = match self.receive()? {
@@ -118,7 +118,7 @@ impl Generator {
 }
 
 /// The child's side.
-pub fn child_main(spec: &str) -> Result<()> {
+pub(crate) fn child_main(spec: &str) -> Result<()> {
     sys::die_with_parent()?;
     let spec: ChildSpec = serde_json::from_str(spec).context("bad child spec")?;
     let mut input = std::io::stdin().lock();

@@ -19,7 +19,7 @@ use crate::state;
 /// `reclaim`: the benchmark's own options ([`super::Args`]) and the output
 /// files: the JSON, a Markdown section, a full report.
 #[derive(Debug, clap::Args)]
-pub struct CommandArgs {
+pub(crate) struct CommandArgs {
     #[command(flatten)]
     pub reclaim: super::Args,
     /// Also write a Markdown report section to FILE.
@@ -39,10 +39,10 @@ impl OutputPaths for CommandArgs {
 }
 
 /// The sweep: create, reclaim, time and probe, fit, extrapolate, verdict.
-pub struct Reclaim;
+pub(crate) struct Reclaim;
 
 /// What the sweep runs with, and where its calibration goes.
-pub struct Plan {
+pub(crate) struct Plan {
     args: super::Args,
     opts: Options,
     state: Option<state::StateDir>,

@@ -20,17 +20,17 @@ use crate::analysis::linearity::{self, LinearityTest, Shape};
 use crate::analysis::run_scatter;
 
 /// Its name under `__internal`.
-pub const FIT_WAITS_COMMAND: &str = "fit-waits";
+pub(crate) const FIT_WAITS_COMMAND: &str = "fit-waits";
 
 #[derive(Debug, clap::Args)]
-pub struct FitWaitsArgs {
+pub(crate) struct FitWaitsArgs {
     /// The deadline the waits are projected to, in seconds.
     #[arg(long, value_name = "SECONDS")]
     pub deadline: f64,
 }
 
 impl FitWaitsArgs {
-    pub fn run(&self) -> Result<()> {
+    pub(crate) fn run(&self) -> Result<()> {
         let mut input = String::new();
         std::io::stdin().read_to_string(&mut input).context("reading the points from stdin")?;
         let fitted = fit_text(&input, self.deadline)?;
@@ -44,14 +44,14 @@ type Point = (f64, f64);
 
 /// One size's waits, in the order given.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Size {
+pub(crate) struct Size {
     pub count: f64,
     pub waits: Vec<f64>,
 }
 
 /// What the victims' model makes of a series.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Fitted {
+pub(crate) struct Fitted {
     /// The model that governs (`None`: nothing could be fitted).
     pub model: Option<Shape>,
     /// The governing fit: wait = coefficient·N^exponent, in seconds.
@@ -78,7 +78,7 @@ pub struct Fitted {
 }
 
 /// [`fit`] of the points in `input` (JSON `[[N, wait_seconds], ...]`).
-pub fn fit_text(input: &str, deadline_seconds: f64) -> Result<Fitted> {
+pub(crate) fn fit_text(input: &str, deadline_seconds: f64) -> Result<Fitted> {
     let points: Vec<Point> =
         serde_json::from_str(input).context("the points on stdin: want JSON [[N, wait_seconds], ...]")?;
     fit(&points, deadline_seconds)
@@ -86,7 +86,7 @@ pub fn fit_text(input: &str, deadline_seconds: f64) -> Result<Fitted> {
 
 /// The victims' fit of `points` (N, wait in seconds) and the count at
 /// which it reaches `deadline_seconds`.
-pub fn fit(points: &[Point], deadline_seconds: f64) -> Result<Fitted> {
+pub(crate) fn fit(points: &[Point], deadline_seconds: f64) -> Result<Fitted> {
     if !(deadline_seconds.is_finite() && deadline_seconds > 0.0) {
         bail!("--deadline {deadline_seconds}: want a number of seconds above 0");
     }

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::sys::guardian::Guardian;
 
-pub const SYSCTL: &str = "/proc/sys/kernel/watchdog_thresh";
+pub(crate) const SYSCTL: &str = "/proc/sys/kernel/watchdog_thresh";
 /// The lowered threshold, guarded so that it comes back however the run ends.
-pub struct Lowered {
+pub(crate) struct Lowered {
     guardian: Guardian,
     pub original: u64,
     pub lowered: u64,
@@ -20,27 +20,27 @@ pub struct Lowered {
 
 /// RCU's CPU stall timeout (seconds), as found and as set for the check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RcuTimeout {
+pub(crate) struct RcuTimeout {
     pub original_seconds: u64,
     pub during_check_seconds: u64,
 }
 
 /// A raised RCU stall timeout and the guardian that puts it back.
-pub struct RcuStall {
+pub(crate) struct RcuStall {
     guardian: Option<Guardian>,
     pub timeout: RcuTimeout,
 }
 
 /// RCU's CPU stall timeout (kernel/rcu/update.c, `rcu_cpu_stall_timeout`,
 /// CONFIG_RCU_CPU_STALL_TIMEOUT at boot).
-pub const RCU_STALL_TIMEOUT: &str = "/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout";
+pub(crate) const RCU_STALL_TIMEOUT: &str = "/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout";
 /// The kernel clamps the timeout to 300 s (`rcu_jiffies_till_stall_check`).
-pub const RCU_STALL_TIMEOUT_MAX: u64 = 300;
+pub(crate) const RCU_STALL_TIMEOUT_MAX: u64 = 300;
 
 /// Lowers watchdog_thresh to `to` (the first of the thresholds to check)
 /// and raises RCU's stall timeout to `rcu_needed` if it is shorter. Call
 /// outside the sandbox.
-pub fn lower(to: u64, rcu_needed: u64) -> Result<Lowered> {
+pub(crate) fn lower(to: u64, rcu_needed: u64) -> Result<Lowered> {
     let (guardian, original_text) = Guardian::sysctl(SYSCTL, "kernel.watchdog_thresh")?;
     let original: u64 = original_text.parse().with_context(|| format!("{SYSCTL}: not a number"))?;
     std::fs::write(SYSCTL, format!("{to}\n")).with_context(|| {
@@ -74,19 +74,19 @@ fn raise_rcu_stall(needed: u64) -> Result<Option<RcuStall>> {
 
 impl Lowered {
     /// Sets another lowered value (the guardian still restores the original).
-    pub fn set(&mut self, to: u64) -> Result<()> {
+    pub(crate) fn set(&mut self, to: u64) -> Result<()> {
         std::fs::write(SYSCTL, format!("{to}\n")).with_context(|| format!("cannot set {SYSCTL} to {to}"))?;
         self.lowered = to;
         Ok(())
     }
 
     /// RCU's stall timeout for the check, when the kernel has one.
-    pub fn rcu_timeout(&self) -> Option<RcuTimeout> {
+    pub(crate) fn rcu_timeout(&self) -> Option<RcuTimeout> {
         self.rcu.as_ref().map(|r| r.timeout)
     }
 
     /// Puts the original values back now, then lets the guardians go.
-    pub fn restore(self) -> Result<()> {
+    pub(crate) fn restore(self) -> Result<()> {
         let r = std::fs::write(SYSCTL, format!("{}\n", self.original))
             .with_context(|| format!("cannot restore {SYSCTL} to {}", self.original));
         self.guardian.finish();
@@ -101,7 +101,7 @@ impl Lowered {
 }
 
 /// In the guardian: once dentrylab has ended, write `value` to `path`.
-pub fn guard_main(path: &std::path::Path, value: &str) -> Result<()> {
+pub(crate) fn guard_main(path: &std::path::Path, value: &str) -> Result<()> {
     crate::sys::guardian::wait_for_parent_end()?;
     std::fs::write(path, format!("{value}\n")).with_context(|| format!("guardian: cannot restore {}", path.display()))
 }

@@ -23,34 +23,34 @@
 
 mod analyse;
 mod args;
-pub mod auto;
+pub(crate) mod auto;
 mod calibration;
 mod checks;
-pub mod child;
-pub mod command;
-pub mod fit_waits;
-pub mod lowered;
+pub(crate) mod child;
+pub(crate) mod command;
+pub(crate) mod fit_waits;
+pub(crate) mod lowered;
 mod measure;
-pub mod methods;
-pub mod overlay;
-pub mod placement;
-pub mod profile;
-pub mod render;
+pub(crate) mod methods;
+pub(crate) mod overlay;
+pub(crate) mod placement;
+pub(crate) mod profile;
+pub(crate) mod render;
 mod repetition;
-pub mod schedule;
+pub(crate) mod schedule;
 mod sweep;
-pub mod sysctl_guard;
-pub mod victim_db;
-pub mod victims;
-pub mod watchdog;
+pub(crate) mod sysctl_guard;
+pub(crate) mod victim_db;
+pub(crate) mod victims;
+pub(crate) mod watchdog;
 
-pub use analyse::fit_runs;
-pub use args::Args;
-pub use checks::{MAX_CONTEND, validate};
-pub use command::Reclaim;
-pub use methods::Method;
-pub use repetition::{COUNT_TOLERANCE, Run, Unobserved, fit_count};
-pub use sweep::run;
+pub(crate) use analyse::fit_runs;
+pub(crate) use args::Args;
+pub(crate) use checks::{MAX_CONTEND, validate};
+pub(crate) use command::Reclaim;
+pub(crate) use methods::Method;
+pub(crate) use repetition::{COUNT_TOLERANCE, Run, Unobserved, fit_count};
+pub(crate) use sweep::run;
 
 use serde::{Deserialize, Serialize};
 
@@ -63,10 +63,10 @@ use crate::stats::Spread;
 use crate::workload::{Kind, Layout};
 
 /// Refuse a size whose predicted monopolisation exceeds this, unless --force.
-pub const MAX_PREDICTED_GAP_SECONDS: f64 = 10.0;
+pub(crate) const MAX_PREDICTED_GAP_SECONDS: f64 = 10.0;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+pub(crate) struct Options {
     pub sizes: Vec<u64>,
     pub reps: u32,
     pub kind: Kind,
@@ -127,14 +127,14 @@ pub struct Options {
 
 impl Options {
     /// The filesystem as people name it: `ext4`, or `overlay (lower ext4, upper tmpfs)`.
-    pub fn fs_label(&self) -> String {
+    pub(crate) fn fs_label(&self) -> String {
         self.overlay.map_or_else(|| self.fs.to_string(), |s| s.to_string())
     }
 }
 
 /// The repetitions of one size, summarised.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SizeSummary {
+pub(crate) struct SizeSummary {
     pub target: u64,
     /// `reclaimed` and `reclaimed_vs_target` count by the witness counter.
     pub method: Method,
@@ -186,7 +186,7 @@ pub struct SizeSummary {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Fits {
+pub(crate) struct Fits {
     pub time_linear: Option<LinearFit>,
     pub time_power: Option<PowerFit>,
     pub gap_linear: Option<LinearFit>,
@@ -211,20 +211,20 @@ pub struct Fits {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MethodAnalysis {
+pub(crate) struct MethodAnalysis {
     pub method: Method,
     pub fits: Fits,
     pub verdict: Option<Verdict>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub target: u64,
     pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ReclaimResult {
+pub(crate) struct ReclaimResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub environment: Environment,

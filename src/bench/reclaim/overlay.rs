@@ -17,7 +17,7 @@ use crate::procfs::ProcRoot;
 use crate::stats::GapStats;
 
 /// Rejects methods that do not apply to an overlay (exit 2).
-pub fn validate(opts: &Options) -> Result<()> {
+pub(crate) fn validate(opts: &Options) -> Result<()> {
     if opts.overlay.is_none() {
         return Ok(());
     }

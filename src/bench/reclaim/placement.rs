@@ -11,7 +11,7 @@ use super::{Run, Unobserved};
 use crate::stats::Spread;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Placement {
+pub(crate) struct Placement {
     /// Pinned to `cpu` alone (sched_setaffinity), or free to run on any of
     /// `allowed`.
     pub pinned: bool,
@@ -34,12 +34,12 @@ pub struct Placement {
 impl Placement {
     /// Results saved before the placement was recorded: every reclaim was
     /// pinned (to `options.cpu`).
-    pub fn before_recorded() -> Placement {
+    pub(crate) fn before_recorded() -> Placement {
         Placement { pinned: true, cpu: None, start_cpu: None, migrations: None, allowed: Vec::new() }
     }
 
     /// "CPU 0, pinned" or "unpinned (CPUs 0,1), ended on CPU 1, 2 migrations".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let cpu = self.cpu.map(|c| format!("CPU {c}")).unwrap_or_else(|| "CPU unknown".into());
         if self.pinned {
             return format!("{cpu}, pinned");
@@ -74,7 +74,7 @@ pub(super) fn here() -> (Option<usize>, Option<u64>) {
 
 /// The unpinned unobserved repetitions of one size, beside the pinned.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct UnpinnedSummary {
+pub(crate) struct UnpinnedSummary {
     pub reps: u32,
     pub reclaim_seconds: Spread,
     pub ns_per_dentry: Spread,

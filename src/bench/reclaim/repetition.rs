@@ -15,7 +15,7 @@ use crate::workload::{self, contend::ContendStats};
 
 /// One repetition at one size.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Run {
+pub(crate) struct Run {
     pub target: u64,
     pub rep: u32,
     pub method: Method,
@@ -93,7 +93,7 @@ pub struct Run {
 /// An unobserved repetition: the reclaim timed with no probe, no control
 /// probe and no contenders running, and the kmsg reader off its CPU.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Unobserved {
+pub(crate) struct Unobserved {
     pub target: u64,
     pub rep: u32,
     pub method: Method,
@@ -128,14 +128,14 @@ impl Unobserved {
         }
     }
 
-    pub fn fit_count(&self) -> f64 {
+    pub(crate) fn fit_count(&self) -> f64 {
         fit_count(self.method, self.freed, self.target)
     }
 }
 
 /// Share of the target by which the kernel's count may differ before it is
 /// taken as disturbed by other activity on the machine.
-pub const COUNT_TOLERANCE: f64 = 0.10;
+pub(crate) const COUNT_TOLERANCE: f64 = 0.10;
 
 /// The dentry count a reclaim is charged with: what it freed by the witness
 /// counter. For the paths that free everything (umount, ns-exit), a freed
@@ -145,7 +145,7 @@ pub const COUNT_TOLERANCE: f64 = 0.10;
 /// `inotify` frees nothing: it is charged with the target, the negatives
 /// the generator made in the walked directories (one per entry); a run
 /// whose clean-up umount found far fewer still cached says so in a note.
-pub fn fit_count(method: Method, freed: i64, target: u64) -> f64 {
+pub(crate) fn fit_count(method: Method, freed: i64, target: u64) -> f64 {
     let t = target as f64;
     if !method.frees() {
         return t;
@@ -156,7 +156,7 @@ pub fn fit_count(method: Method, freed: i64, target: u64) -> f64 {
 
 impl Run {
     /// The count this run stands for in fits.
-    pub fn fit_count(&self) -> f64 {
+    pub(crate) fn fit_count(&self) -> f64 {
         fit_count(self.method, self.freed, self.target)
     }
 }

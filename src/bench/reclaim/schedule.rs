@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// What one repetition measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// The reclaim timed with nothing of ours running beside it; `pinned`
     /// false: the reclaiming task may run on any allowed CPU.
     Unobserved { pinned: bool },
@@ -25,17 +25,17 @@ pub enum Slot {
 
 impl Slot {
     /// Whether the gap probe runs.
-    pub fn observed(self) -> bool {
+    pub(crate) fn observed(self) -> bool {
         matches!(self, Slot::Probed { .. })
     }
 
     /// Whether the reclaiming task is pinned to the reclaiming CPU.
-    pub fn pinned(self) -> bool {
+    pub(crate) fn pinned(self) -> bool {
         !matches!(self, Slot::Unobserved { pinned: false })
     }
 
     /// Lookup threads running during the reclaim.
-    pub fn contenders(self) -> usize {
+    pub(crate) fn contenders(self) -> usize {
         match self {
             Slot::Probed { contenders } => contenders,
             Slot::Unobserved { .. } | Slot::Victims => 0,
@@ -45,7 +45,7 @@ impl Slot {
 
 /// How many repetitions of each kind one size gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub probed: u32,
     pub unobserved: u32,
     pub unpinned: u32,
@@ -57,10 +57,10 @@ pub struct Counts {
 
 /// The repetitions of one size and path: `(repetition index, slot)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schedule(Vec<(u32, Slot)>);
+pub(crate) struct Schedule(Vec<(u32, Slot)>);
 
 impl Schedule {
-    pub fn of(c: &Counts) -> Schedule {
+    pub(crate) fn of(c: &Counts) -> Schedule {
         let rounds = c.probed.max(c.unobserved).max(c.unpinned).max(c.victims);
         let mut all = Vec::new();
         for rep in 0..rounds {
@@ -85,7 +85,7 @@ impl Schedule {
         Schedule(all)
     }
 
-    pub fn slots(&self) -> &[(u32, Slot)] {
+    pub(crate) fn slots(&self) -> &[(u32, Slot)] {
         &self.0
     }
 }

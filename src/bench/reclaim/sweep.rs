@@ -21,7 +21,7 @@ use crate::size::human;
 
 /// Runs the sweep. The sandbox must already be entered; `db` is the
 /// `mariadb` victim's server ([`super::victim_db`]), when it runs.
-pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Option<&Database>) -> Result<ReclaimResult> {
+pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Option<&Database>) -> Result<ReclaimResult> {
     // The header says when the run started, not when it ended.
     let header = crate::result::Header::new("reclaim");
     let environment = Environment::capture(proc);

@@ -6,7 +6,7 @@
 use anyhow::Result;
 
 #[derive(Debug, clap::Args)]
-pub struct GuardArgs {
+pub(crate) struct GuardArgs {
     /// The sysctl file to restore.
     pub path: std::path::PathBuf,
     /// The value to write back.
@@ -14,7 +14,7 @@ pub struct GuardArgs {
 }
 
 impl GuardArgs {
-    pub fn run(&self) -> Result<()> {
+    pub(crate) fn run(&self) -> Result<()> {
         super::watchdog::guard_main(&self.path, &self.value)
     }
 }

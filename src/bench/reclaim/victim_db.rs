@@ -18,12 +18,12 @@ use crate::sandbox::Sandbox;
 use crate::sandbox::cgroup::MemCgroup;
 
 /// Rows of the victim's table.
-pub const ROWS: u32 = 100;
+pub(crate) const ROWS: u32 = 100;
 /// The victim's query: one row by its key.
-pub const QUERY: &str = "SELECT v FROM victim.t WHERE id = ?";
+pub(crate) const QUERY: &str = "SELECT v FROM victim.t WHERE id = ?";
 
 /// The running server of the `mariadb` victim.
-pub struct VictimDb {
+pub(crate) struct VictimDb {
     // Dropped in this order: the server (killed, reaped), then its cgroup.
     server: Server,
     cgroup: MemCgroup,
@@ -32,7 +32,7 @@ pub struct VictimDb {
 impl VictimDb {
     /// Starts the server when `--victims` names `mariadb` (none otherwise).
     /// The sandbox must have adopted the cgroup guardian.
-    pub fn start(opts: &Options, sandbox: &mut Sandbox) -> Result<Option<VictimDb>> {
+    pub(crate) fn start(opts: &Options, sandbox: &mut Sandbox) -> Result<Option<VictimDb>> {
         if !opts.victims.contains(&Victim::Mariadb) {
             return Ok(None);
         }
@@ -64,7 +64,7 @@ impl VictimDb {
 
     /// What the victim needs: a connection (the query prepared on it) per
     /// victim thread, and the server's pid for the stack sampler.
-    pub fn database(&self) -> Result<Database> {
+    pub(crate) fn database(&self) -> Result<Database> {
         let server_pid = self.server.pid().context("internal error: the mariadb victim's server is not running")?;
         let socket = self.server.socket.clone();
         let connect = move || -> Result<Query> {
@@ -82,7 +82,7 @@ impl VictimDb {
     }
 
     /// Stops the server (SIGTERM, as `mitigate` does) and removes its cgroup.
-    pub fn stop(self) -> Result<()> {
+    pub(crate) fn stop(self) -> Result<()> {
         let VictimDb { server, cgroup } = self;
         server.stop()?;
         cgroup.remove()

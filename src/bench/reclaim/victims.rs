@@ -23,11 +23,11 @@ use crate::procfs::ProcRoot;
 use crate::stats::{Spread, median};
 
 /// How long the victims run before the reclaim: their control.
-pub const CONTROL_WINDOW: Duration = Duration::from_secs(1);
+pub(crate) const CONTROL_WINDOW: Duration = Duration::from_secs(1);
 
 /// What the victims recorded in one repetition, with the reclaim's window.
 #[derive(Debug, Clone)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub records: Vec<Record>,
     pub start_ns: u64,
     pub end_ns: u64,
@@ -35,7 +35,7 @@ pub struct Observed {
 
 /// One victim in one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub victim: Victim,
     /// Its calls that overlapped the reclaim.
     pub during: CallStats,
@@ -90,7 +90,7 @@ fn most_frequent(stacks: &[&Vec<String>]) -> Option<Vec<String>> {
 
 /// A victim repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VictimRun {
+pub(crate) struct VictimRun {
     pub target: u64,
     pub rep: u32,
     pub method: Method,
@@ -99,7 +99,7 @@ pub struct VictimRun {
 }
 
 impl VictimRun {
-    pub fn of(r: &Run) -> Option<VictimRun> {
+    pub(crate) fn of(r: &Run) -> Option<VictimRun> {
         let o = r.victims.as_ref()?;
         Some(VictimRun {
             target: r.target,
@@ -113,7 +113,7 @@ impl VictimRun {
 
 /// One victim at one size, over its repetitions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VictimSize {
+pub(crate) struct VictimSize {
     pub victim: Victim,
     pub target: u64,
     pub method: Method,
@@ -142,7 +142,7 @@ pub struct VictimSize {
 
 /// The victims' part of a result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     pub sizes: Vec<VictimSize>,
     /// Each victim's longest wait against the count (power law, with its
     /// 90% band), and the reclaiming CPU's longest stretch.
@@ -160,7 +160,7 @@ pub struct Analysis {
 
 /// Whether one reclaim path stalls one victim, and if not, why not.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Stall {
+pub(crate) struct Stall {
     pub method: Method,
     pub victim: Victim,
     pub waits: bool,
@@ -170,14 +170,14 @@ pub struct Stall {
 
 /// A victim that does not wait for the reclaim, and how that was judged.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Unaffected {
+pub(crate) struct Unaffected {
     pub victim: Victim,
     pub why: String,
 }
 
 /// A victim's longest call at the largest size must exceed its own
 /// longest call outside the reclaim by this factor to count as waiting.
-pub const WAIT_FACTOR: f64 = 2.0;
+pub(crate) const WAIT_FACTOR: f64 = 2.0;
 
 /// Whether a victim waits for the reclaim: its longest call during the
 /// reclaim at the largest size is [`WAIT_FACTOR`]× its longest outside,
@@ -209,7 +209,7 @@ fn waits(fit: Option<&crate::analysis::fit::PowerFit>, last: Option<&VictimSize>
 }
 
 impl Analysis {
-    pub fn first(&self) -> Option<&Incident> {
+    pub(crate) fn first(&self) -> Option<&Incident> {
         victims::first(&self.incidents)
     }
 }
@@ -255,7 +255,7 @@ fn rows_of(runs: &[VictimRun], sizes: &[SizeSummary], method: Method, v: Victim)
 /// Summarises the victim repetitions: rows and a stall judgement for
 /// every method, fits and deadlines for the first (the verdict's); `gap`
 /// is the reclaiming CPU's governing stretch fit (the verdict's).
-pub fn analyse(
+pub(crate) fn analyse(
     runs: &[VictimRun],
     sizes: &[SizeSummary],
     gap: Option<crate::analysis::fit::PowerFit>,
@@ -300,27 +300,27 @@ pub fn analyse(
 }
 
 /// Kubernetes' default timeout of an exec or HTTP probe (`timeoutSeconds`).
-pub const PROBE_TIMEOUT_SECONDS: f64 = 1.0;
+pub(crate) const PROBE_TIMEOUT_SECONDS: f64 = 1.0;
 /// Kubernetes' pod-startup SLO (99th percentile, stateless pods).
-pub const POD_STARTUP_SLO_SECONDS: f64 = 5.0;
+pub(crate) const POD_STARTUP_SLO_SECONDS: f64 = 5.0;
 /// The node controller's grace period for a node's heartbeats, its lease
 /// among them, before it marks the node NotReady: kube-controller-manager's
 /// `--node-monitor-grace-period`, 50 s by default since Kubernetes v1.32
 /// (`pkg/controller/nodelifecycle/config/v1alpha1/defaults.go` in
 /// kubernetes/kubernetes v1.34.2, the version this project runs). Not the
 /// kubelet's `nodeLeaseDurationSeconds` (40 s), the lease's own duration.
-pub const NODE_LEASE_GRACE_SECONDS: f64 = 50.0;
+pub(crate) const NODE_LEASE_GRACE_SECONDS: f64 = 50.0;
 /// Where [`NODE_LEASE_GRACE_SECONDS`] comes from, as the deadline's source.
-pub const NODE_LEASE_GRACE_SOURCE: &str =
+pub(crate) const NODE_LEASE_GRACE_SOURCE: &str =
     "kube-controller-manager's --node-monitor-grace-period default (Kubernetes v1.34.2)";
 /// The kubelet's `--runtime-request-timeout` default.
-pub const RUNTIME_REQUEST_TIMEOUT_SECONDS: f64 = 120.0;
+pub(crate) const RUNTIME_REQUEST_TIMEOUT_SECONDS: f64 = 120.0;
 /// Where RCU's CPU stall timeout is read.
-pub const RCU_STALL_TIMEOUT: &str = "/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout";
+pub(crate) const RCU_STALL_TIMEOUT: &str = "/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout";
 
 /// The deadlines of this node: the kernel's read from the kernel, the
 /// kubelet's and Kubernetes' at their defaults.
-pub fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
+pub(crate) fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
     let d =
         |name: &str, seconds: f64, source: String, watches| Deadline { name: name.into(), seconds, source, watches };
     let mut out = vec![
@@ -368,7 +368,7 @@ pub fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
 /// reclaiming one; the `cgroup` victim's cgroup is named for the cgroup
 /// guardian (the handler starts it when that victim is asked for), and the
 /// `mariadb` victim queries `db` (the sweep's server, [`super::victim_db`]).
-pub fn start(
+pub(crate) fn start(
     opts: &super::Options,
     sandbox: &crate::sandbox::Sandbox,
     db: Option<&crate::probe::victims::Database>,

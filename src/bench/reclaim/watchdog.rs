@@ -14,23 +14,23 @@ use super::{ReclaimResult, Run};
 use crate::analysis::fit;
 use crate::procfs::kmsg::Kind as AlertKind;
 
-pub use super::lowered::{RCU_STALL_TIMEOUT_MAX, RcuTimeout, guard_main, lower};
+pub(crate) use super::lowered::{RCU_STALL_TIMEOUT_MAX, RcuTimeout, guard_main, lower};
 
 mod summary;
 
 /// Default `--watchdog-thresh` for a check: a 2 s soft-lockup threshold.
-pub const CHECK_THRESH_SECONDS: u64 = 1;
+pub(crate) const CHECK_THRESH_SECONDS: u64 = 1;
 
 /// The RCU stall timeout a check at `thresh` needs: twice the top of the
 /// watchdog's detection band, so that the soft-lockup watchdog has
 /// reported any stretch long enough to be reported before RCU does.
-pub fn rcu_timeout_needed(thresh: u64) -> u64 {
+pub(crate) fn rcu_timeout_needed(thresh: u64) -> u64 {
     ((2.0 * detection_band(thresh).1).ceil() as u64).min(RCU_STALL_TIMEOUT_MAX)
 }
 
 /// The watchdog's clock ticks in units of 2^30 ns (`running_clock() >> 30`
 /// in kernel/watchdog.c), and it checks every 2 × thresh / 5 seconds.
-pub const WATCHDOG_UNIT_SECONDS: f64 = 1_073_741_824.0 / 1e9;
+pub(crate) const WATCHDOG_UNIT_SECONDS: f64 = 1_073_741_824.0 / 1e9;
 
 /// The stretch lengths between which the watchdog may or may not report.
 /// From the second on it must (its coarse clock has advanced by
@@ -39,7 +39,7 @@ pub const WATCHDOG_UNIT_SECONDS: f64 = 1_073_741_824.0 / 1e9;
 /// touch, and that touch can precede the stretch by up to one sample
 /// period (2 × thresh / 5 s: the per-CPU hrtimer touches it only when it
 /// runs), so the lower edge is 2 × thresh units less one sample period.
-pub fn detection_band(thresh: u64) -> (f64, f64) {
+pub(crate) fn detection_band(thresh: u64) -> (f64, f64) {
     let t = 2.0 * thresh as f64;
     ((t * WATCHDOG_UNIT_SECONDS - t / 5.0).max(0.0), (t + 1.0) * WATCHDOG_UNIT_SECONDS + t / 5.0)
 }
@@ -47,7 +47,7 @@ pub fn detection_band(thresh: u64) -> (f64, f64) {
 /// What a stretch of a given length means to the watchdog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Expect {
+pub(crate) enum Expect {
     /// Shorter than the band: the watchdog cannot fire.
     Silent,
     /// Inside the band: it may or may not.
@@ -56,7 +56,7 @@ pub enum Expect {
     Fires,
 }
 
-pub fn expect(gap_seconds: f64, thresh: u64) -> Expect {
+pub(crate) fn expect(gap_seconds: f64, thresh: u64) -> Expect {
     let (lo, hi) = detection_band(thresh);
     if gap_seconds < lo {
         Expect::Silent
@@ -69,7 +69,7 @@ pub fn expect(gap_seconds: f64, thresh: u64) -> Expect {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Agreement {
+pub(crate) enum Agreement {
     /// Predicted a lockup and the watchdog fired.
     TruePositive,
     /// Predicted none and the watchdog stayed silent.
@@ -86,7 +86,7 @@ pub enum Agreement {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CheckRow {
+pub(crate) struct CheckRow {
     pub target: u64,
     pub rep: u32,
     /// Longest stretch predicted from the sizes below this one.
@@ -108,7 +108,7 @@ pub struct CheckRow {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WatchdogReport {
+pub(crate) struct WatchdogReport {
     pub original_thresh_seconds: u64,
     pub thresh_seconds: u64,
     pub soft_lockup_threshold_seconds: f64,
@@ -316,7 +316,7 @@ impl Edge {
     }
 }
 
-pub fn compare(result: &ReclaimResult, original: u64, thresh: u64, rcu: Option<RcuTimeout>) -> WatchdogReport {
+pub(crate) fn compare(result: &ReclaimResult, original: u64, thresh: u64, rcu: Option<RcuTimeout>) -> WatchdogReport {
     let rows: Vec<CheckRow> = result.runs.iter().map(|r| check_row(&result.runs, r, thresh)).collect();
     let tally = Tally::of(&rows);
     let validated = tally.validated();

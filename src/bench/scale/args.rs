@@ -9,7 +9,7 @@ use crate::sandbox::FsType;
 use crate::workload::lookup::Op;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Worker counts: counts, ranges and 'cpus', e.g. 1..8, 1,2,4, 1..cpus [default: every count up to the CPU count; powers of two and the CPU count above 8 CPUs].
     #[arg(long, value_parser = |s: &str| s.parse::<ThreadSpec>(), allow_hyphen_values = true)]
     pub threads: Option<ThreadSpec>,
@@ -37,7 +37,7 @@ impl Args {
     /// The run's options: `cpus` is what `--threads` counts against
     /// (`cpus`, its default sweep); a count it cannot resolve is a usage
     /// error.
-    pub fn options(&self, cpus: usize) -> Result<Options, UsageError> {
+    pub(crate) fn options(&self, cpus: usize) -> Result<Options, UsageError> {
         let threads = match &self.threads {
             Some(spec) => spec.resolve(cpus).map_err(|e| UsageError(format!("--threads: {e}")))?,
             None => super::default_threads(cpus),
@@ -57,7 +57,7 @@ impl Args {
 /// The operations of `--ops`, in the order given (one value to clap, not
 /// a list of values).
 #[derive(Debug, Clone)]
-pub struct Ops(pub Vec<Op>);
+pub(crate) struct Ops(pub Vec<Op>);
 
 fn parse_ops(s: &str) -> Result<Ops, String> {
     let mut v: Vec<Op> = Vec::new();

@@ -8,7 +8,7 @@ use crate::bench::common::{Benchmark, Context, WithJson};
 use crate::sandbox::Sandbox;
 
 /// Path-lookup throughput from 1 to N workers.
-pub struct Scale;
+pub(crate) struct Scale;
 
 impl Benchmark for Scale {
     type Args = WithJson<super::Args>;

@@ -11,13 +11,13 @@
 //! functions and locks the time goes to.
 
 mod args;
-pub mod command;
+pub(crate) mod command;
 mod procs;
-pub mod render;
+pub(crate) mod render;
 
-pub use args::Args;
-pub use command::Scale;
-pub use procs::{SCALE_WORKER, WorkerArgs};
+pub(crate) use args::Args;
+pub(crate) use command::Scale;
+pub(crate) use procs::{SCALE_WORKER, WorkerArgs};
 
 use std::path::Path;
 use std::sync::Barrier;
@@ -37,26 +37,26 @@ use crate::stats::Spread;
 use crate::workload::lookup::{self, Op, Outcome, Worker};
 
 /// Default seconds each worker loops per step.
-pub const DEFAULT_SECONDS: f64 = 2.0;
+pub(crate) const DEFAULT_SECONDS: f64 = 2.0;
 /// Bounds of `--seconds`.
-pub const MIN_SECONDS: f64 = 0.01;
-pub const MAX_SECONDS: f64 = 3600.0;
+pub(crate) const MIN_SECONDS: f64 = 0.01;
+pub(crate) const MAX_SECONDS: f64 = 3600.0;
 /// Default: time one call in this many.
-pub const DEFAULT_SAMPLE_EVERY: u64 = 64;
+pub(crate) const DEFAULT_SAMPLE_EVERY: u64 = 64;
 /// Most workers a step may have.
-pub const MAX_THREADS: usize = 4096;
+pub(crate) const MAX_THREADS: usize = 4096;
 /// Up to this many CPUs the default sweep is every count 1..=CPUs; above
 /// it, powers of two up to the CPU count (and the CPU count itself).
-pub const DENSE_SWEEP_UP_TO: usize = 8;
+pub(crate) const DENSE_SWEEP_UP_TO: usize = 8;
 
 /// A step whose workers kept fewer than this share of the CPUs they could
 /// use busy is flagged (another load, or sleeping on a lock).
-pub const STARVED_SHARE: f64 = 0.85;
+pub(crate) const STARVED_SHARE: f64 = 0.85;
 
 /// Threads of one process, or one process per worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Workers are threads of one process: they share one file table and one `fs_struct`.
     Threads,
     /// Workers are processes (re-executions of this binary), each with its own file table.
@@ -64,7 +64,7 @@ pub enum Mode {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+pub(crate) struct Options {
     pub ops: Vec<Op>,
     pub threads: Vec<usize>,
     pub mode: Mode,
@@ -76,7 +76,7 @@ pub struct Options {
 
 /// One count of one operation's sweep.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Step {
+pub(crate) struct Step {
     pub threads: usize,
     pub ops_total: u64,
     /// From the first worker's start to the last worker's end.
@@ -102,7 +102,7 @@ pub struct Step {
 
 /// One operation's sweep.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct OpSeries {
+pub(crate) struct OpSeries {
     pub op: Op,
     pub description: String,
     pub fs: FsType,
@@ -116,7 +116,7 @@ pub struct OpSeries {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScaleResult {
+pub(crate) struct ScaleResult {
     #[serde(flatten)]
     pub header: crate::result::Header,
     pub environment: Environment,
@@ -138,7 +138,7 @@ enum Count {
 
 /// The `--threads` value as written: counts, ranges, and `cpus`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadSpec(Vec<(Count, Count)>);
+pub(crate) struct ThreadSpec(Vec<(Count, Count)>);
 
 impl std::str::FromStr for ThreadSpec {
     type Err = String;
@@ -182,7 +182,7 @@ impl std::str::FromStr for ThreadSpec {
 
 impl ThreadSpec {
     /// The counts to run, ascending, each once, with `cpus` resolved.
-    pub fn resolve(&self, cpus: usize) -> Result<Vec<usize>, String> {
+    pub(crate) fn resolve(&self, cpus: usize) -> Result<Vec<usize>, String> {
         let n = |c: Count| match c {
             Count::N(n) => n,
             Count::Cpus => cpus,
@@ -203,7 +203,7 @@ impl ThreadSpec {
 
 /// The default sweep: every count up to the CPU count on small machines,
 /// powers of two (and the CPU count) on large ones.
-pub fn default_threads(cpus: usize) -> Vec<usize> {
+pub(crate) fn default_threads(cpus: usize) -> Vec<usize> {
     let cpus = cpus.clamp(1, MAX_THREADS);
     if cpus <= DENSE_SWEEP_UP_TO {
         return (1..=cpus).collect();
@@ -215,7 +215,7 @@ pub fn default_threads(cpus: usize) -> Vec<usize> {
     v
 }
 
-pub fn validate(opts: &Options) -> Result<()> {
+pub(crate) fn validate(opts: &Options) -> Result<()> {
     if !(MIN_SECONDS..=MAX_SECONDS).contains(&opts.seconds) || !opts.seconds.is_finite() {
         return Err(UsageError(format!(
             "--seconds {}: use a duration from {MIN_SECONDS} to {MAX_SECONDS}",
@@ -237,7 +237,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 /// create+unlink workers have at once (sizes a disk filesystem's image).
 const FS_CAPACITY: crate::sandbox::Capacity = crate::sandbox::Capacity { entries: 200_000, inodes: 200_000 };
 
-pub fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ScaleResult> {
+pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ScaleResult> {
     let header = crate::result::Header::new("scale");
     let environment = Environment::capture(proc);
     let max_workers = opts.threads.iter().copied().max().unwrap_or(1);

@@ -16,7 +16,7 @@ use crate::workload::lookup::{Op, Outcome, Worker};
 
 /// `scale-worker`: the arguments the parent passes ([`run_processes`]).
 #[derive(Debug, clap::Args)]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     #[arg(long, value_parser = |s: &str| s.parse::<Op>())]
     pub op: Op,
     #[arg(long)]
@@ -31,7 +31,7 @@ pub struct WorkerArgs {
 
 impl WorkerArgs {
     /// Runs the worker, tied to the parent's life.
-    pub fn run(&self) -> Result<()> {
+    pub(crate) fn run(&self) -> Result<()> {
         sys::die_with_parent()?;
         worker_main(&self.root, self.op, self.index, self.seconds, self.sample_every)
     }
@@ -119,14 +119,14 @@ pub(super) fn run_processes(
 }
 
 /// The hidden subcommand that `scale --procs` re-executes this binary with.
-pub const SCALE_WORKER: &str = "scale-worker";
+pub(crate) const SCALE_WORKER: &str = "scale-worker";
 
 /// What a worker process prints when it is ready for the start byte.
-pub const WORKER_READY: &str = "ready";
+pub(super) const WORKER_READY: &str = "ready";
 
 /// The hidden worker subcommand: prepare, say ready, wait for the start
 /// byte on standard input, loop, print the outcome as one JSON line.
-pub fn worker_main(root: &Path, op: Op, index: usize, seconds: f64, sample_every: u64) -> Result<()> {
+pub(super) fn worker_main(root: &Path, op: Op, index: usize, seconds: f64, sample_every: u64) -> Result<()> {
     let mut w = Worker::new(root, op, index)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{WORKER_READY}")?;

@@ -45,7 +45,7 @@ impl Render for ScaleResult {
 }
 
 /// One operation's sweep: throughput, scaling, CPU and latency per count.
-pub fn scale_grid(s: &OpSeries) -> Grid {
+pub(crate) fn scale_grid(s: &OpSeries) -> Grid {
     let header = ["Threads", "ops/s", "ops/s/thread", "Speedup", "Efficiency", "sys share", "CPUs busy", "p50", "p99"]
         .map(String::from)
         .to_vec();

@@ -14,11 +14,11 @@
 
 use serde::{Deserialize, Serialize};
 
-pub const PREFIX: &str = "dentrylab-vm ";
+pub(crate) const PREFIX: &str = "dentrylab-vm ";
 
 /// What the guest says about itself once it has booted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Hello {
+pub(crate) struct Hello {
     /// `uname -r`.
     pub release: String,
     /// `uname -v` (carries PREEMPT_DYNAMIC or PREEMPT_RT).
@@ -44,7 +44,7 @@ pub struct Hello {
 
 /// One record of the protocol.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Record {
+pub(crate) enum Record {
     Hello(Hello),
     Refused(String),
     Result(String),
@@ -55,7 +55,7 @@ pub enum Record {
 
 impl Record {
     /// The record as one line, newline included.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let (tag, value) = match self {
             Record::Hello(h) => ("hello", serde_json::to_string(h)),
             Record::Refused(s) => ("refused", serde_json::to_string(s)),
@@ -69,7 +69,7 @@ impl Record {
 
     /// Parses one line; `None` for a line that is not a record, `Err` for
     /// a record that is cut or garbled.
-    pub fn parse(line: &str) -> Option<Result<Record, String>> {
+    pub(crate) fn parse(line: &str) -> Option<Result<Record, String>> {
         let rest = line.trim_end_matches(['\r', '\n']).strip_prefix(PREFIX)?;
         let (tag, json) = rest.split_once(' ').unwrap_or((rest, ""));
         let bad = |e: serde_json::Error| format!("garbled `{tag}` record: {e}");
@@ -87,7 +87,7 @@ impl Record {
 
 /// Everything a guest sent, gathered from its channel.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct Transcript {
+pub(crate) struct Transcript {
     pub hello: Option<Hello>,
     pub refused: Option<String>,
     /// The command's JSON output, verbatim.
@@ -101,7 +101,7 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    pub fn parse(text: &str) -> Transcript {
+    pub(crate) fn parse(text: &str) -> Transcript {
         let mut t = Transcript::default();
         for line in text.lines() {
             match Record::parse(line) {

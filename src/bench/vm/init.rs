@@ -16,19 +16,19 @@ use serde::{Deserialize, Serialize};
 use super::channel::{Hello, Record};
 use crate::sys;
 
-pub const INIT_COMMAND: &str = "__vm-init";
-pub const INIT_PATH: &str = "/dentrylab";
-pub const CONFIG_PATH: &str = "/vm.json";
+pub(crate) const INIT_COMMAND: &str = "__vm-init";
+pub(crate) const INIT_PATH: &str = "/dentrylab";
+pub(crate) const CONFIG_PATH: &str = "/vm.json";
 /// The result channel: the guest's second serial port.
-pub const CHANNEL: &str = "/dev/ttyS1";
+pub(crate) const CHANNEL: &str = "/dev/ttyS1";
 /// Kernel parameter that makes the init report and power off without
 /// running the command (the accelerator's test boot).
-pub const PROBE_PARAM: &str = "dentrylab.probe=1";
+pub(crate) const PROBE_PARAM: &str = "dentrylab.probe=1";
 const RESULT_FILE: &str = "/tmp/dentrylab-vm-result.json";
 
 /// What the host tells the init, in `/vm.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GuestConfig {
+pub(crate) struct GuestConfig {
     /// The dentrylab command to run (without the program name).
     pub argv: Vec<String>,
     /// Module files to load, in order.
@@ -39,7 +39,7 @@ pub struct GuestConfig {
 }
 
 /// PID 1: never returns; on error says why on the console and powers off.
-pub fn main() -> ! {
+pub(crate) fn main() -> ! {
     if let Err(e) = run() {
         eprintln!("dentrylab vm init: {e:#}");
     }
@@ -89,7 +89,7 @@ fn run() -> Result<()> {
 }
 
 /// Why the model in force is not the one asked for, if it is not.
-pub fn refusal(requested: Option<&str>, hello: &Hello) -> Option<String> {
+pub(crate) fn refusal(requested: Option<&str>, hello: &Hello) -> Option<String> {
     let r = requested?;
     if r == hello.preempt {
         return None;
@@ -135,7 +135,7 @@ fn mount_cgroup2() -> Result<()> {
 }
 
 /// Where the guest's init mounts the cgroup v2 hierarchy.
-pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+pub(crate) const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 /// The kernel and its preemption model as the guest sees them: a
 /// PREEMPT_RT build says so in /sys/kernel/realtime and `uname -v`; a
@@ -220,7 +220,7 @@ fn kernel_log() -> Vec<String> {
 }
 
 /// `6,1234,5678901,-;message` → `[    5.678901] message`.
-pub fn format_kmsg(record: &str) -> Option<String> {
+pub(crate) fn format_kmsg(record: &str) -> Option<String> {
     let (head, msg) = record.split_once(';')?;
     let us: u64 = head.split(',').nth(2)?.parse().ok()?;
     let msg = msg.lines().next().unwrap_or("");

@@ -20,7 +20,7 @@ use super::init::{CONFIG_PATH, GuestConfig, INIT_PATH};
 /// ask the crypto API for at run time (a soft dependency: modules.dep
 /// does not list it, and the guest has no modprobe to load it on demand,
 /// so without it libcrc32c fails with ENOENT).
-pub const MODULES: [&str; 6] = ["crc32c_generic", "crc32c-intel", "loop", "ext4", "xfs", "overlay"];
+pub(crate) const MODULES: [&str; 6] = ["crc32c_generic", "crc32c-intel", "loop", "ext4", "xfs", "overlay"];
 
 /// Host tools the disk filesystems need (src/sandbox/disk.rs), copied when
 /// the host has them (and perf when the command asks for `--profile`).
@@ -29,10 +29,10 @@ const TOOL_FILES: [&str; 1] = ["/etc/mke2fs.conf"];
 /// What the `fork-exec` victim of `reclaim --victims` execs
 /// (`crate::probe::victims`): copied from the host with its libraries, so
 /// that the guest's victim does what the host's does.
-pub const FORK_EXEC_PROGRAM: &str = "/bin/true";
+pub(crate) const FORK_EXEC_PROGRAM: &str = "/bin/true";
 
 /// Builds the archive at `out`; `modules_dir` is `lib/modules/<release>`.
-pub fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, decompress_in_kernel: bool) -> Result<()> {
+pub(crate) fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, decompress_in_kernel: bool) -> Result<()> {
     let mut a = Archive::default();
     for d in ["dev", "proc", "sys", "tmp", "bin", "sbin", "etc", "run", "var", "var/tmp", "root"] {
         a.dir(d);
@@ -96,7 +96,7 @@ pub fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, decompress
 /// The modules of `wanted` that modules.dep lists, each after its
 /// dependencies (modules.dep lists a module's dependencies so that the
 /// last is loaded first, as modprobe does), each once.
-pub fn load_order(modules_dep: &str, wanted: &[&str]) -> Vec<String> {
+pub(crate) fn load_order(modules_dep: &str, wanted: &[&str]) -> Vec<String> {
     let mut deps = std::collections::HashMap::new();
     for l in modules_dep.lines() {
         if let Some((m, d)) = l.split_once(':') {
@@ -136,12 +136,11 @@ fn xz_decompress(p: &Path) -> Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
+/// `tool` on the PATH, else in /usr/sbin or /sbin (depmod, for a user
+/// whose PATH lacks them).
 fn which(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin"].iter().map(PathBuf::from))
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
+    crate::sys::which(tool)
+        .or_else(|| ["/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(tool)).find(|p| p.is_file()))
 }
 
 /// The shared libraries `ldd` names for `exe`, the loader included.
@@ -151,7 +150,7 @@ fn shared_libraries(exe: &Path) -> Result<BTreeSet<PathBuf>> {
     Ok(parse_ldd(&text))
 }
 
-pub fn parse_ldd(text: &str) -> BTreeSet<PathBuf> {
+pub(crate) fn parse_ldd(text: &str) -> BTreeSet<PathBuf> {
     text.lines()
         .filter_map(|l| {
             let l = l.trim();

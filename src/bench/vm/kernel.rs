@@ -13,7 +13,7 @@ use crate::sys;
 
 /// One `--kernel` value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Spec {
+pub(crate) enum Spec {
     /// A Debian package name (`linux-image-…`), or a metapackage naming one.
     Package(String),
     /// `IMAGE[:MODULES_DIR]`.
@@ -23,7 +23,7 @@ pub enum Spec {
 }
 
 impl Spec {
-    pub fn parse(s: &str) -> Result<Spec, String> {
+    pub(crate) fn parse(s: &str) -> Result<Spec, String> {
         let s = s.trim();
         if s == "host" {
             return Ok(Spec::Host);
@@ -45,7 +45,7 @@ impl Spec {
     }
 
     /// As the matrix names it.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Spec::Package(p) => p.clone(),
             Spec::Path { image, modules: Some(m) } => format!("{}:{}", image.display(), m.display()),
@@ -57,7 +57,7 @@ impl Spec {
 
 /// A kernel ready to boot.
 #[derive(Debug, Clone)]
-pub struct Kernel {
+pub(crate) struct Kernel {
     pub image: PathBuf,
     /// `lib/modules/<release>` (with modules.dep), if any.
     pub modules: Option<PathBuf>,
@@ -69,7 +69,7 @@ pub struct Kernel {
 
 /// The preemption models a kernel build offers, from its `.config`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Models {
+pub(crate) enum Models {
     /// PREEMPT_DYNAMIC: chosen at boot with `preempt=`; `default` is the
     /// build's choice.
     Dynamic { offered: Vec<String>, default: String },
@@ -80,7 +80,7 @@ pub enum Models {
 impl Models {
     /// From a `.config` (the names `preempt=` takes, kernel/sched/core.c
     /// `sched_dynamic_mode()`; `lazy` needs CONFIG_ARCH_HAS_PREEMPT_LAZY).
-    pub fn of_config(config: &str) -> Option<Models> {
+    pub(crate) fn of_config(config: &str) -> Option<Models> {
         let on = |k: &str| config.lines().any(|l| l.trim() == format!("{k}=y"));
         let default = [
             ("CONFIG_PREEMPT_RT", "rt"),
@@ -115,7 +115,7 @@ impl Models {
 }
 
 /// Where kernels and apt's private lists live: `<state>/vm`.
-pub struct Cache {
+pub(crate) struct Cache {
     pub dir: PathBuf,
 }
 
@@ -125,7 +125,7 @@ const SUITES: [&str; 2] = ["bookworm", "trixie"];
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
 impl Cache {
-    pub fn new(state_dir: &Path) -> Cache {
+    pub(crate) fn new(state_dir: &Path) -> Cache {
         Cache { dir: state_dir.join("vm") }
     }
 
@@ -139,12 +139,12 @@ impl Cache {
 
     /// The partial directory this process unpacks into: removed by the
     /// guardian if dentrylab dies mid-way.
-    pub fn partial_dir(&self) -> PathBuf {
+    pub(crate) fn partial_dir(&self) -> PathBuf {
         self.kernels_dir().join(format!(".partial-{}", std::process::id()))
     }
 
     /// The kernel for `spec`, fetched and unpacked on first use.
-    pub fn resolve(&self, spec: &Spec, announce: &dyn Fn(&str)) -> Result<Kernel> {
+    pub(crate) fn resolve(&self, spec: &Spec, announce: &dyn Fn(&str)) -> Result<Kernel> {
         match spec {
             Spec::Host => anyhow::bail!("the host row boots no kernel"),
             Spec::Path { image, modules } => from_path(image, modules.as_deref()),

@@ -3,11 +3,11 @@
 //! binary ([`init`]), gathered into one matrix: one row per (kernel,
 //! preemption model, accelerator/clock), plus the host as reference.
 
-pub mod channel;
-pub mod init;
-pub mod initramfs;
-pub mod kernel;
-pub mod qemu;
+pub(crate) mod channel;
+pub(crate) mod init;
+pub(crate) mod initramfs;
+pub(crate) mod kernel;
+pub(crate) mod qemu;
 mod rows;
 
 use std::path::PathBuf;
@@ -21,15 +21,15 @@ use crate::procfs::ProcRoot;
 use kernel::{Cache, Models, Spec};
 use qemu::{Accel, Clock, Machine};
 
-pub const SCHEMA: &str = "dentrylab.vm-matrix/1";
+pub(crate) const SCHEMA: &str = "dentrylab.vm-matrix/1";
 /// The hidden subcommand of the guardian that removes a run's temporary
 /// directories when dentrylab ends, however it ends.
-pub const GUARD_COMMAND: &str = "__vm-guard";
+pub(crate) const GUARD_COMMAND: &str = "__vm-guard";
 /// How long a KVM test boot may take before TCG is used instead.
 const KVM_TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AccelChoice {
+pub(crate) enum AccelChoice {
     Auto,
     Kvm,
     Tcg,
@@ -37,7 +37,7 @@ pub enum AccelChoice {
 
 /// What `vm` is asked to do (from the command line, without clap).
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub kernels: Vec<Spec>,
     /// `preempt=` values to boot PREEMPT_DYNAMIC kernels with; empty: the
     /// kernel's default.
@@ -58,13 +58,13 @@ pub struct Options {
 }
 
 /// A guest's result as it came back over the channel, byte for byte.
-pub type RawResult = Box<serde_json::value::RawValue>;
+pub(crate) type RawResult = Box<serde_json::value::RawValue>;
 
 /// The matrix file (schema `dentrylab.vm-matrix/1`). `R` is the rows'
 /// result: kept verbatim ([`RawResult`]) when written, read back as the
 /// command's own result type by `report`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Matrix<R = RawResult> {
+pub(crate) struct Matrix<R = RawResult> {
     pub schema: String,
     pub started_at: String,
     pub host: HostInfo,
@@ -77,7 +77,7 @@ pub struct Matrix<R = RawResult> {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct HostInfo {
+pub(crate) struct HostInfo {
     pub kernel: String,
     pub cpus: usize,
     pub memory_bytes: u64,
@@ -85,7 +85,7 @@ pub struct HostInfo {
 
 /// One kernel, preemption model and accelerator/clock.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Row<R = RawResult> {
+pub(crate) struct Row<R = RawResult> {
     pub kernel_spec: String,
     pub kernel_release: String,
     pub preempt: String,
@@ -117,7 +117,7 @@ pub struct Row<R = RawResult> {
 impl<R> Row<R> {
     /// The row's name in legends: release, model, and the machine when it
     /// is not the host.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!(
             "{} {}{}",
             self.kernel_release,
@@ -127,14 +127,14 @@ impl<R> Row<R> {
     }
 
     /// Accelerator and clock, and whether the times are emulated.
-    pub fn machine(&self) -> String {
+    pub(crate) fn machine(&self) -> String {
         let clock = if self.clock == "host" { String::new() } else { format!(" {}", self.clock) };
         format!("{}{clock}{}", self.accel, if self.emulated { " (emulated)" } else { "" })
     }
 }
 
 /// Runs the matrix. Progress goes to `announce`.
-pub fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<Matrix> {
+pub(crate) fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<Matrix> {
     let started_at = crate::result::now_utc();
     let host = HostInfo {
         kernel: nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default(),
@@ -232,13 +232,13 @@ fn run_in(
 
 /// Whether the command runs `reclaim --victims`: its victims need a vCPU
 /// besides the reclaiming one.
-pub fn asks_victims(argv: &[String]) -> bool {
+pub(crate) fn asks_victims(argv: &[String]) -> bool {
     victims_list(argv).is_some()
 }
 
 /// The value of the command's `--victims` (`--victims LIST` or
 /// `--victims=LIST`; an empty list when it is the last word).
-pub fn victims_list(argv: &[String]) -> Option<&str> {
+pub(crate) fn victims_list(argv: &[String]) -> Option<&str> {
     argv.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--victims") {
         Some("") => Some(argv.get(i + 1).map_or("", String::as_str)),
         Some(rest) => rest.strip_prefix('='),
@@ -248,7 +248,7 @@ pub fn victims_list(argv: &[String]) -> Option<&str> {
 
 /// Victims that cannot run in a guest, and why: the initramfs carries no
 /// container runtime (and the guest has no network to fetch one).
-pub fn victim_not_in_guest(v: crate::probe::victims::Victim) -> Option<&'static str> {
+pub(crate) fn victim_not_in_guest(v: crate::probe::victims::Victim) -> Option<&'static str> {
     match v {
         crate::probe::victims::Victim::Container => Some("the guest's initramfs carries no container runtime (runsc)"),
         _ => None,
@@ -256,7 +256,7 @@ pub fn victim_not_in_guest(v: crate::probe::victims::Victim) -> Option<&'static 
 }
 
 /// `--preempt all`: each model the kernel's build offers.
-pub const ALL_MODELS: &str = "all";
+pub(crate) const ALL_MODELS: &str = "all";
 
 /// Refuses (bad input, exit 2) a `--preempt` value a PREEMPT_DYNAMIC
 /// kernel does not offer. A kernel built with one model (PREEMPT_RT)
@@ -338,7 +338,7 @@ fn choose_accel(
 }
 
 /// The guardian: waits for dentrylab to end, then removes `paths`.
-pub fn guard_main(paths: &[PathBuf]) -> Result<()> {
+pub(crate) fn guard_main(paths: &[PathBuf]) -> Result<()> {
     crate::sys::guardian::wait_for_parent_end()?;
     for p in paths {
         let _ = std::fs::remove_dir_all(p);

@@ -13,17 +13,17 @@ use super::channel::Transcript;
 use super::init::{INIT_COMMAND, INIT_PATH, PROBE_PARAM};
 use crate::sys;
 
-pub const QEMU: &str = "qemu-system-x86_64";
+pub(crate) const QEMU: &str = "qemu-system-x86_64";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Accel {
+pub(crate) enum Accel {
     Kvm,
     Tcg,
 }
 
 impl Accel {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Accel::Kvm => "kvm",
             Accel::Tcg => "tcg",
@@ -35,13 +35,13 @@ impl Accel {
 /// counter (`-icount shift=N`: each guest instruction takes 2^N ns of
 /// virtual time; TCG only, one host thread runs every vCPU).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Clock {
+pub(crate) enum Clock {
     Host,
     Icount(u32),
 }
 
 impl Clock {
-    pub fn parse(s: &str) -> Result<Clock, String> {
+    pub(crate) fn parse(s: &str) -> Result<Clock, String> {
         if s == "host" {
             return Ok(Clock::Host);
         }
@@ -53,7 +53,7 @@ impl Clock {
         }
     }
 
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Clock::Host => "host".into(),
             Clock::Icount(n) => format!("icount:{n}"),
@@ -63,7 +63,7 @@ impl Clock {
 
 /// The virtual machine every row shares.
 #[derive(Debug, Clone)]
-pub struct Machine {
+pub(crate) struct Machine {
     pub accel: Accel,
     pub clock: Clock,
     pub memory_bytes: u64,
@@ -73,7 +73,7 @@ pub struct Machine {
 }
 
 /// One boot.
-pub struct Boot<'a> {
+pub(crate) struct Boot<'a> {
     pub image: &'a Path,
     pub initramfs: &'a Path,
     /// `preempt=` on the kernel command line.
@@ -87,7 +87,7 @@ pub struct Boot<'a> {
 
 /// What a boot left.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub transcript: Transcript,
     /// The console's last lines (kernel messages, the command's output).
     pub console_tail: Vec<String>,
@@ -102,12 +102,12 @@ pub struct Outcome {
 /// How long a boot may take to reach dentrylab's init (its hello on the
 /// channel) before it is stopped: a TCG boot takes seconds, an icount:7
 /// boot about a minute.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(600);
 
-pub const CONSOLE_TAIL_LINES: usize = 25;
+pub(crate) const CONSOLE_TAIL_LINES: usize = 25;
 
 /// QEMU's arguments for `boot` on `m`.
-pub fn args(m: &Machine, b: &Boot) -> Vec<String> {
+pub(crate) fn args(m: &Machine, b: &Boot) -> Vec<String> {
     // `no_timer_check`: skip check_timer()'s test of the IO-APIC timer
     // (arch/x86/kernel/apic/io_apic.c). Under TCG on a busy host the test's
     // few ticks can come late, and 6.1 then panicked with "IO-APIC + timer
@@ -157,7 +157,7 @@ pub fn args(m: &Machine, b: &Boot) -> Vec<String> {
 
 /// Boots, waits for the guest to power off or for the time limit, and
 /// gathers what it sent.
-pub fn boot(m: &Machine, b: &Boot) -> Result<Outcome> {
+pub(crate) fn boot(m: &Machine, b: &Boot) -> Result<Outcome> {
     std::fs::create_dir_all(&b.dir).with_context(|| format!("cannot create {}", b.dir.display()))?;
     let stderr_path = b.dir.join("qemu.stderr");
     let stderr = std::fs::File::create(&stderr_path)?;
@@ -207,7 +207,7 @@ pub fn boot(m: &Machine, b: &Boot) -> Result<Outcome> {
 }
 
 /// Whether this process may use KVM (/dev/kvm opens read-write); why not.
-pub fn kvm_device() -> Result<(), String> {
+pub(crate) fn kvm_device() -> Result<(), String> {
     std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -12,7 +12,7 @@ use super::qemu::{self, Accel, Machine};
 use super::{HostInfo, Options, Row};
 use crate::procfs::ProcRoot;
 
-pub fn guest(
+pub(super) fn guest(
     o: &Options,
     m: &Machine,
     spec: &Spec,
@@ -154,7 +154,7 @@ fn failed(
 
 /// The command run natively: the reference row. Its output goes to
 /// standard error, so standard output keeps the matrix alone.
-pub fn host(o: &Options, tmp: &Path, info: &HostInfo) -> Result<Row> {
+pub(super) fn host(o: &Options, tmp: &Path, info: &HostInfo) -> Result<Row> {
     let json = tmp.join("host.json");
     let mut cmd = Command::new(crate::sys::SELF_EXE);
     cmd.args(&o.argv).arg("--json").arg(&json).stdin(Stdio::null());

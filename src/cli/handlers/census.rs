@@ -8,7 +8,7 @@ use crate::census;
 use crate::output::{Outputs, Paths};
 use crate::procfs::ProcRoot;
 
-pub fn run(a: census::Args) -> Result<ExitCode> {
+pub(crate) fn run(a: census::Args) -> Result<ExitCode> {
     let mut out = Outputs::open(&Paths { json: a.json.clone(), ..Paths::default() })?;
     let result = census::run(&a, &ProcRoot::default(), &|m| eprintln!("{m}"))?;
     out.emit(&census::table::text(&result), &result)?;

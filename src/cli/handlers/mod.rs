@@ -8,10 +8,10 @@
 //! In: the parsed arguments and the proc root. Out: the exit code. Only
 //! `main` calls these; nothing imports them.
 
-pub mod census;
-pub mod node;
-pub mod report;
-pub mod vm;
+pub(crate) mod census;
+pub(crate) mod node;
+pub(crate) mod report;
+pub(crate) mod vm;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -28,7 +28,7 @@ use crate::status;
 /// Every benchmark, the same way: plan (the options and their checks:
 /// every usage error), open the outputs (a bad path fails before any
 /// work), run, write the result to every output, finish.
-pub fn run<B: Benchmark>(args: B::Args, cx: &Context) -> Result<ExitCode> {
+pub(crate) fn run<B: Benchmark>(args: B::Args, cx: &Context) -> Result<ExitCode> {
     let paths = args.output_paths();
     let mut plan = B::plan(args, cx)?;
     let mut out = Outputs::open(&paths)?;
@@ -44,7 +44,7 @@ pub fn run<B: Benchmark>(args: B::Args, cx: &Context) -> Result<ExitCode> {
 /// The lockup edge of the calibration `status` uses (in `state_dir`), at
 /// the watchdog threshold this node has now: what benchmarks that project
 /// to the edge get through their [`Context`].
-pub fn lockup_edge(state_dir: Option<&Path>, proc: &ProcRoot) -> Result<LockupEdge> {
+pub(crate) fn lockup_edge(state_dir: Option<&Path>, proc: &ProcRoot) -> Result<LockupEdge> {
     // A directory named: that one; else where status searches (the user's
     // own, then the node's).
     let dirs = state_dir.map_or_else(crate::state::read_dirs, |d| vec![d.to_path_buf()]);

@@ -32,7 +32,7 @@ fn node_options(a: cli::NodeArgs, x: cli::NodeExtraArgs) -> status::Options {
 }
 
 /// `dentrylab status`: once, or every INTERVAL with `--watch`.
-pub fn status(a: cli::StatusArgs) -> Result<ExitCode> {
+pub(crate) fn status(a: cli::StatusArgs) -> Result<ExitCode> {
     if let Some(p) = &a.textfile
         && p.extension().is_none_or(|e| e != "prom")
     {
@@ -92,7 +92,7 @@ fn watch(
 }
 
 /// `dentrylab exporter`: serve /metrics until SIGTERM or Ctrl-C.
-pub fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
+pub(crate) fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
     let mut status = node_options(a.node, a.extra);
     status.growth_window_seconds = Some(status::growth::EXPORTER_WINDOW_SECONDS);
     let limits = exporter::server::Limits { header_timeout: a.header_timeout, max_requests: a.max_requests as usize };

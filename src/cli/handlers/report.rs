@@ -9,7 +9,7 @@ use crate::output;
 use crate::report;
 
 /// `dentrylab report`.
-pub fn run(a: cli::ReportArgs) -> Result<ExitCode> {
+pub(crate) fn run(a: cli::ReportArgs) -> Result<ExitCode> {
     let loaded = report::document::load(&a.results, &cli::registry::readers())?;
     let dir = output::OutDir::create(&a.output)?;
     let written = report::emit::write_report(&dir, &loaded)?;

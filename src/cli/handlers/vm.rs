@@ -9,7 +9,7 @@ use crate::output::{Outputs, Paths};
 
 /// The handler: the matrix on standard output (standard error when the
 /// JSON goes there), then the JSON; exit 1 when a row has an error.
-pub fn run(a: VmArgs) -> Result<ExitCode> {
+pub(crate) fn run(a: VmArgs) -> Result<ExitCode> {
     let paths = Paths { json: a.json.clone(), ..Paths::default() };
     let o = a.options()?;
     let mut out = Outputs::open(&paths)?;

@@ -4,7 +4,7 @@
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 
 use super::*;
-pub use crate::render::plot::format_value;
+pub(super) use crate::render::plot::format_value;
 #[cfg(test)]
 use crate::render::plot::short;
 

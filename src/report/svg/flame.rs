@@ -6,11 +6,11 @@
 use anyhow::{Context, Result};
 
 /// Width of a flame graph, pixels.
-pub const FLAME_WIDTH: usize = 1200;
+pub(super) const FLAME_WIDTH: usize = 1200;
 /// Frames narrower than this many pixels are left out (flamegraph.pl's
 /// `--minwidth`): at [`FLAME_WIDTH`], stacks under about 0.17% of the
 /// samples, which would otherwise only make the graph tall.
-pub const FLAME_MIN_WIDTH_PX: f64 = 2.0;
+pub(super) const FLAME_MIN_WIDTH_PX: f64 = 2.0;
 
 /// One flame graph of folded stacks (`stack count`), the same for the same input.
 pub(super) fn draw(title: String, subtitle: String, folded: &[(String, u64)]) -> Result<String> {

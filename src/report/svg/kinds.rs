@@ -15,7 +15,7 @@ pub(super) fn draw_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 }
 
 /// Renders an [`XyPlot`] to an SVG document.
-pub fn xy(plot: &XyPlot) -> Result<String> {
+pub(super) fn xy(plot: &XyPlot) -> Result<String> {
     let mut svg = String::new();
     {
         let entries = xy_legend(plot);
@@ -45,7 +45,7 @@ pub(super) fn titled<'a>(area: &Area<'a>, title: &str, subtitle: &str) -> Result
 
 /// Renders a [`TimelinePlot`]: series are drawn as lines through their
 /// points (give them [`Marker::None`] and no lines for a plain trace).
-pub fn timeline(plot: &TimelinePlot) -> Result<String> {
+pub(super) fn timeline(plot: &TimelinePlot) -> Result<String> {
     let xs = plot.panels.iter().flat_map(|p| &p.series).flat_map(|s| &s.points).map(|p| p.0);
     let range = data_range(xs.filter_map(|x| tr(plot.x.scale, x)));
     let x_range = range.map(|(a, b)| (inv(plot.x.scale, a), inv(plot.x.scale, b)));
@@ -85,7 +85,7 @@ pub fn timeline(plot: &TimelinePlot) -> Result<String> {
     Ok(svg)
 }
 
-pub fn scaling(plot: &ScalingPlot) -> Result<String> {
+pub(super) fn scaling(plot: &ScalingPlot) -> Result<String> {
     let mut p = XyPlot::new(plot.title.clone(), plot.x.clone(), plot.y.clone());
     p.subtitle = plot.subtitle.clone();
     for s in &plot.series {
@@ -104,7 +104,7 @@ pub fn scaling(plot: &ScalingPlot) -> Result<String> {
     xy(&p)
 }
 
-pub fn before_after(plot: &BarPlot) -> Result<String> {
+pub(super) fn before_after(plot: &BarPlot) -> Result<String> {
     let ys = plot.groups.iter().flat_map(|g| g.values.iter().flatten()).filter_map(|&v| tr(plot.y.scale, v));
     let (y0, y1) = padded(plot.y.scale, data_range(ys), true);
     let ncat = plot.categories.len().max(1);

@@ -16,7 +16,7 @@ use crate::bench::reclaim::ReclaimResult;
 type VmMatrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
 
 /// The chart, in `file`.
-pub fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
+pub(crate) fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
     let mut plot = XyPlot {
         subtitle: format!("dentrylab {}", m.command.join(" ")),
         ..XyPlot::new(

@@ -22,19 +22,19 @@ mod flame;
 mod kinds;
 mod matrix;
 
-pub use matrix::matrix_longest_gap;
+pub(crate) use matrix::matrix_longest_gap;
 
 use anyhow::Result;
 use plotters::prelude::*;
 
 use crate::render::FigureSpec;
-pub use crate::render::plot::{
+pub(crate) use crate::render::plot::{
     Axis, BarPlot, Guide, GuideKind, Line, Mark, Marker, Plot, Scale, ScalingPlot, Series, Shape, TimelinePlot, Unit,
     XyPlot,
 };
 
-pub const WIDTH: u32 = 880;
-pub const HEIGHT: u32 = 540;
+pub(crate) const WIDTH: u32 = 880;
+pub(crate) const HEIGHT: u32 = 540;
 const FONT: &str = "sans-serif";
 
 /// Series colours in order (Okabe–Ito: readable by colour-blind people).
@@ -57,14 +57,14 @@ fn colour(i: usize) -> RGBColor {
 /// One rendered plot: its file name in the report directory, a one-line
 /// description (the Markdown alt text), and the SVG document.
 #[derive(Debug, Clone)]
-pub struct Figure {
+pub(crate) struct Figure {
     pub file: String,
     pub caption: String,
     pub svg: String,
 }
 
 /// Draws one figure spec.
-pub fn draw(spec: &FigureSpec) -> Result<Figure> {
+pub(crate) fn draw(spec: &FigureSpec) -> Result<Figure> {
     let svg = match &spec.plot {
         Plot::Xy(p) => kinds::xy(p)?,
         Plot::Timeline(p) => kinds::timeline(p)?,
@@ -76,6 +76,6 @@ pub fn draw(spec: &FigureSpec) -> Result<Figure> {
 }
 
 /// Draws figure specs, in order.
-pub fn draw_all(specs: &[FigureSpec]) -> Result<Vec<Figure>> {
+pub(crate) fn draw_all(specs: &[FigureSpec]) -> Result<Vec<Figure>> {
     specs.iter().map(draw).collect()
 }

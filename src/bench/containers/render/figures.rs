@@ -7,7 +7,7 @@ use crate::render::FigureSpec;
 use crate::render::plot::*;
 use crate::size::human;
 
-pub fn containers(results: &[&ContainersResult], labels: &[String], subtitle: &str) -> Vec<FigureSpec> {
+pub(crate) fn containers(results: &[&ContainersResult], labels: &[String], subtitle: &str) -> Vec<FigureSpec> {
     let many = results.len() > 1;
     let name = |i: usize, what: &str| if many { format!("{}: {what}", labels[i]) } else { what.to_string() };
     let n = |r: &crate::bench::containers::ContainerRun| (r.index + 1) as f64;
@@ -88,7 +88,7 @@ pub fn containers(results: &[&ContainersResult], labels: &[String], subtitle: &s
 
 /// `containers --profile`: the flame graph of the longest teardown
 /// stretch, one per result that was profiled.
-pub fn longest_stretch(results: &[&ContainersResult], labels: &[String]) -> Vec<FigureSpec> {
+pub(crate) fn longest_stretch(results: &[&ContainersResult], labels: &[String]) -> Vec<FigureSpec> {
     let mut out = Vec::new();
     for (i, r) in results.iter().enumerate() {
         let Some(p) = r.profile.as_ref() else { continue };

@@ -21,7 +21,7 @@ fn count(v: f64) -> String {
 }
 
 /// Per container: median, min, max of each figure.
-pub fn grid(r: &ContainersResult) -> Grid {
+pub(crate) fn grid(r: &ContainersResult) -> Grid {
     let s = &r.summary;
     let c = |name: &str, sp: &Spread| vec![name.to_string(), count(sp.median), count(sp.min), count(sp.max)];
     let t = |name: &str, sp: &Spread| vec![name.to_string(), secs(sp.median), secs(sp.min), secs(sp.max)];
@@ -42,7 +42,7 @@ pub fn grid(r: &ContainersResult) -> Grid {
 }
 
 /// The witness, growth and projection, one line each.
-pub fn lines(r: &ContainersResult) -> Vec<String> {
+pub(crate) fn lines(r: &ContainersResult) -> Vec<String> {
     let s = &r.summary;
     let w = &r.witness;
     let mut out = vec![format!(
@@ -88,7 +88,7 @@ fn hours(h: f64) -> String {
     }
 }
 
-pub fn projection_line(p: &Projection) -> String {
+pub(crate) fn projection_line(p: &Projection) -> String {
     let Some(edge) = p.lockup_dentries else {
         return format!("projection: the calibration gives no lockup count ({})", p.calibration);
     };
@@ -119,7 +119,7 @@ pub fn projection_line(p: &Projection) -> String {
 
 /// `containers --profile`: the longest teardown stretch's top stacks, then
 /// every teardown's added up.
-pub fn stacks(r: &ContainersResult, md: bool) -> Vec<(String, Grid)> {
+pub(crate) fn stacks(r: &ContainersResult, md: bool) -> Vec<(String, Grid)> {
     let Some(p) = r.profile.as_ref() else { return Vec::new() };
     vec![
         (
@@ -140,7 +140,7 @@ pub fn stacks(r: &ContainersResult, md: bool) -> Vec<(String, Grid)> {
 }
 
 /// Why some containers' teardowns have no profile.
-pub fn problems(r: &ContainersResult) -> Vec<String> {
+pub(crate) fn problems(r: &ContainersResult) -> Vec<String> {
     r.containers
         .iter()
         .filter_map(|c| c.profile_problem.as_ref().map(|p| format!("container {}: no profile: {p}", c.id)))

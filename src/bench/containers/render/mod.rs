@@ -4,8 +4,8 @@
 //!
 //! Inside, one way: `grids` and `figures`, below this file.
 
-pub mod figures;
-pub mod grids;
+pub(crate) mod figures;
+pub(crate) mod grids;
 
 use std::fmt::Write;
 

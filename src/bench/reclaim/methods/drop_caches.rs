@@ -17,7 +17,7 @@ use crate::sandbox::{Mount, Sandbox};
 use crate::sys;
 use crate::workload::CreateOutcome;
 
-pub struct DropCaches;
+pub(super) struct DropCaches;
 
 impl ReclaimPath for DropCaches {
     fn about(&self) -> About {

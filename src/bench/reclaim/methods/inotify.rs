@@ -21,7 +21,7 @@ use crate::sandbox::overlay::Layers;
 use crate::sandbox::{Mount, Sandbox};
 use crate::workload::{self, CreateOutcome};
 
-pub struct Inotify;
+pub(super) struct Inotify;
 
 impl ReclaimPath for Inotify {
     fn about(&self) -> About {

@@ -17,7 +17,7 @@ use crate::sandbox::overlay::Layers;
 use crate::sandbox::{Mount, Sandbox};
 use crate::workload::CreateOutcome;
 
-pub struct Memcg;
+pub(super) struct Memcg;
 
 impl ReclaimPath for Memcg {
     fn about(&self) -> About {

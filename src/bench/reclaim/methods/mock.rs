@@ -15,24 +15,24 @@ use crate::sandbox::overlay::Layers;
 use crate::workload::CreateOutcome;
 
 /// A path that "reclaims" at `ns` nanoseconds per dentry.
-pub struct Mock {
+pub(crate) struct Mock {
     pub ns: f64,
     pub frees: bool,
 }
 
 /// Frees what it is given, at 250 ns per dentry.
-pub static FREES: Mock = Mock { ns: 250.0, frees: true };
+pub(crate) static FREES: Mock = Mock { ns: 250.0, frees: true };
 /// Walks what it is given and frees none, at 40 ns per dentry.
-pub static WALKS: Mock = Mock { ns: 40.0, frees: false };
+pub(crate) static WALKS: Mock = Mock { ns: 40.0, frees: false };
 
 impl Mock {
-    pub fn method(&'static self) -> Method {
+    pub(crate) fn method(&'static self) -> Method {
         Method(self)
     }
 
     /// `count` dentries, staged with nothing made: the reclaim takes
     /// `count` × ns × `scale`.
-    pub fn staged(&self, count: u64, scale: f64) -> Box<dyn Staging> {
+    pub(crate) fn staged(&self, count: u64, scale: f64) -> Box<dyn Staging> {
         Box::new(Nothing { count, ns: self.ns * scale, reclaimed: false })
     }
 }

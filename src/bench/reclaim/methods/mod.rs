@@ -42,7 +42,7 @@ macro_rules! paths {
         $(mod $file;)*
         /// Every reclaim path, in the order `--method`'s help and errors
         /// list them.
-        pub static PATHS: &[&dyn ReclaimPath] = &[$(&$file::$path),*];
+        pub(crate) static PATHS: &[&dyn ReclaimPath] = &[$(&$file::$path),*];
     };
 }
 
@@ -57,7 +57,7 @@ paths! {
 /// What a path is, said once: every field must be given, so a new path
 /// cannot inherit another's answer.
 #[derive(Debug, Clone, Copy)]
-pub struct About {
+pub(crate) struct About {
     /// Its `--method` value and its name in saved results.
     pub name: &'static str,
     /// Its label in figure captions ("namespace exit").
@@ -81,7 +81,7 @@ pub struct About {
 }
 
 /// One reclaim path.
-pub trait ReclaimPath: Sync {
+pub(crate) trait ReclaimPath: Sync {
     fn about(&self) -> About;
 
     /// Mounts a fresh filesystem and creates the dentries the way this path
@@ -116,7 +116,7 @@ pub trait ReclaimPath: Sync {
 }
 
 /// Dentries a path created, ready for its reclaim.
-pub trait Staging {
+pub(crate) trait Staging {
     /// Where contending lookups find the filesystem.
     fn lookup_root(&self) -> PathBuf;
     /// The task that runs the reclaim when it is not the calling thread
@@ -133,49 +133,49 @@ pub trait Staging {
 /// The reclaim path of a run: a handle on one of [`PATHS`], saved as its
 /// name ("umount", "ns-exit", …).
 #[derive(Clone, Copy)]
-pub struct Method(&'static dyn ReclaimPath);
+pub(crate) struct Method(&'static dyn ReclaimPath);
 
 impl Method {
     /// Every path's name, in [`PATHS`]' order.
-    pub fn names() -> Vec<&'static str> {
+    pub(crate) fn names() -> Vec<&'static str> {
         PATHS.iter().map(|p| p.about().name).collect()
     }
 
     /// What `--method all` runs: the reclaims (`inotify`, a walk that frees
     /// nothing and needs negative dentries, is named on its own).
-    pub fn all() -> Vec<Method> {
+    pub(crate) fn all() -> Vec<Method> {
         PATHS.iter().map(|&p| Method(p)).filter(|m| m.about().in_all).collect()
     }
 
-    pub fn about(self) -> About {
+    pub(crate) fn about(self) -> About {
         self.0.about()
     }
 
-    pub fn path(self) -> &'static dyn ReclaimPath {
+    pub(crate) fn path(self) -> &'static dyn ReclaimPath {
         self.0
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         self.about().name
     }
 
     /// Its label in figure captions.
-    pub fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         self.about().words
     }
 
     /// See [`About::leaves_mounted`].
-    pub fn leaves_mounted(self) -> bool {
+    pub(crate) fn leaves_mounted(self) -> bool {
         self.about().leaves_mounted
     }
 
     /// See [`About::lru_only`].
-    pub fn lru_only(self) -> bool {
+    pub(crate) fn lru_only(self) -> bool {
         self.about().lru_only
     }
 
     /// See [`About::frees`].
-    pub fn frees(self) -> bool {
+    pub(crate) fn frees(self) -> bool {
         self.about().frees
     }
 }
@@ -243,7 +243,7 @@ fn number_word(n: usize) -> String {
 }
 
 /// `--method`'s help, from the paths' own.
-pub fn help() -> String {
+pub(crate) fn help() -> String {
     let each: Vec<String> = PATHS.iter().map(|p| format!("{} ({})", p.about().name, p.about().help)).collect();
     let left_out: Vec<&str> = PATHS.iter().map(|p| p.about()).filter(|a| !a.in_all).map(|a| a.name).collect();
     let all = match left_out.is_empty() {
@@ -257,7 +257,7 @@ pub fn help() -> String {
 }
 
 /// Parses `--method`: one method, a comma-separated list, or `all`.
-pub fn parse_list(s: &str) -> Result<Vec<Method>, String> {
+pub(crate) fn parse_list(s: &str) -> Result<Vec<Method>, String> {
     if s == "all" {
         return Ok(Method::all());
     }
@@ -274,7 +274,7 @@ pub fn parse_list(s: &str) -> Result<Vec<Method>, String> {
 
 /// `--method a or b`: the paths that take an overlay down, and the other
 /// reclaims ("c and d"), for `--fs overlay`'s refusal.
-pub fn overlay_words() -> (String, String) {
+pub(crate) fn overlay_words() -> (String, String) {
     let join = |names: Vec<&str>, last: &str| match names.split_last() {
         Some((l, rest)) if !rest.is_empty() => format!("{} {last} {l}", rest.join(", ")),
         Some((l, _)) => (*l).to_string(),
@@ -288,7 +288,7 @@ pub fn overlay_words() -> (String, String) {
 
 /// What the memory cgroup saw, for `memcg`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MemcgOutcome {
+pub(crate) struct MemcgOutcome {
     pub interface: String,
     pub usage_before_bytes: Option<u64>,
     pub usage_after_bytes: Option<u64>,
@@ -300,7 +300,7 @@ pub struct MemcgOutcome {
 /// of them (the `inotify wd:` lines of the instance's /proc fdinfo, read
 /// after the timed calls).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WatchOutcome {
+pub(crate) struct WatchOutcome {
     /// Directories watched (one per directory of the layout).
     pub directories: usize,
     /// The watch descriptors inotify_add_watch returned.
@@ -310,7 +310,7 @@ pub struct WatchOutcome {
 }
 
 /// What the timed reclaim measured.
-pub struct Reclaimed {
+pub(crate) struct Reclaimed {
     pub took: Duration,
     pub sys: Duration,
     pub memcg: Option<MemcgOutcome>,
@@ -329,7 +329,7 @@ impl Reclaimed {
 }
 
 /// Everything a method needs to stage one run.
-pub struct StageSpec<'a> {
+pub(crate) struct StageSpec<'a> {
     pub method: Method,
     pub create: CreateSpec,
     pub fs: crate::sandbox::FsType,
@@ -374,7 +374,7 @@ impl StageSpec<'_> {
 }
 
 /// Dentries created and ready to be reclaimed by one method.
-pub struct Staged {
+pub(crate) struct Staged {
     path: Box<dyn Staging>,
     /// `--fs overlay`: the upper and lower filesystems, still mounted after
     /// the reclaim (which takes only the overlay) until
@@ -386,7 +386,7 @@ pub struct Staged {
 
 /// Mounts a fresh filesystem (with `--fs overlay`, the layers first) and
 /// creates the dentries, the way the method needs them.
-pub fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, CreateOutcome)> {
+pub(crate) fn stage(s: &StageSpec<'_>, sandbox: &mut Sandbox) -> Result<(Staged, CreateOutcome)> {
     let stack = match s.overlay {
         Some(_) if !s.method.about().takes_overlay => {
             bail!("internal error: --method {} with --fs overlay passed validation", s.method.name())
@@ -402,7 +402,7 @@ impl Staged {
     /// Where contending lookups find the filesystem: for `ns-exit`, through
     /// the child's root (`/proc/<pid>/root`), the only way into its
     /// namespace.
-    pub fn lookup_root(&self) -> PathBuf {
+    pub(crate) fn lookup_root(&self) -> PathBuf {
         self.path.lookup_root()
     }
 
@@ -410,7 +410,7 @@ impl Staged {
     /// for `ns-exit`, the child, whose exit tears its namespace down (its
     /// only thread, so its pid is its tid: the one a soft-lockup message
     /// names).
-    pub fn reclaiming_tid(&self) -> Option<u32> {
+    pub(crate) fn reclaiming_tid(&self) -> Option<u32> {
         self.path.reclaiming_tid()
     }
 
@@ -418,7 +418,7 @@ impl Staged {
     /// by the caller) and times it. With `--fs overlay`, dentry-state is
     /// also read in quiet windows around it (outside the timed call), so
     /// the overlay's row is counted like the other layers'.
-    pub fn reclaim(&mut self, proc: &ProcRoot) -> Result<Reclaimed> {
+    pub(crate) fn reclaim(&mut self, proc: &ProcRoot) -> Result<Reclaimed> {
         if self.stack.is_none() {
             return self.path.reclaim(proc);
         }
@@ -429,21 +429,21 @@ impl Staged {
     }
 
     /// What the overlay's reclaim freed (`--fs overlay`).
-    pub fn overlay_counted(&self) -> Option<&crate::bench::layers::Counted> {
+    pub(crate) fn overlay_counted(&self) -> Option<&crate::bench::layers::Counted> {
         self.top.as_ref()
     }
 
     /// Untimed clean-up: unmounts what the reclaim left mounted and removes
     /// the cgroup. Returns whether it unmounted something (so the caller
     /// counts what was left).
-    pub fn finish(self) -> Result<bool> {
+    pub(crate) fn finish(self) -> Result<bool> {
         self.path.finish()
     }
 
     /// `--fs overlay`, after the reclaim took the overlay: unmounts the
     /// upper and then the lower filesystem, each counted and probed on
     /// `cpu` (untimed as a reclaim). None without an overlay.
-    pub fn unmount_layers(
+    pub(crate) fn unmount_layers(
         &mut self,
         proc: &ProcRoot,
         cpu: usize,

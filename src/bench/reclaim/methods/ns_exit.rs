@@ -17,7 +17,7 @@ use crate::sandbox::Sandbox;
 use crate::sandbox::overlay::Layers;
 use crate::workload::CreateOutcome;
 
-pub struct NsExit;
+pub(super) struct NsExit;
 
 impl ReclaimPath for NsExit {
     fn about(&self) -> About {

@@ -13,7 +13,7 @@ use crate::sandbox::overlay::Layers;
 use crate::sandbox::{Mount, Sandbox};
 use crate::workload::CreateOutcome;
 
-pub struct Umount;
+pub(super) struct Umount;
 
 impl ReclaimPath for Umount {
     fn about(&self) -> About {

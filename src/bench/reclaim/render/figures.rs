@@ -13,7 +13,7 @@ use crate::size::human;
 /// on shared axes: reclaim time, ns per dentry and longest gap against the
 /// dentry count, each with the power-law fit, its extrapolation and the
 /// soft-lockup threshold. `labels` name the results in legends.
-pub fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) -> Vec<FigureSpec> {
+pub(crate) fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &str) -> Vec<FigureSpec> {
     let x_axis = || Axis::new("dentries reclaimed (log scale)", Scale::Log, Unit::Count);
     let many = results.len() > 1;
     let name = |i: usize, what: &str| if many { format!("{}: {what}", labels[i]) } else { what.to_string() };
@@ -175,7 +175,7 @@ fn specs(time: XyPlot, ns: XyPlot, gap: XyPlot) -> Vec<FigureSpec> {
 
 /// One flame graph per result and method that was profiled: the run with
 /// the longest gap.
-pub fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Vec<FigureSpec> {
+pub(crate) fn longest_stretch(results: &[&ReclaimResult], labels: &[String]) -> Vec<FigureSpec> {
     let mut out = Vec::new();
     for (i, r) in results.iter().enumerate() {
         for &method in &r.options.methods {

@@ -13,7 +13,7 @@ use crate::stats::Spread;
 
 /// The node-lockup report's results table plus the gap columns; with several methods or
 /// `--contend`, one row per method and contention as well.
-pub fn reclaim_grid(r: &ReclaimResult) -> Grid {
+pub(crate) fn reclaim_grid(r: &ReclaimResult) -> Grid {
     let o = &r.options;
     let many = o.methods.len() > 1;
     let contended = o.contend > 0;
@@ -101,7 +101,7 @@ fn freed(f: f64) -> String {
 }
 
 /// The reclaim paths side by side at one size, most dangerous first.
-pub fn methods_grid(r: &ReclaimResult) -> Option<Grid> {
+pub(crate) fn methods_grid(r: &ReclaimResult) -> Option<Grid> {
     let d = r.comparison.as_ref()?;
     let contended = d.ranking.iter().any(|p| p.contended_max_gap_seconds.is_some());
     let mut header: Vec<String> = vec![
@@ -138,12 +138,12 @@ pub fn methods_grid(r: &ReclaimResult) -> Option<Grid> {
 }
 
 /// The methods of a run, for titles.
-pub fn methods_label(r: &ReclaimResult) -> String {
+pub(crate) fn methods_label(r: &ReclaimResult) -> String {
     r.options.methods.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// The threshold table: predicted time and longest stretch at chosen counts.
-pub fn threshold_grid(r: &ReclaimResult) -> Option<Grid> {
+pub(crate) fn threshold_grid(r: &ReclaimResult) -> Option<Grid> {
     let v = r.verdict.as_ref()?;
     let thr = v.soft_lockup_threshold_seconds;
     let header = vec![
@@ -180,7 +180,7 @@ pub fn threshold_grid(r: &ReclaimResult) -> Option<Grid> {
 
 /// Several reclaim results side by side: one row each, the figures that
 /// decide the verdict.
-pub fn comparison_grid(results: &[&ReclaimResult], labels: &[String]) -> Grid {
+pub(crate) fn comparison_grid(results: &[&ReclaimResult], labels: &[String]) -> Grid {
     let header = [
         "Result",
         "Sizes",
@@ -227,7 +227,7 @@ pub fn comparison_grid(results: &[&ReclaimResult], labels: &[String]) -> Grid {
 /// The fit lines for people, per method when several ran.
 /// The line under the reclaim table: where the times come from, and what
 /// the probe costs.
-pub fn overhead_line(r: &ReclaimResult) -> String {
+pub(crate) fn overhead_line(r: &ReclaimResult) -> String {
     match (&r.probe_overhead, r.unobserved.is_empty()) {
         (Some(o), false) => format!(
             "Times and ns/dentry: {} unobserved repetition(s) per size (no probe, no control, no contenders). \
@@ -246,12 +246,12 @@ pub fn overhead_line(r: &ReclaimResult) -> String {
 /// alone on an idle 6.18 VM it is about 1.1 (725 ns/dentry wall against
 /// 652 ns of system time at 4M: the RCU frees it leaves run on its CPU off
 /// its clock); beside a busy loop on each CPU it was 2.
-pub const WALL_CPU_PART: f64 = 1.3;
+pub(crate) const WALL_CPU_PART: f64 = 1.3;
 
 /// The reclaim's own CPU time per dentry beside its wall time, and the
 /// load it ran under, at the largest size (first method, uncontended);
 /// a second line when wall and CPU time part. None without CPU times.
-pub fn load_lines(r: &ReclaimResult) -> Vec<String> {
+pub(crate) fn load_lines(r: &ReclaimResult) -> Vec<String> {
     let first = r.options.methods.first().copied();
     let Some(s) =
         r.sizes.iter().rev().find(|s| Some(s.method) == first && s.contenders == 0 && s.cpu_ns_per_dentry.is_some())
@@ -285,7 +285,7 @@ pub fn load_lines(r: &ReclaimResult) -> Vec<String> {
 
 /// Where the reclaim ran: pinned to the probed CPU, and with
 /// `--unpinned-reps`, the unpinned times beside the pinned ones.
-pub fn pinning_line(r: &ReclaimResult) -> String {
+pub(crate) fn pinning_line(r: &ReclaimResult) -> String {
     let cpu = r.options.cpu;
     let pinned = format!(
         "The probed{} repetitions' reclaim ran pinned to CPU {cpu} (the probe needs a known CPU)",
@@ -322,7 +322,7 @@ pub fn pinning_line(r: &ReclaimResult) -> String {
     )
 }
 
-pub fn fit_lines(r: &ReclaimResult) -> Vec<String> {
+pub(crate) fn fit_lines(r: &ReclaimResult) -> Vec<String> {
     if r.per_method.len() < 2 {
         return fit_lines_of(&r.fits);
     }
@@ -389,7 +389,7 @@ fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
 }
 
 /// The `--watchdog-check` table: prediction, probe and watchdog per reclaim.
-pub fn watchdog_grid(w: &WatchdogReport) -> Grid {
+pub(crate) fn watchdog_grid(w: &WatchdogReport) -> Grid {
     let header = vec![
         "Size".into(),
         "Rep".into(),

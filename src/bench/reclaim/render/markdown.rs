@@ -14,7 +14,7 @@ use crate::bench::reclaim::ReclaimResult;
 use crate::render::cell::environment_line;
 use crate::render::{Doc, FigureSpec};
 
-pub fn section(r: &ReclaimResult) -> Doc {
+pub(crate) fn section(r: &ReclaimResult) -> Doc {
     let o = &r.options;
     let mut s = Doc::new();
     s.push_str(&format!("## Dentry reclaim: {} via {}\n\n", o.kind.name(), methods_label(r)));
@@ -22,7 +22,7 @@ pub fn section(r: &ReclaimResult) -> Doc {
 }
 
 /// The sections of one reclaim result, with headings at `level`.
-pub fn body(r: &ReclaimResult, level: usize) -> Doc {
+pub(crate) fn body(r: &ReclaimResult, level: usize) -> Doc {
     let o = &r.options;
     let e = &r.environment;
     let h = "#".repeat(level);
@@ -128,7 +128,7 @@ pub fn body(r: &ReclaimResult, level: usize) -> Doc {
 /// The reclaim part of a report: the plots first (people read the picture
 /// before the table), a comparison table when there are several results,
 /// then each result in the node-lockup report's layout.
-pub fn part(results: &[&ReclaimResult], labels: &[String], subtitle: &str, figures: &[FigureSpec]) -> Doc {
+pub(crate) fn part(results: &[&ReclaimResult], labels: &[String], subtitle: &str, figures: &[FigureSpec]) -> Doc {
     let mut s = Doc::new();
     s.push_str(&format!("## Dentry reclaim: {subtitle}\n\n"));
     let _ = writeln!(s, "### Plots\n");

@@ -7,13 +7,13 @@
 //! Inside, one way: `verdict` below `grids`; `grids`, `profile`, `figures`
 //! below `text` and `markdown`.
 
-pub mod figures;
-pub mod grids;
-pub mod markdown;
-pub mod profile;
-pub mod text;
-pub mod verdict;
-pub mod victims;
+pub(crate) mod figures;
+pub(crate) mod grids;
+pub(crate) mod markdown;
+pub(crate) mod profile;
+pub(crate) mod text;
+pub(crate) mod verdict;
+pub(crate) mod victims;
 
 use crate::bench::layers::StackTeardown;
 use crate::bench::reclaim::ReclaimResult;

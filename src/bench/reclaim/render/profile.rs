@@ -9,7 +9,7 @@ use crate::render::profile::{code, path_cell, pct, stacks_grid, top_cell};
 use crate::size::human;
 
 /// One row per profiled run, when any run was profiled. `md`: cells for Markdown.
-pub fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
+pub(crate) fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
     let many = r.options.methods.len() > 1;
     let runs: Vec<_> = r.runs.iter().filter(|x| x.profile.is_some()).collect();
     if runs.is_empty() {
@@ -64,7 +64,7 @@ pub fn runs_grid(r: &ReclaimResult, md: bool) -> Option<Grid> {
 
 /// Per method: a title and the top stacks of its longest stretch, then of
 /// that run's whole reclaim.
-pub fn longest_stacks(r: &ReclaimResult, md: bool) -> Vec<(String, Grid)> {
+pub(crate) fn longest_stacks(r: &ReclaimResult, md: bool) -> Vec<(String, Grid)> {
     let mut out = Vec::new();
     for &m in &r.options.methods {
         let Some(run) = longest(&r.runs, m) else { continue };
@@ -88,7 +88,7 @@ pub fn longest_stacks(r: &ReclaimResult, md: bool) -> Vec<(String, Grid)> {
 }
 
 /// Why some runs have no profile.
-pub fn problems(r: &ReclaimResult) -> Vec<String> {
+pub(crate) fn problems(r: &ReclaimResult) -> Vec<String> {
     r.runs
         .iter()
         .filter_map(|x| {

@@ -12,7 +12,7 @@ use crate::bench::reclaim::ReclaimResult;
 use crate::render::Doc;
 use crate::render::cell::environment_line;
 
-pub fn text(r: &ReclaimResult) -> Doc {
+pub(crate) fn text(r: &ReclaimResult) -> Doc {
     let o = &r.options;
     let mut s = Doc::new();
     let _ = writeln!(

@@ -13,7 +13,7 @@ use crate::size::human;
 /// The verdict's lines: what governs, the prediction and what its interval
 /// carries, which model it comes from, and (with `--profile`) the code
 /// behind the longest stretch of `method`.
-pub fn lines(v: &Verdict, runs: &[Run], method: Option<Method>) -> Vec<String> {
+pub(crate) fn lines(v: &Verdict, runs: &[Run], method: Option<Method>) -> Vec<String> {
     if !v.saved_summary.is_empty() {
         return v.saved_summary.clone();
     }
@@ -170,7 +170,7 @@ fn band_lines(v: &Verdict) -> Vec<String> {
 }
 
 /// The threshold table's note for a row.
-pub fn row_label(r: &ThresholdRow) -> String {
+pub(crate) fn row_label(r: &ThresholdRow) -> String {
     let label = match r.kind {
         None => return r.label.clone(),
         Some(RowKind::Round) => return String::new(),
@@ -187,7 +187,7 @@ pub fn row_label(r: &ThresholdRow) -> String {
 /// The reclaim paths compared, in words: the most dangerous and by how
 /// much, whether the ranking is settled, what each path left and did
 /// under contention. (`analysis::verdict::most_dangerous` ranks them.)
-pub fn danger_lines(d: &Danger) -> Vec<String> {
+pub(crate) fn danger_lines(d: &Danger) -> Vec<String> {
     let Some(top) = d.ranking.first() else { return Vec::new() };
     let by_count = d.ranked_by == RankedBy::LockupCount;
     let mut summary = vec![];

@@ -22,7 +22,7 @@ fn several_methods(a: &Analysis) -> bool {
     a.sizes.iter().any(|s| s.method != a.sizes[0].method)
 }
 
-pub fn victims_grid(a: &Analysis) -> Option<Grid> {
+pub(crate) fn victims_grid(a: &Analysis) -> Option<Grid> {
     if a.sizes.is_empty() {
         return None;
     }
@@ -72,7 +72,7 @@ pub fn victims_grid(a: &Analysis) -> Option<Grid> {
 /// With more than one reclaim path: which path stalls which victim, one
 /// row per victim, a column per path; a cell is the victim's longest call
 /// during the reclaim at the path's largest size (× the stretch), or `no`.
-pub fn stalls_grid(a: &Analysis) -> Option<Grid> {
+pub(crate) fn stalls_grid(a: &Analysis) -> Option<Grid> {
     if !several_methods(a) {
         return None;
     }
@@ -118,7 +118,7 @@ fn crossing(i: &Incident) -> String {
     }
 }
 
-pub fn deadlines_grid(a: &Analysis) -> Option<Grid> {
+pub(crate) fn deadlines_grid(a: &Analysis) -> Option<Grid> {
     if a.incidents.is_empty() {
         return None;
     }
@@ -147,7 +147,7 @@ fn who(name: &str, w: Watches) -> String {
 }
 
 /// The verdict's first line: the first incident and its count.
-pub fn first_incident_line(r: &ReclaimResult) -> Option<String> {
+pub(crate) fn first_incident_line(r: &ReclaimResult) -> Option<String> {
     let a = r.victims.as_ref()?;
     let i = a.first()?;
     let c = i.first.as_ref()?;
