@@ -12,6 +12,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use dentrylab::procfs::ProcRoot;
+use dentrylab::procfs::cgroup::own_memory_controller;
 use metrics::{Exporter, fixture, repo};
 
 fn cgroup_fixture(name: &str) -> PathBuf {
@@ -85,38 +87,20 @@ fn as_nobody_on_a_fixture_with_an_unreadable_file() {
     assert_eq!(sys["bytes"], 80_000_000);
 }
 
-/// The memory hierarchy's root and the directory to make test cgroups in.
+/// The memory hierarchy's root and the directory to make test cgroups in
+/// (this process's own cgroup on v1; the root on v2, whose children get
+/// `memory` from its `cgroup.subtree_control`).
 fn memory_hierarchy() -> (PathBuf, PathBuf) {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    for l in mountinfo.lines() {
-        let (left, right) = l.split_once(" - ").unwrap();
-        let mp = left.split_whitespace().nth(4).unwrap();
-        let mut r = right.split_whitespace();
-        let (fstype, opts) = (r.next().unwrap(), r.nth(1).unwrap_or(""));
-        if fstype == "cgroup" && opts.split(',').any(|o| o == "memory") {
-            let own = cgroup
-                .lines()
-                .find_map(|c| {
-                    c.splitn(3, ':').nth(2).filter(|_| c.split(':').nth(1).unwrap().split(',').any(|x| x == "memory"))
-                })
-                .unwrap();
-            return (PathBuf::from(mp), Path::new(mp).join(own.trim_start_matches('/')));
-        }
+    let m = own_memory_controller(&ProcRoot::default()).unwrap().expect("a memory cgroup hierarchy mounted");
+    if m.version == 2 {
+        let sub = std::fs::read_to_string(m.mount_point.join("cgroup.subtree_control")).unwrap();
+        assert!(
+            sub.split_whitespace().any(|c| c == "memory"),
+            "cgroup v2 without the memory controller enabled at its root"
+        );
+        return (m.mount_point.clone(), m.mount_point);
     }
-    for l in mountinfo.lines() {
-        let (left, right) = l.split_once(" - ").unwrap();
-        if right.starts_with("cgroup2 ") {
-            let mp = PathBuf::from(left.split_whitespace().nth(4).unwrap());
-            let sub = std::fs::read_to_string(mp.join("cgroup.subtree_control")).unwrap();
-            assert!(
-                sub.split_whitespace().any(|c| c == "memory"),
-                "cgroup v2 without the memory controller enabled at its root"
-            );
-            return (mp.clone(), mp);
-        }
-    }
-    panic!("no memory cgroup hierarchy mounted");
+    (m.mount_point, m.own_dir)
 }
 
 /// A `dentrylab create` of negative dentries held in its own memory cgroup.

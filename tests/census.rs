@@ -72,24 +72,10 @@ fn no_kcore_is_one_line_saying_what_to_do() {
     }
 }
 
-/// An ELF64 core header with one PT_LOAD segment, as fs/proc/kcore.c writes it.
+/// A `/proc/kcore` with one PT_LOAD segment of a page at the start of
+/// x86-64's direct map, and that page.
 fn fake_kcore() -> Vec<u8> {
-    let mut d = vec![0u8; 64];
-    d[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
-    d[16..18].copy_from_slice(&4u16.to_le_bytes());
-    d[18..20].copy_from_slice(&62u16.to_le_bytes());
-    d[20..24].copy_from_slice(&1u32.to_le_bytes());
-    d[32..40].copy_from_slice(&64u64.to_le_bytes());
-    d[52..54].copy_from_slice(&64u16.to_le_bytes());
-    d[54..56].copy_from_slice(&56u16.to_le_bytes());
-    d[56..58].copy_from_slice(&1u16.to_le_bytes());
-    let mut p = vec![0u8; 56];
-    p[..4].copy_from_slice(&1u32.to_le_bytes());
-    p[8..16].copy_from_slice(&4096u64.to_le_bytes());
-    p[16..24].copy_from_slice(&0xffff_8880_0000_0000u64.to_le_bytes());
-    p[32..40].copy_from_slice(&4096u64.to_le_bytes());
-    p[40..48].copy_from_slice(&4096u64.to_le_bytes());
-    d.extend(p);
+    let mut d = dentrylab::probe::kcore::core_header(&[(1 /* PT_LOAD */, 4096, 0xffff_8880_0000_0000, 4096)]);
     d.resize(8192, 0);
     d
 }

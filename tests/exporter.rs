@@ -137,7 +137,7 @@ fn concurrent_scrapes_are_all_answered_by_a_bounded_pool() {
     assert_eq!(ok, 200);
     // main (the event loop) + signal thread + 3 scrape workers: no thread
     // per connection.
-    let threads = metrics::proc_status(e.pid(), "Threads");
+    let threads = dentrylab::sys::threads_of(&e.pid().to_string()).expect("the exporter's /proc/PID/status");
     assert!(threads <= 5, "{threads} threads");
 }
 

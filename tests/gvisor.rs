@@ -10,11 +10,8 @@ use serde_json::Value;
 
 /// runsc as `dentrylab gvisor` would find it, or where the install script puts it.
 fn runsc() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("DENTRYLAB_RUNSC").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    if common::has("runsc") {
-        return Some(PathBuf::from("runsc"));
+    if let Ok(p) = dentrylab::bench::gvisor::runsc::find(None) {
+        return Some(p);
     }
     let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/gvisor/bin/runsc");
     local.is_file().then_some(local)
@@ -24,7 +21,7 @@ fn gvisor_json(runsc: &PathBuf, dir: &std::path::Path, args: &[&str]) -> Value {
     let out = common::bin()
         .arg("gvisor")
         .arg("--runsc")
-        .arg(which(runsc))
+        .arg(runsc)
         .arg("--dir")
         .arg(dir)
         .args(args)
@@ -39,17 +36,6 @@ fn gvisor_json(runsc: &PathBuf, dir: &std::path::Path, args: &[&str]) -> Value {
     );
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-/// A bare name resolved on the PATH (--runsc takes a path).
-fn which(p: &PathBuf) -> PathBuf {
-    if p.components().count() > 1 {
-        return p.clone();
-    }
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join(p))
-        .find(|c| c.is_file())
-        .unwrap_or_else(|| p.clone())
 }
 
 fn rows<'a>(v: &'a Value, config: &str) -> Vec<&'a Value> {

@@ -17,7 +17,8 @@ mod metrics;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{bin, human, kernel_lock, usage_error};
+use common::{bin, kernel_lock, usage_error};
+use dentrylab::size::human;
 use metrics::{Exporter, assert_golden, assert_promtool_ok, calibration_dir, fixture, proc_root_with, repo};
 use serde_json::Value;
 
@@ -82,7 +83,7 @@ fn status_gives_each_deadline_its_first_incident_beside_the_soft_lockup_edge() {
     let cal = calibration(&victims_dir());
     let out = stdout(&status(&victims_dir(), &[]));
     // The first incident: the umount victim past a probe's 1 s timeout.
-    let probe = human(crossing(&cal, "umount", 1.0));
+    let probe = human(crossing(&cal, "umount", 1.0) as u64);
     let first = row(&out, "first incident:");
     assert!(
         first.starts_with(&format!(
@@ -91,7 +92,7 @@ fn status_gives_each_deadline_its_first_incident_beside_the_soft_lockup_edge() {
         "{first}"
     );
     let pod = row(&out, "the pod-startup SLO (5 s)");
-    assert!(pod.contains(&format!(" umount {} (", human(crossing(&cal, "umount", 5.0)))), "{pod}");
+    assert!(pod.contains(&format!(" umount {} (", human(crossing(&cal, "umount", 5.0) as u64))), "{pod}");
     assert!(pod.contains("dentries to its low end"), "{pod}");
     // The soft-lockup row is the edge the prediction gives above it, read
     // with today's watchdog_thresh.
@@ -262,8 +263,11 @@ fn watch_lines_carry_the_first_incident_beside_the_edge() {
             let edge = v["prediction"]["dentries_to_lockup"].as_f64().unwrap();
             for want in [
                 format!("level {level} ({verb} an exec or HTTP probe's timeout)"),
-                format!("first incident (an exec or HTTP probe's timeout, 1 s): {} dentries to go", human(low - nr)),
-                format!("soft-lockup edge: {} dentries to go", human(edge)),
+                format!(
+                    "first incident (an exec or HTTP probe's timeout, 1 s): {} dentries to go",
+                    human((low - nr) as u64)
+                ),
+                format!("soft-lockup edge: {} dentries to go", human(edge as u64)),
             ] {
                 assert!(t.contains(&want), "{want:?} in {t}");
             }

@@ -28,6 +28,7 @@ fn run_json(args: &[&str]) -> Value {
 }
 use serde_json::Value;
 
+/// A witness on purpose: read here, not through the library, to check the run put the value back.
 fn sysctl(path: &str) -> String {
     std::fs::read_to_string(path).unwrap().trim().to_string()
 }
@@ -407,7 +408,7 @@ fn mariadb_runs_a_real_server_and_stops_it() {
     require_root!();
     let _g = kernel_lock();
     assert!(
-        std::path::Path::new("/usr/sbin/mariadbd").exists() || which("mariadbd"),
+        dentrylab::bench::mitigate::mariadb::locate().is_ok(),
         "mariadbd is not installed: .ci/run installs mariadb-server"
     );
     // The server's files were on the run's filesystem: its umount freed
@@ -449,14 +450,6 @@ fn mariadb_runs_a_real_server_and_stops_it() {
             cg.assert_made_and_freed("mariadb", 1000);
         }
     }
-}
-
-fn which(tool: &str) -> bool {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// SIGKILL at several moments: every sysctl comes back, no cgroup and no

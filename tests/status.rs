@@ -7,7 +7,7 @@ mod metrics;
 
 use std::process::{Command, Output};
 
-use common::human;
+use dentrylab::size::human;
 use metrics::{assert_golden, builtin_ns_per_dentry, calibration_dir, fixture, proc_root_with};
 
 fn status(args: &[&str]) -> Output {
@@ -53,8 +53,8 @@ fn prints_figures_and_names_the_builtin_calibration() {
         row(&out, "distance: count"),
         format!(
             "distance: count {} dentries to the edge (edge at {} (no interval))",
-            human(edge - 37_475.0),
-            human(edge)
+            human((edge - 37_475.0) as u64),
+            human(edge as u64)
         )
     );
     assert_eq!(row(&out, "soft-lockup level"), "soft-lockup level ok");

@@ -18,6 +18,7 @@ use common::{bin, kernel_lock, wait_until};
 const NEG: &str = "/proc/sys/fs/dentry-negative";
 const LOCK: &str = "/run/lock/dentrylab-sysctl-fs.dentry-negative.lock";
 
+/// A witness on purpose: read here, not through the library, to check the run put the value back.
 fn value() -> String {
     std::fs::read_to_string(NEG).unwrap().trim().to_string()
 }

@@ -309,10 +309,9 @@ fn has_thread(pid: u32, name: &str) -> bool {
         .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name))
 }
 
+/// MariaDB's server where `dentrylab` looks for it.
 fn mariadbd_present() -> bool {
-    std::env::var_os("DENTRYLAB_MARIADB_PATH").is_some()
-        || common::has("mariadbd")
-        || Path::new("/usr/sbin/mariadbd").exists()
+    dentrylab::bench::mitigate::mariadb::locate().is_ok()
 }
 
 /// The mariadb victim queries a real server, started for the run, in the

@@ -18,33 +18,34 @@
 //!   inside the run that the samples around it missed) is run again, with
 //!   the reason printed; only checks documented as machine-wide use it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use dentrylab::procfs::ProcRoot;
+use dentrylab::procfs::cgroup::own_memory_controller;
 
 use super::TempCgroup;
 
 /// Size of one dentry object (`objsize` of the `dentry` line of
 /// /proc/slabinfo; 192 bytes on x86-64 when slabinfo cannot be read).
 pub fn dentry_object_bytes() -> u64 {
-    std::fs::read_to_string("/proc/slabinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("dentry ")).and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
-        })
-        .unwrap_or(192)
+    ProcRoot::default().slab_dentry().map_or(192, |c| c.objsize_bytes)
 }
 
-/// The memory controller's directory new cgroups go in, and whether it is
-/// cgroup v2.
+/// The memory controller's directory new cgroups go in (its root), and
+/// whether it is cgroup v2; only one that counts kernel memory per cgroup
+/// (v1 with `memory.kmem.*`; v2 with `memory` enabled for the root's children).
 fn memory_controller() -> Option<(PathBuf, bool)> {
-    let v1 = Path::new("/sys/fs/cgroup/memory");
-    if v1.join("memory.kmem.usage_in_bytes").exists() {
-        return Some((v1.to_path_buf(), false));
-    }
-    let v2 = Path::new("/sys/fs/cgroup");
-    let ctl = std::fs::read_to_string(v2.join("cgroup.subtree_control")).ok()?;
-    ctl.split_whitespace().any(|c| c == "memory").then(|| (v2.to_path_buf(), true))
+    let m = own_memory_controller(&ProcRoot::default()).ok()??;
+    let v2 = m.version == 2;
+    let usable = if v2 {
+        std::fs::read_to_string(m.mount_point.join("cgroup.subtree_control"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
+    } else {
+        m.mount_point.join("memory.kmem.usage_in_bytes").exists()
+    };
+    usable.then_some((m.mount_point, v2))
 }
 
 /// A memory cgroup holding one test's dentrylab run, so the test can
@@ -78,6 +79,7 @@ impl RunCgroup {
         super::json_of(self.command(), args)
     }
 
+    /// A witness on purpose: the cgroup's own counter, read here, not through the library.
     fn read(&self, file: &str) -> u64 {
         let text = std::fs::read_to_string(self.cg.0.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let v = if file == "memory.stat" {
@@ -144,10 +146,10 @@ pub struct Background {
     stretches: Vec<Vec<(f64, i64, i64)>>,
 }
 
+/// (nr_dentry, nr_negative) now.
 fn dentry_state() -> (i64, i64) {
-    let s = std::fs::read_to_string("/proc/sys/fs/dentry-state").unwrap();
-    let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
-    (v[0], v[4])
+    let s = ProcRoot::default().dentry_state().unwrap();
+    (s.nr_dentry as i64, s.nr_negative as i64)
 }
 
 impl Background {

@@ -22,19 +22,14 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dentrylab"))
 }
 
-/// Effective user is root.
+/// The effective user is root.
 pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
+    dentrylab::sys::is_root()
 }
 
 /// `tool` is on the PATH.
 pub fn has(tool: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(d.join(tool)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    })
+    dentrylab::sys::which(tool).is_some()
 }
 
 /// Running on CI: `CI` is set to anything but empty, `0` or `false`.
@@ -96,11 +91,6 @@ macro_rules! require_root_and {
     };
 }
 
-pub fn nr_dentry() -> i64 {
-    let s = std::fs::read_to_string("/proc/sys/fs/dentry-state").unwrap();
-    s.split_whitespace().next().unwrap().parse().unwrap()
-}
-
 /// Runs the binary and parses its `--json -` output.
 pub fn run_json(args: &[&str]) -> serde_json::Value {
     json_of(bin(), args)
@@ -150,13 +140,11 @@ pub fn loop_devices() -> std::collections::BTreeSet<(String, String, String)> {
 /// Loop devices mounted in the mount namespaces of `pids`.
 pub fn loops_mounted_by(pids: &[u32]) -> std::collections::BTreeSet<String> {
     pids.iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/mountinfo")).ok())
-        .flat_map(|m| {
-            m.lines()
-                .filter_map(|l| l.split(" - ").nth(1)?.split_whitespace().nth(1).map(str::to_string))
-                .filter(|s| s.starts_with("/dev/loop"))
-                .collect::<Vec<_>>()
-        })
+        .filter_map(|p| std::fs::File::open(format!("/proc/{p}/mountinfo")).ok())
+        .filter_map(|f| dentrylab::procfs::mountinfo::parse(std::io::BufReader::new(f)).ok())
+        .flatten()
+        .map(|m| m.source)
+        .filter(|s| s.starts_with("/dev/loop"))
         .collect()
 }
 
@@ -258,19 +246,4 @@ impl Drop for TempCgroup {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
-}
-
-/// A count of a million or more as dentrylab's tables print it
-/// (`size::human` in the binary, which integration tests cannot call).
-pub fn human(n: f64) -> String {
-    let (v, suf) = if n >= 1e9 { (n / 1e9, "G") } else { (n / 1e6, "M") };
-    let s = if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    };
-    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
-    format!("{s}{suf}")
 }

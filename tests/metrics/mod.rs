@@ -191,13 +191,3 @@ pub fn request(addr: SocketAddr, raw: &str) -> Response {
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     Response { status, head: head.to_string(), body: body.to_string() }
 }
-
-/// A line of /proc/PID/status, such as `Threads` or `VmRSS`.
-pub fn proc_status(pid: u32, key: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    s.lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}:")))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
