@@ -1,11 +1,12 @@
 //! Every command opens its outputs before any work: `--json` into a
 //! missing directory fails at once with exit 1 and the one error of the
 //! file, nothing printed before it, for every benchmark of the registry
-//! (as the binary lists it) and for `status` and `vm`.
+//! (the library's, which the binary is built from) and for `status` and `vm`.
 
 mod common;
 
 use common::bin;
+use dentrylab::cli::registry::{MINIMAL_ARGS, NAMES};
 
 const MISSING: &str = "/nonexistent/x.json";
 
@@ -24,15 +25,13 @@ fn fails_first(args: &[&str], rest: &[&str]) {
     assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
 }
 
-/// The registry's benchmarks as the binary lists them: each one's name and
-/// the fewest arguments a valid run takes (its `Benchmark::MINIMAL_ARGS`).
-fn registry() -> Vec<Vec<String>> {
-    let out = bin().args(["__internal", "benchmarks"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<Vec<String>> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split_whitespace().map(String::from).collect())
+/// The registry's benchmarks: each one's name and the fewest arguments a
+/// valid run takes (its `Benchmark::MINIMAL_ARGS`).
+fn registry() -> Vec<Vec<&'static str>> {
+    let lines: Vec<Vec<&str>> = NAMES
+        .iter()
+        .zip(MINIMAL_ARGS)
+        .map(|(name, args)| std::iter::once(*name).chain(args.iter().copied()).collect())
         .collect();
     assert!(lines.iter().any(|l| l[0] == "reclaim"), "{lines:?}");
     lines
@@ -42,8 +41,7 @@ fn registry() -> Vec<Vec<String>> {
 fn json_into_a_missing_directory_fails_before_any_benchmark_runs() {
     // gvisor refuses to plan without root: its own test below.
     for line in registry().iter().filter(|l| l[0] != "gvisor") {
-        let args: Vec<&str> = line.iter().map(String::as_str).collect();
-        fails_first(&args, &[]);
+        fails_first(line, &[]);
     }
     fails_first(&["status"], &[]);
     // vm's own --json goes before the command it runs in its guests.
@@ -55,6 +53,5 @@ fn json_into_a_missing_directory_fails_before_any_benchmark_runs() {
 fn gvisor_opens_its_json_before_the_run() {
     require_root!();
     let gvisor = registry().into_iter().find(|l| l[0] == "gvisor").expect("gvisor in the registry");
-    let args: Vec<&str> = gvisor.iter().map(String::as_str).collect();
-    fails_first(&args, &[]);
+    fails_first(&gvisor, &[]);
 }

@@ -63,9 +63,6 @@ pub(crate) enum Internal {
     /// and the count reaching --deadline (for deploy/local/kubelet-victim.py).
     #[command(name = bench::reclaim::fit_waits::FIT_WAITS_COMMAND)]
     FitWaits(bench::reclaim::fit_waits::FitWaitsArgs),
-    /// Lists the registry's benchmarks, one a line: its name and its fewest
-    /// valid arguments (for tests).
-    Benchmarks,
 }
 
 impl Internal {
@@ -83,12 +80,6 @@ impl Internal {
             Internal::SysctlGuard(a) => a.run(),
             Internal::CgroupGuard(a) => a.run(),
             Internal::FitWaits(a) => a.run(),
-            Internal::Benchmarks => {
-                for (name, args) in super::registry::NAMES.iter().zip(super::registry::MINIMAL_ARGS) {
-                    println!("{}", std::iter::once(*name).chain(args.iter().copied()).collect::<Vec<_>>().join(" "));
-                }
-                Ok(())
-            }
         }?;
         Ok(ExitCode::SUCCESS)
     }
