@@ -355,3 +355,134 @@ fn a_thread_that_cannot_start_is_one_line_and_exit_1() {
     assert!(err.lines().count() <= 2, "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The families a scrape serves (its `# TYPE` lines).
+fn families(m: &str) -> std::collections::BTreeSet<String> {
+    m.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(String::from)
+        .collect()
+}
+
+fn collector_success(m: &str, name: &str) -> Option<f64> {
+    let key = format!("dentrylab_scrape_collector_success{{collector=\"{name}\"}} ");
+    m.lines().find_map(|l| l.strip_prefix(&key)).and_then(|v| v.parse().ok())
+}
+
+/// Issue 39: a calibration that stops parsing after start drops the
+/// calibration's families (and the incidents', which need it), sets its
+/// collector to 0 and logs one line naming it; the scrape is still 200 with
+/// every other family. Fixed again, it comes back.
+#[test]
+fn a_calibration_broken_after_start_drops_only_its_families() {
+    let state = empty_state();
+    let e = start(&fixture("6.18"), state.path(), &[]);
+    let before = e.metrics();
+    for c in ["dentries", "calibration", "incidents"] {
+        assert_eq!(collector_success(&before, c), Some(1.0), "{c}: {before}");
+    }
+    assert!(e.log_lines("collector failed").is_empty(), "{:?}", e.log.lock().unwrap());
+    let file = state.path().join("calibration.json");
+    std::fs::write(&file, "{ \"this is\": not a calibration").unwrap();
+    let r = e.get("/metrics");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let m = r.body;
+    assert_eq!(collector_success(&m, "calibration"), Some(0.0), "{m}");
+    assert_eq!(collector_success(&m, "incidents"), Some(0.0), "{m}");
+    assert_eq!(collector_success(&m, "dentries"), Some(1.0), "{m}");
+    let (was, now) = (families(&before), families(&m));
+    assert!(now.is_subset(&was), "{now:?} {was:?}");
+    let gone: Vec<&String> = was.difference(&now).collect();
+    let theirs = [
+        "dentrylab_calibration_",
+        "dentrylab_predicted_",
+        "dentrylab_lockup_",
+        "dentrylab_level",
+        "dentrylab_incident_",
+        "dentrylab_dentries_to_",
+        "dentrylab_soft_lockup_threshold_seconds",
+    ];
+    assert!(!gone.is_empty(), "{m}");
+    for f in &gone {
+        assert!(theirs.iter().any(|p| f.starts_with(p)), "{f} is not the calibration's or the incidents'");
+    }
+    for f in [
+        "dentrylab_dentries",
+        "dentrylab_memory_available_bytes",
+        "dentrylab_node_info",
+        "dentrylab_build_info",
+        "dentrylab_scrape_collector_success",
+        "dentrylab_scrape_duration_seconds",
+    ] {
+        assert!(now.contains(f), "{f} missing: {m}");
+    }
+    assert_promtool_ok(&["check", "metrics"], Some(&m), &metrics::repo());
+    // One line for the one failing scrape, naming the collector and the file.
+    let lines = e.wait_log("collector failed");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("calibration") && lines[0].contains(file.to_str().unwrap()), "{}", lines[0]);
+    std::fs::copy(calibration_dir().join("calibration.json"), &file).unwrap();
+    let m = e.metrics();
+    assert_eq!(collector_success(&m, "calibration"), Some(1.0), "{m}");
+    assert!(m.contains("\ndentrylab_calibration_builtin 0\n"), "{m}");
+}
+
+/// A calibration broken before start: the exporter still starts (the
+/// banner says why), and serves the node's figures.
+#[test]
+fn a_calibration_broken_at_start_still_serves() {
+    let state = empty_state();
+    std::fs::write(state.path().join("calibration.json"), "[]").unwrap();
+    let e = start(&fixture("6.18"), state.path(), &[]);
+    assert!(e.banner.contains("calibration collector is at 0"), "{}", e.banner);
+    let m = e.metrics();
+    assert_eq!(collector_success(&m, "calibration"), Some(0.0), "{m}");
+    assert!(m.contains("\ndentrylab_dentries "), "{m}");
+}
+
+/// `dentrylab_build_info`: this package's version, the revision and
+/// compiler the build captured; the same as `--version` says.
+#[test]
+fn build_info_names_the_build() {
+    let state = empty_state();
+    let e = start(&fixture("6.18"), state.path(), &[]);
+    let m = e.metrics();
+    let line = m.lines().find(|l| l.starts_with("dentrylab_build_info{")).expect("build_info");
+    assert!(line.ends_with("} 1"), "{line}");
+    assert!(line.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))), "{line}");
+    let label = |k: &str| line.split(&format!("{k}=\"")).nth(1).and_then(|r| r.split('"').next()).unwrap().to_string();
+    let rustc = label("rustc");
+    assert!(
+        rustc.split('.').count() == 3 && rustc.split('.').all(|p| p.chars().next().is_some_and(|c| c.is_ascii_digit())),
+        "{line}"
+    );
+    let rev = label("revision");
+    assert!(!rev.is_empty(), "{line}");
+    // In a git checkout the revision is HEAD's (a build outside git says unknown).
+    if let Ok(o) = Command::new("git").args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"]).output()
+        && o.status.success()
+    {
+        let head = String::from_utf8_lossy(&o.stdout);
+        assert!(head.starts_with(&rev), "{rev} is not HEAD {head}");
+    }
+    let v = run(&["--version"]);
+    let v = String::from_utf8_lossy(&v.stdout);
+    assert!(v.contains(env!("CARGO_PKG_VERSION")) && v.contains(&rev), "{v}");
+}
+
+/// `--log-format json`: every log line is one JSON object.
+#[test]
+fn json_logs_are_one_object_a_line() {
+    let state = empty_state();
+    let e = start(&fixture("6.18"), state.path(), &["--log-format", "json"]);
+    let banner: serde_json::Value = serde_json::from_str(e.banner.trim()).expect("the banner is JSON");
+    assert!(banner["message"].as_str().unwrap().contains("listening on http://"), "{banner}");
+    std::fs::write(state.path().join("calibration.json"), "{").unwrap();
+    assert_eq!(e.get("/metrics").status, 200);
+    let lines = e.wait_log("collector failed");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let v: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(v["collector"], "calibration", "{v}");
+    assert_eq!(v["level"], "WARN", "{v}");
+}

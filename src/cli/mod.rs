@@ -29,10 +29,21 @@ mod vm;
 pub(crate) use node::*;
 pub(crate) use vm::VmArgs;
 
+/// `--version`: the package's version, the git revision and the compiler
+/// of the build (build.rs), as `dentrylab_build_info` says them.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("DENTRYLAB_REVISION"),
+    ", rustc ",
+    env!("DENTRYLAB_RUSTC"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "dentrylab",
-    version,
+    version = VERSION,
     about = "Measure the Linux dentry cache on the real kernel: reclaim cost, CPU monopolisation, soft-lockup risk",
     long_about = "dentrylab creates millions of dentries in a private sandbox, reclaims them by the kernel's own \
                   paths, times the reclaim, measures how long the reclaiming CPU is monopolised, fits and \

@@ -127,6 +127,9 @@ pub(crate) struct ExporterArgs {
     #[arg(long, value_name = "N", default_value_t = crate::exporter::DEFAULT_MAX_REQUESTS as u32,
           value_parser = clap::value_parser!(u32).range(0..=crate::exporter::MAX_MAX_REQUESTS as i64))]
     pub max_requests: u32,
+    /// Log lines on stderr (the address served, a collector that fails, a census that cannot run): text, or json (one object a line).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
     #[command(flatten)]
     pub node: NodeArgs,
     #[command(flatten)]

@@ -12,15 +12,15 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
-use super::census::Background;
+use super::collectors::Collector as Source;
 use super::metrics;
 use crate::status::Collector;
 
-/// One scrape's request: where to send the metrics text (or the error),
+/// One scrape's request: where to send the metrics text,
 /// and the scrape's place under `--max-requests`, held until the
 /// collection is over, even when the client has gone meanwhile.
 struct Job {
-    reply: oneshot::Sender<Result<String>>,
+    reply: oneshot::Sender<String>,
     _permit: Option<OwnedSemaphorePermit>,
 }
 
@@ -31,38 +31,43 @@ pub(crate) struct Scrapes {
 }
 
 impl Scrapes {
-    /// Starts `workers` threads collecting from `collector`. A thread that
-    /// cannot be started is an error naming the limit to raise.
-    /// With `census`, each answer ends with its last walk's families.
-    pub(crate) fn start(collector: Arc<Collector>, workers: usize, census: Option<Arc<Background>>) -> Result<Scrapes> {
+    /// Starts `workers` threads reading the node with `collector` and
+    /// writing the families of `sources`. A thread that cannot be started
+    /// is an error naming the limit to raise.
+    pub(crate) fn start(
+        collector: Arc<Collector>,
+        workers: usize,
+        sources: Arc<Vec<Box<dyn Source>>>,
+    ) -> Result<Scrapes> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for i in 0..workers {
-            let (q, c, n) = (Arc::clone(&queue), Arc::clone(&collector), census.clone());
-            std::thread::Builder::new()
-                .name(format!("scrape-{i}"))
-                .spawn(move || work(&q, &c, n.as_deref()))
-                .with_context(|| {
+            let (q, c, n) = (Arc::clone(&queue), Arc::clone(&collector), Arc::clone(&sources));
+            std::thread::Builder::new().name(format!("scrape-{i}")).spawn(move || work(&q, &c, &n)).with_context(
+                || {
                     format!(
                         "cannot start scrape worker thread {} of {workers} (lower --workers, or raise the \
                      process's thread limit: ulimit -u, the pids cgroup)",
                         i + 1
                     )
-                })?;
+                },
+            )?;
         }
         Ok(Scrapes { jobs })
     }
 
     /// The node's metrics in the exposition format, read by one of the
-    /// threads. `permit` is released when that collection is over.
+    /// threads. `permit` is released when that collection is over. Fails
+    /// only when the threads have ended: a source that cannot be read
+    /// leaves its families out, never the scrape.
     pub(crate) async fn metrics(&self, permit: Option<OwnedSemaphorePermit>) -> Result<String> {
         let (reply, answer) = oneshot::channel();
         self.jobs.send(Job { reply, _permit: permit }).map_err(|_| anyhow!("every scrape worker thread has ended"))?;
-        answer.await.map_err(|_| anyhow!("the scrape worker thread ended before answering"))?
+        answer.await.map_err(|_| anyhow!("the scrape worker thread ended before answering"))
     }
 }
 
-fn work(queue: &Mutex<mpsc::Receiver<Job>>, collector: &Collector, census: Option<&Background>) {
+fn work(queue: &Mutex<mpsc::Receiver<Job>>, collector: &Collector, sources: &[Box<dyn Source>]) {
     loop {
         // The lock is held only while waiting for a job, not while collecting.
         let job = match queue.lock() {
@@ -75,11 +80,7 @@ fn work(queue: &Mutex<mpsc::Receiver<Job>>, collector: &Collector, census: Optio
             continue;
         }
         let t0 = Instant::now();
-        let text = collector.collect().map(|s| metrics::encode(&s, t0.elapsed().as_secs_f64()));
-        let text = text.map(|t| match census {
-            Some(c) => t + &c.metrics(),
-            None => t,
-        });
+        let text = metrics::scrape(sources, &collector.read(), &|| t0.elapsed().as_secs_f64());
         // The scrape's place is free before its answer leaves: a client that
         // scrapes again as soon as it has the answer is not refused.
         drop(permit);

@@ -3,22 +3,28 @@
 //! sysctls through the proc root (never `/proc/slabinfo`, which is costly
 //! on a huge slab) and re-reads the calibration only when its file changed.
 //!
+//! Each source is a collector of its own ([`collectors`]): one that
+//! cannot be read (a calibration that does not parse, a kernel log it may
+//! not open) leaves its families out and sets
+//! `dentrylab_scrape_collector_success{collector}` to 0, and the scrape
+//! still answers 200; the log ([`log`]) says why, one line.
+//!
 //! In: `status`'s collector (the proc root, the calibration). Out: HTTP
 //! answers with the Prometheus text format ([`metrics`], also written by
 //! `status --textfile`). Imports `status`, `state`, `probe` (the fixed
 //! label sets), `census`, `analysis`, `sys`; imported only by `cli`.
-//! Inside, one way: `text` (the exposition format) below `cgroups`,
-//! `census` (the background census collector, `--census-interval`) and
-//! `incident` (the first incident's series) below `metrics` and `collect`
-//! below `server`.
+//! Inside, one way: `text` (the exposition format) below `collectors`
+//! (one file per source; `census` runs the background census,
+//! `--census-interval`) below `metrics` and `collect` below `server`.
 
-pub(crate) mod census;
-mod cgroups;
 mod collect;
-mod incident;
+pub(crate) mod collectors;
+pub(crate) mod log;
 pub(crate) mod metrics;
 pub(crate) mod server;
 mod text;
+
+pub(crate) use collectors::census;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -55,19 +61,32 @@ pub(crate) struct Options {
     pub census: Option<census::Options>,
 }
 
-/// Reads the node once (so a wrong proc root or a broken calibration fails
-/// at start, exit 1), listens, starts the scrape workers (a thread that
-/// cannot be started fails here, exit 1), announces the address, serves
-/// until killed.
+/// Reads the node once (so a wrong proc root fails at start, exit 1; a
+/// source that fails later, or another one now, is a collector at 0 and a
+/// log line), listens, starts the scrape workers (a thread that cannot be
+/// started fails here, exit 1), announces the address, serves until
+/// killed.
 pub(crate) fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
     let collector = Arc::new(Collector::new(&opts.status));
-    let first = collector.collect().context("reading the node before serving")?;
+    let first = collector.read();
+    if let Err(e) = &first.node {
+        return Err(anyhow::anyhow!("{e:#}")).context("reading the node before serving");
+    }
+    let calibration = match &first.calibration {
+        Ok(c) => c.name.clone(),
+        Err(e) => format!("unreadable ({e:#}): the calibration collector is at 0 until it is fixed"),
+    };
     collector.forget_growth();
     let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
     let addr = listener.local_addr().context("listening socket address")?;
     let census = opts.census.clone().map(|c| census::Background::start(c, opts.status.proc.clone())).transpose()?;
-    let scrapes = collect::Scrapes::start(collector, opts.workers, census.clone())?;
-    announce(addr, &first.calibration.name);
+    let sources = collectors::build(&collectors::Setup {
+        by_cgroup: opts.status.by_cgroup.is_some(),
+        kernel_log: opts.status.kernel_log.is_some(),
+        census: census.clone(),
+    });
+    let scrapes = collect::Scrapes::start(collector, opts.workers, Arc::new(sources))?;
+    announce(addr, &calibration);
     if let Some(c) = census {
         c.go();
     }

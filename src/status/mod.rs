@@ -173,7 +173,27 @@ impl Collector {
     }
 
     pub(crate) fn collect(&self) -> Result<StatusResult> {
+        self.read().assemble()
+    }
+
+    /// Reads every source on its own: one that fails leaves the others
+    /// read (the exporter serves what it has, node_exporter style; `status`
+    /// fails on the first error, [`Reading::assemble`]).
+    pub(crate) fn read(&self) -> Reading {
         let t0 = Instant::now();
+        let node = self.read_node();
+        let calibration = self.store.current();
+        let by_cgroup = self.by_cgroup.as_ref().map(|o| match &node {
+            Ok(n) => cgroups::collect(o, &self.proc, n.dentries.nr_dentry, n.memory.s_reclaimable_bytes),
+            Err(_) => Err(anyhow::anyhow!("needs the dentry count and meminfo, which could not be read")),
+        });
+        let kernel_log = self.kernel_log.as_ref().map(kernel_log::read);
+        let census = self.census.as_ref().map(|o| census::collect(o, &self.proc));
+        Reading { proc: self.proc.clone(), node, calibration, by_cgroup, kernel_log, census, t0 }
+    }
+
+    /// Dentry-state, meminfo and the two sysctls, and the growth window's new sample.
+    fn read_node(&self) -> Result<Node> {
         let proc = &self.proc;
         let ds = proc.dentry_state()?;
         let memory = proc.meminfo()?;
@@ -182,72 +202,112 @@ impl Collector {
         environment.mem_available_bytes = memory.mem_available_bytes;
         environment.watchdog_thresh_seconds = proc.sysctl_u64("sys/kernel/watchdog_thresh").ok();
         environment.vfs_cache_pressure = proc.sysctl_u64("sys/vm/vfs_cache_pressure").ok();
-        let cal = self.store.current()?;
-        let thresh = environment.watchdog_thresh_seconds.unwrap_or(DEFAULT_WATCHDOG_THRESH_SECONDS);
-        let prediction = edge::predict(&cal.model(), ds.nr_dentry, thresh);
-        let notes = notes(&environment, &cal, &prediction);
-        let incidents = incident::assess(&cal, &cal.model(), ds.nr_dentry, thresh, proc);
-        let (level, level_source) = level::assess(&prediction, Some(&incidents));
-        let first_incident = incidents.first_row().and_then(|r| r.dentries_low.or(r.dentries));
-        let b = DENTRY_OBJECT_BYTES;
-        let by_cgroup = self
-            .by_cgroup
-            .as_ref()
-            .map(|o| cgroups::collect(o, proc, ds.nr_dentry, memory.s_reclaimable_bytes))
-            .transpose()?;
-        let kernel_log = self.kernel_log.as_ref().map(kernel_log::read).transpose()?;
-        let census = self.census.as_ref().map(|o| census::collect(o, proc));
-        let growth = self.window.as_ref().and_then(|w| {
+        let rate = self.window.as_ref().and_then(|w| {
             let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
             w.push(growth::Sample {
                 t: self.t0.elapsed().as_secs_f64(),
                 nr_dentry: ds.nr_dentry,
                 nr_negative: ds.nr_negative,
             });
-            let rate = w.rate()?;
-            Some(Growth {
-                edge_dentries: prediction.lockup_dentries,
-                edge_low_dentries: prediction.lockup_dentries_low,
-                seconds_to_lockup: growth::seconds_to_edge(
-                    prediction.lockup_dentries_low.or(prediction.lockup_dentries),
-                    ds.nr_dentry,
-                    rate.dentries_per_second,
-                ),
-                first_incident_dentries: first_incident,
-                seconds_to_first_incident: growth::seconds_to_edge(
-                    first_incident,
-                    ds.nr_dentry,
-                    rate.dentries_per_second,
-                ),
-                rate,
-            })
+            w.rate()
         });
-        Ok(StatusResult {
-            header: crate::result::Header::new("status"),
-            proc_root: proc.root().display().to_string(),
-            dentries: Dentries {
-                nr_dentry: ds.nr_dentry,
-                nr_unused: ds.nr_unused,
-                nr_negative: ds.nr_negative,
-                bytes_per_dentry: b,
-                dentry_bytes: ds.nr_dentry.saturating_mul(b),
-                unused_bytes: ds.nr_unused.saturating_mul(b),
-                negative_bytes: ds.nr_negative.saturating_mul(b),
-            },
-            environment,
-            memory,
-            calibration: cal,
-            prediction,
-            collection_seconds: t0.elapsed().as_secs_f64(),
-            notes,
-            by_cgroup,
-            kernel_log,
-            growth,
-            census,
-            incidents: Some(incidents),
-            level,
-            level_source,
-        })
+        let b = DENTRY_OBJECT_BYTES;
+        let dentries = Dentries {
+            nr_dentry: ds.nr_dentry,
+            nr_unused: ds.nr_unused,
+            nr_negative: ds.nr_negative,
+            bytes_per_dentry: b,
+            dentry_bytes: ds.nr_dentry.saturating_mul(b),
+            unused_bytes: ds.nr_unused.saturating_mul(b),
+            negative_bytes: ds.nr_negative.saturating_mul(b),
+        };
+        Ok(Node { dentries, memory, environment, rate })
+    }
+}
+
+/// The node's own figures: what needs neither a calibration nor a log.
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub dentries: Dentries,
+    pub memory: MemInfo,
+    pub environment: Environment,
+    /// Growth over the window; `None` until two samples are apart in time.
+    pub rate: Option<growth::Rate>,
+}
+
+/// One reading of every source, each with its own outcome.
+pub(crate) struct Reading {
+    proc: ProcRoot,
+    pub node: Result<Node>,
+    pub calibration: Result<Arc<CalibrationUsed>>,
+    pub by_cgroup: Option<Result<cgroups::ByCgroup>>,
+    pub kernel_log: Option<Result<kernel_log::KernelLog>>,
+    pub census: Option<census::NodeCensus>,
+    t0: Instant,
+}
+
+impl Reading {
+    /// The whole result, or the first source's error (what `status` does).
+    pub(crate) fn assemble(self) -> Result<StatusResult> {
+        let Reading { proc, node, calibration, by_cgroup, kernel_log, census, t0 } = self;
+        let mut s = predict(node?, calibration?, &proc);
+        s.by_cgroup = by_cgroup.transpose()?;
+        s.kernel_log = kernel_log.transpose()?;
+        s.census = census;
+        s.collection_seconds = t0.elapsed().as_secs_f64();
+        Ok(s)
+    }
+
+    /// What the node's figures and its calibration predict, without the
+    /// optional sources; `None` when either could not be read.
+    pub(crate) fn predicted(&self) -> Option<StatusResult> {
+        let (Ok(n), Ok(c)) = (&self.node, &self.calibration) else { return None };
+        let mut s = predict(n.clone(), Arc::clone(c), &self.proc);
+        s.collection_seconds = self.t0.elapsed().as_secs_f64();
+        Some(s)
+    }
+}
+
+/// The predictions, the first incident and the level, from the node's
+/// figures and the calibration.
+fn predict(node: Node, cal: Arc<CalibrationUsed>, proc: &ProcRoot) -> StatusResult {
+    let Node { dentries, memory, environment, rate } = node;
+    let nr = dentries.nr_dentry;
+    let thresh = environment.watchdog_thresh_seconds.unwrap_or(DEFAULT_WATCHDOG_THRESH_SECONDS);
+    let prediction = edge::predict(&cal.model(), nr, thresh);
+    let notes = notes(&environment, &cal, &prediction);
+    let incidents = incident::assess(&cal, &cal.model(), nr, thresh, proc);
+    let (level, level_source) = level::assess(&prediction, Some(&incidents));
+    let first_incident = incidents.first_row().and_then(|r| r.dentries_low.or(r.dentries));
+    let growth = rate.map(|rate| Growth {
+        edge_dentries: prediction.lockup_dentries,
+        edge_low_dentries: prediction.lockup_dentries_low,
+        seconds_to_lockup: growth::seconds_to_edge(
+            prediction.lockup_dentries_low.or(prediction.lockup_dentries),
+            nr,
+            rate.dentries_per_second,
+        ),
+        first_incident_dentries: first_incident,
+        seconds_to_first_incident: growth::seconds_to_edge(first_incident, nr, rate.dentries_per_second),
+        rate,
+    });
+    StatusResult {
+        header: crate::result::Header::new("status"),
+        proc_root: proc.root().display().to_string(),
+        dentries,
+        environment,
+        memory,
+        calibration: cal,
+        prediction,
+        collection_seconds: 0.0,
+        notes,
+        by_cgroup: None,
+        kernel_log: None,
+        growth,
+        census: None,
+        incidents: Some(incidents),
+        level,
+        level_source,
     }
 }
 

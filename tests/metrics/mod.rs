@@ -51,11 +51,19 @@ const TIMED: [&str; 6] = [
 ];
 
 /// The scrape duration and the growth (timed) are the figures that differ between runs.
+/// The build's revision and compiler are left out too (tests/exporter.rs
+/// checks them against the build).
 pub fn normalise(metrics: &str) -> String {
     metrics
         .lines()
         .map(|l| match TIMED.iter().find(|t| l.starts_with(&format!("{t} "))) {
             Some(t) => format!("{t} 0\n"),
+            None if l.starts_with("dentrylab_build_info{") => {
+                format!(
+                    "dentrylab_build_info{{version=\"{}\",revision=\"\",rustc=\"\"}} 1\n",
+                    env!("CARGO_PKG_VERSION")
+                )
+            }
             None => format!("{l}\n"),
         })
         .collect()
@@ -120,10 +128,12 @@ pub fn assert_promtool_ok(args: &[&str], stdin: Option<&str>, dir: &Path) {
 }
 
 /// A running `dentrylab exporter --listen 127.0.0.1:0 ...`, killed on drop.
+/// Its log lines after the banner are collected in `log`.
 pub struct Exporter {
     pub child: Child,
     pub addr: SocketAddr,
     pub banner: String,
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Exporter {
@@ -148,7 +158,29 @@ impl Exporter {
                 let _ = err.read_to_string(&mut rest);
                 panic!("no address in the exporter's first line: {banner:?} {rest}")
             });
-        Exporter { child, addr, banner }
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let lines = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || {
+            for l in err.lines().map_while(Result::ok) {
+                lines.lock().unwrap().push(l);
+            }
+        });
+        Exporter { child, addr, banner, log }
+    }
+
+    /// The log lines so far that contain `what`.
+    pub fn log_lines(&self, what: &str) -> Vec<String> {
+        self.log.lock().unwrap().iter().filter(|l| l.contains(what)).cloned().collect()
+    }
+
+    /// Waits (up to 30 s) for a log line containing `what`, then returns
+    /// every such line.
+    pub fn wait_log(&self, what: &str) -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.log_lines(what).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.log_lines(what)
     }
 
     pub fn pid(&self) -> u32 {

@@ -93,6 +93,11 @@ fn watch(
 
 /// `dentrylab exporter`: serve /metrics until SIGTERM or Ctrl-C.
 pub(crate) fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
+    exporter::log::init(if a.log_format == "json" {
+        exporter::log::Format::Json
+    } else {
+        exporter::log::Format::Text
+    })?;
     let mut status = node_options(a.node, a.extra);
     status.growth_window_seconds = Some(status::growth::EXPORTER_WINDOW_SECONDS);
     let limits = exporter::server::Limits { header_timeout: a.header_timeout, max_requests: a.max_requests as usize };
@@ -118,7 +123,7 @@ pub(crate) fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
         })
         .context("cannot start the signal thread (raise the process's thread limit: ulimit -u, the pids cgroup)")?;
     exporter::run(&opts, &|addr, calibration| {
-        eprintln!("dentrylab exporter: listening on http://{addr}/metrics (calibration: {calibration})")
+        tracing::info!("dentrylab exporter: listening on http://{addr}/metrics (calibration: {calibration})");
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,10 +1,35 @@
-//! The `--by-cgroup` series: the `--top` cgroups and one `other` series,
-//! so the cardinality is bounded whatever the node runs.
+//! The `cgroups` collector (`--by-cgroup`): the `--top` cgroups and one
+//! `other` series, so the cardinality is bounded whatever the node runs.
+//! Fails when the cgroup hierarchy cannot be found or read.
 
-use super::text::{Out, sig6};
+use anyhow::{Result, anyhow};
+
+use super::{Collector, Scrape, Setup};
+use crate::exporter::text::{Out, sig6};
 use crate::status::cgroups::ByCgroup;
 
-pub(super) fn encode(o: &mut Out, b: &ByCgroup) {
+pub(crate) const NAME: &str = "cgroups";
+
+struct Cgroups;
+
+pub(super) fn new(setup: &Setup) -> Option<Box<dyn Collector>> {
+    setup.by_cgroup.then(|| Box::new(Cgroups) as Box<dyn Collector>)
+}
+
+impl Collector for Cgroups {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn update(&self, scrape: &Scrape<'_>, o: &mut Out) -> Result<()> {
+        super::upstream(&scrape.reading.node, super::dentries::NAME)?;
+        let b = scrape.reading.by_cgroup.as_ref().ok_or_else(|| anyhow!("--by-cgroup was not given"))?;
+        encode(o, super::needs(b)?);
+        Ok(())
+    }
+}
+
+pub(crate) fn encode(o: &mut Out, b: &ByCgroup) {
     let rows: Vec<_> = b.top.iter().chain(b.other.iter()).collect();
     let labels: Vec<[(&str, &str); 4]> = rows
         .iter()

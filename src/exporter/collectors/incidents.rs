@@ -1,14 +1,57 @@
-//! The first incident's series: per deadline of the node, the count at
-//! which some task first misses it, the distance to it and the ratio, as
-//! the `dentrylab_lockup_*` series give the soft-lockup edge. Labels come
+//! The `incidents` collector, the first incident's series: per deadline
+//! of the node, the count at which some task first misses it, the
+//! distance to it, the ratio and the time to it at the current growth, as
+//! the `dentrylab_lockup_*` series give the soft-lockup edge. Needs the
+//! node's count and the calibration. Labels come
 //! from fixed sets only: `deadline` from the keys the calibration knows
 //! (`state::DeadlineKey`), `victim` from the victims dentrylab runs or
 //! `reclaiming-cpu`, so the cardinality is bounded whatever a file says.
 
-use super::text::{Out, sig6};
+use anyhow::{Result, anyhow};
+
+use super::calibration::deadline_label;
+use super::{Collector, Scrape, Setup, upstream};
+use crate::exporter::text::{Out, sig6};
 use crate::probe::victims::Victim;
-use crate::state::DeadlineKey;
+use crate::status::StatusResult;
 use crate::status::incident::{Incidents, RECLAIMING_CPU, Row};
+
+pub(crate) const NAME: &str = "incidents";
+
+struct IncidentsCollector;
+
+pub(super) fn new(_: &Setup) -> Option<Box<dyn Collector>> {
+    Some(Box::new(IncidentsCollector))
+}
+
+impl Collector for IncidentsCollector {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn update(&self, scrape: &Scrape<'_>, o: &mut Out) -> Result<()> {
+        upstream(&scrape.reading.node, super::dentries::NAME)?;
+        upstream(&scrape.reading.calibration, super::calibration::NAME)?;
+        encode_status(o, scrape.predicted.ok_or_else(|| anyhow!("no prediction"))?);
+        Ok(())
+    }
+}
+
+/// The series of `s`'s first incident, and the time to it at the growth.
+pub(crate) fn encode_status(o: &mut Out, s: &StatusResult) {
+    if let Some(i) = &s.incidents {
+        encode(o, i, s.dentries.nr_dentry);
+    }
+    if let Some(g) = &s.growth {
+        o.gauge(
+            "dentrylab_seconds_to_first_incident",
+            "Time until nr_dentry reaches the low end of the first incident's count (the deadline missed at the \
+             smallest count; the point without an interval) at the current growth (0 past it; absent when not \
+             growing or when the incidents are unknown).",
+            g.seconds_to_first_incident.map(sig6),
+        );
+    }
+}
 
 /// The `victim` label of the deadlines that watch the reclaiming CPU.
 pub(super) const RECLAIMING_CPU_LABEL: &str = "reclaiming-cpu";
@@ -20,11 +63,7 @@ fn victim_label(who: &str) -> Option<&'static str> {
     Victim::ALL.iter().map(|v| v.name()).find(|n| *n == who)
 }
 
-pub(super) fn deadline_label(k: DeadlineKey) -> Option<&'static str> {
-    DeadlineKey::ALL.contains(&k).then(|| k.name())
-}
-
-pub(super) fn encode(o: &mut Out, inc: &Incidents, nr_dentry: u64) {
+fn encode(o: &mut Out, inc: &Incidents, nr_dentry: u64) {
     o.gauge(
         "dentrylab_calibration_victims",
         "1 when the calibration says what the node's other tasks wait for during a reclaim (its victims' fits, \
@@ -90,6 +129,7 @@ pub(super) fn encode(o: &mut Out, inc: &Incidents, nr_dentry: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::DeadlineKey;
 
     #[test]
     fn labels_come_from_fixed_sets() {

@@ -16,8 +16,30 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::text::Out;
+use super::{Collector, Scrape, Setup};
+use crate::exporter::text::Out;
 use crate::status::{self, census::NodeCensus};
+
+pub(crate) const NAME: &str = "census";
+
+/// Serves the background thread's last walk: never fails (a walk that
+/// could not run is `dentrylab_census_up 0`).
+struct Census(Arc<Background>);
+
+pub(super) fn new(setup: &Setup) -> Option<Box<dyn Collector>> {
+    setup.census.clone().map(|b| Box::new(Census(b)) as Box<dyn Collector>)
+}
+
+impl Collector for Census {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn update(&self, _: &Scrape<'_>, o: &mut Out) -> Result<()> {
+        o.0.push_str(&self.0.metrics());
+        Ok(())
+    }
+}
 
 /// `--census-interval`'s floor.
 pub(crate) const MIN_INTERVAL: Duration = Duration::from_secs(300);
@@ -72,10 +94,9 @@ impl Background {
                     let t0 = Instant::now();
                     let census = status::census::collect(&o.walk, &proc);
                     if census.unavailable.is_some() && census.unavailable != said {
-                        // Not eprintln!: a closed stderr must not end the thread.
-                        use std::io::Write;
+                        // The log, not eprintln!: a closed stderr must not end the thread.
                         let why = census.unavailable.as_deref().unwrap_or_default();
-                        let _ = writeln!(std::io::stderr(), "dentrylab exporter: no census: {why}");
+                        tracing::warn!(collector = NAME, error = %why, "no census");
                         said.clone_from(&census.unavailable);
                     }
                     shared.store(census, t0.elapsed().as_secs_f64());
