@@ -26,7 +26,7 @@ npd)
     # node-problem-detector without the journald watcher (that one needs
     # cgo and libsystemd): the kmsg and filelog watchers are what it uses here.
     pkg=k8s.io/node-problem-detector/cmd/nodeproblemdetector
-    VERSION=v1.35.2
+    VERSION=v1.34.0
     name=node-problem-detector
     tags=
     check_args=(--version)
