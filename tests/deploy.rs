@@ -50,9 +50,10 @@ fn manifests_are_kubernetes_objects_that_match_the_exporter() {
             assert_eq!(s(&d["metadata"]["namespace"], "namespace"), "dentrylab", "{kind}");
         }
     }
-    assert_eq!(kinds, ["Namespace", "DaemonSet", "Service"]);
+    // In Helm's install order (deploy/render.sh renders this file).
+    assert_eq!(kinds, ["Namespace", "Service", "DaemonSet"]);
 
-    let ds = &docs[1];
+    let ds = of_kind(&docs, "DaemonSet");
     let spec = &ds["spec"];
     let selector = spec["selector"]["matchLabels"].as_hash().expect("spec.selector.matchLabels");
     let labels = spec["template"]["metadata"]["labels"].as_hash().expect("template labels");
@@ -98,7 +99,7 @@ fn manifests_are_kubernetes_objects_that_match_the_exporter() {
     for f in args.iter().filter(|a| a.starts_with("--")) {
         assert!(help.contains(f), "{f} is not an exporter flag");
     }
-    let svc = &docs[2];
+    let svc = of_kind(&docs, "Service");
     assert_eq!(svc["spec"]["selector"], spec["selector"]["matchLabels"]);
 }
 
@@ -200,7 +201,7 @@ fn calibration_job_writes_where_the_daemonset_reads() {
     let host = s(&v["hostPath"]["path"], "hostPath");
     // The DaemonSet reads the same host directory.
     let ds = YamlLoader::load_from_str(&deploy("daemonset.yaml")).unwrap();
-    let ds_volumes = list(&ds[1]["spec"]["template"]["spec"]["volumes"], "volumes");
+    let ds_volumes = list(&of_kind(&ds, "DaemonSet")["spec"]["template"]["spec"]["volumes"], "volumes");
     assert!(ds_volumes.iter().any(|v| v["hostPath"]["path"].as_str() == Some(host)), "the DaemonSet mounts {host}");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dentrylab")).args(["reclaim", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);

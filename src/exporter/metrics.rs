@@ -26,7 +26,9 @@ pub(crate) fn scrape(cs: &[Box<dyn Collector>], reading: &Reading, scrape_second
     o.0
 }
 
-/// `status --textfile`: `s`, read whole, with `scrape_seconds` as the time it took.
+/// `status --textfile`: `s`, read whole (every collector succeeded: `status`
+/// fails otherwise), with `scrape_seconds` as the time it took; the same
+/// text as a scrape of the same node.
 pub(crate) fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
     let mut o = Out(String::with_capacity(8 * 1024));
     let node = Node {
@@ -38,12 +40,16 @@ pub(crate) fn encode(s: &StatusResult, scrape_seconds: f64) -> String {
     dentries::encode(&mut o, &node);
     calibration::encode(&mut o, s);
     incidents::encode_status(&mut o, s);
+    let mut read = vec![(dentries::NAME, true), (calibration::NAME, true), (incidents::NAME, true)];
     if let Some(b) = &s.by_cgroup {
         cgroups::encode(&mut o, b);
+        read.push((cgroups::NAME, true));
     }
     if let Some(k) = &s.kernel_log {
         kernel_log::encode_once(&mut o, k);
+        read.push((kernel_log::NAME, true));
     }
+    collectors::write_success(&mut o, &read);
     own(&mut o, scrape_seconds);
     o.0
 }

@@ -84,13 +84,19 @@ pub(crate) fn run(collectors: &[Box<dyn Collector>], reading: &Reading, out: &mu
                 false
             }
         };
-        success.push(([("collector", c.name())], if ok { 1.0 } else { 0.0 }));
+        success.push((c.name(), ok));
     }
+    write_success(out, &success);
+}
+
+/// `dentrylab_scrape_collector_success`, one series a collector.
+pub(crate) fn write_success(out: &mut Out, success: &[(&str, bool)]) {
+    let labels: Vec<[(&str, &str); 1]> = success.iter().map(|(n, _)| [("collector", *n)]).collect();
     out.family(
         "dentrylab_scrape_collector_success",
         "1 when the collector read its source on this scrape, 0 when it failed (its families are then left out \
          and the exporter's log says why).",
-        &success.iter().map(|(l, v)| (&l[..], *v)).collect::<Vec<_>>(),
+        &labels.iter().zip(success).map(|(l, (_, ok))| (&l[..], if *ok { 1.0 } else { 0.0 })).collect::<Vec<_>>(),
     );
 }
 
@@ -114,4 +120,25 @@ impl std::error::Error for Upstream {}
 /// `Ok` when another collector's source was read.
 pub(super) fn upstream<T>(what: &Result<T>, collector: &'static str) -> Result<&T> {
     what.as_ref().map_err(|_| Upstream(collector).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each collector is registered once, under the name it reports, and
+    /// the optional ones only when their option is on.
+    #[test]
+    fn the_registry_names_each_collector_once() {
+        let mut names: Vec<&str> = REGISTRY.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), REGISTRY.len());
+        let none = Setup { by_cgroup: false, kernel_log: false, census: None };
+        let on: Vec<&str> = build(&none).iter().map(|c| c.name()).collect();
+        assert_eq!(on, ["dentries", "calibration", "incidents"]);
+        let all = Setup { by_cgroup: true, kernel_log: true, census: Some(Arc::default()) };
+        let on: Vec<&str> = build(&all).iter().map(|c| c.name()).collect();
+        assert_eq!(on, REGISTRY.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    }
 }
