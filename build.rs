@@ -17,16 +17,15 @@ fn build_info() {
     let revision = match std::env::var("DENTRYLAB_REVISION").ok().filter(|r| !r.is_empty()) {
         Some(r) => r,
         None => {
-            // Rebuild when the commit moves: HEAD, and the branch it names.
-            for p in ["HEAD", "packed-refs"] {
-                if let Some(path) = output("git", &["rev-parse", "--git-path", p]) {
+            // Rebuild when the commit moves: HEAD, and the branch it names
+            // (a file that does not exist would rebuild every time).
+            let branch = output("git", &["symbolic-ref", "-q", "HEAD"]);
+            for p in ["HEAD", "packed-refs"].into_iter().chain(branch.as_deref()) {
+                if let Some(path) = output("git", &["rev-parse", "--git-path", p])
+                    && std::path::Path::new(&path).exists()
+                {
                     println!("cargo:rerun-if-changed={path}");
                 }
-            }
-            if let Some(r) = output("git", &["symbolic-ref", "-q", "HEAD"])
-                && let Some(path) = output("git", &["rev-parse", "--git-path", &r])
-            {
-                println!("cargo:rerun-if-changed={path}");
             }
             output("git", &["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into())
         }
