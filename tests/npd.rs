@@ -51,13 +51,21 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// NPD's `/metrics`, or `None` while it does not answer yet.
+fn scrape(port: u16) -> Option<String> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
 /// The `problem_gauge` of the condition for `reason`, as NPD serves it.
 fn gauge(port: u16, reason: &str) -> Option<f64> {
-    let r = metrics::request(
-        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-    );
-    r.body.lines().filter(|l| l.starts_with("problem_gauge{")).find_map(|l| {
+    let body = scrape(port)?;
+    body.lines().filter(|l| l.starts_with("problem_gauge{")).find_map(|l| {
         let (labels, v) = l.rsplit_once(' ')?;
         (labels.contains("type=\"DentryCacheLockup\"") && labels.contains(&format!("reason=\"{reason}\"")))
             .then(|| v.parse().ok())?
