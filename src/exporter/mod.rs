@@ -22,7 +22,7 @@ pub(crate) mod collectors;
 pub(crate) mod log;
 pub(crate) mod metrics;
 pub(crate) mod server;
-mod text;
+pub(crate) mod text;
 
 pub(crate) use collectors::census;
 

@@ -4,14 +4,14 @@
 
 use std::fmt::Write;
 
-pub(super) struct Out(pub(super) String);
+pub(crate) struct Out(pub(crate) String);
 
 impl Out {
-    pub(super) fn family(&mut self, name: &str, help: &str, samples: &[(&[(&str, &str)], f64)]) {
+    pub(crate) fn family(&mut self, name: &str, help: &str, samples: &[(&[(&str, &str)], f64)]) {
         self.typed(name, "gauge", help, samples);
     }
 
-    pub(super) fn typed(&mut self, name: &str, kind: &str, help: &str, samples: &[(&[(&str, &str)], f64)]) {
+    pub(crate) fn typed(&mut self, name: &str, kind: &str, help: &str, samples: &[(&[(&str, &str)], f64)]) {
         if samples.is_empty() {
             return;
         }
@@ -33,7 +33,7 @@ impl Out {
         }
     }
 
-    pub(super) fn gauge(&mut self, name: &str, help: &str, v: Option<f64>) {
+    pub(crate) fn gauge(&mut self, name: &str, help: &str, v: Option<f64>) {
         if let Some(v) = v {
             self.family(name, help, &[(&[], v)]);
         }
@@ -54,7 +54,7 @@ fn number(v: f64) -> String {
 
 /// Predictions to six significant digits: the fits are not more precise,
 /// and the output stays the same across libm implementations.
-pub(super) fn sig6(v: f64) -> f64 {
+pub(crate) fn sig6(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() { v } else { format!("{v:.5e}").parse().unwrap_or(v) }
 }
 
