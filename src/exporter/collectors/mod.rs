@@ -118,7 +118,7 @@ impl std::fmt::Display for Upstream {
 impl std::error::Error for Upstream {}
 
 /// `Ok` when another collector's source was read.
-pub(super) fn upstream<T>(what: &Result<T>, collector: &'static str) -> Result<&T> {
+pub(super) fn upstream<'a, T>(what: &'a Result<T>, collector: &'static str) -> Result<&'a T> {
     what.as_ref().map_err(|_| Upstream(collector).into())
 }
 
