@@ -50,8 +50,8 @@ fn manifests_are_kubernetes_objects_that_match_the_exporter() {
             assert_eq!(s(&d["metadata"]["namespace"], "namespace"), "dentrylab", "{kind}");
         }
     }
-    // In Helm's install order (deploy/render.sh renders this file).
-    assert_eq!(kinds, ["Namespace", "Service", "DaemonSet"]);
+    // As deploy/render.sh renders this file.
+    assert_eq!(kinds, ["Namespace", "DaemonSet", "Service"]);
 
     let ds = of_kind(&docs, "DaemonSet");
     let spec = &ds["spec"];
