@@ -4,7 +4,7 @@
 
 use super::ReclaimResult;
 use super::victims::Analysis;
-use crate::analysis::victims::{Deadline, Watches};
+use crate::analysis::victims::{Deadline, Incident, WaitFit, Watches};
 use crate::state::{DeadlineKey, NotWaiting, SavedIncident, VictimsCalibration};
 
 /// Said in the calibration when a sweep ran without victims and did not
@@ -58,6 +58,21 @@ fn saved(a: &Analysis, ran: &[crate::probe::victims::Victim]) -> VictimsCalibrat
         unaffected: a.unaffected.iter().map(|u| NotWaiting { victim: u.victim, why: u.why.clone() }).collect(),
         incidents: a.incidents.iter().map(|i| SavedIncident { key: key(&i.deadline), incident: i.clone() }).collect(),
     }
+}
+
+/// For each deadline, who misses it first, among the waits it may be
+/// judged by ([`DeadlineKey::measured_by`]): the pod-startup SLO by the
+/// `pod-start` victim alone, the node lease by none.
+pub(super) fn incidents(deadlines: &[Deadline], fits: &[WaitFit]) -> Vec<Incident> {
+    deadlines
+        .iter()
+        .flat_map(|d| {
+            let by = key(d).measured_by();
+            let fits: Vec<WaitFit> =
+                fits.iter().filter(|f| f.watches != Watches::Victims || by.admits(&f.who)).cloned().collect();
+            crate::analysis::victims::incidents(std::slice::from_ref(d), &fits)
+        })
+        .collect()
 }
 
 /// The key of one of [`super::victims::deadlines`], by its name there.
