@@ -219,12 +219,13 @@ fn row(
             a.1.lockup_dentries.unwrap_or(f64::INFINITY).total_cmp(&b.1.lockup_dentries.unwrap_or(f64::INFINITY))
         });
     let p = best.as_ref().map(|b| &b.1);
+    let not_measured = if deadline.watches == Watches::Victims { not_measured(key, &v.ran) } else { None };
     Row {
         key,
         deadline,
         read_now,
         who: best.as_ref().map(|b| b.0.clone()),
-        not_measured: (deadline.watches == Watches::Victims).then(|| not_measured(key, &v.ran)).flatten(),
+        not_measured,
         dentries: p.and_then(|p| p.lockup_dentries),
         dentries_low: p.and_then(|p| p.lockup_dentries_low),
         dentries_high: p.and_then(|p| p.lockup_dentries_high),

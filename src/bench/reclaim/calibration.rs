@@ -190,6 +190,31 @@ mod tests {
         assert!(crate::state::load(&dir).unwrap().is_some_and(|l| l.victims == c.victims));
     }
 
+    /// The sweep's own incidents judge the pod-startup SLO by the pod-start
+    /// victim alone and the node lease by none, whoever waits longer.
+    #[test]
+    fn the_pod_startup_slo_is_the_pod_start_victims_and_the_lease_nobodys() {
+        let lin = |s: f64| crate::analysis::fit::PowerFit {
+            coefficient: s / 1e6,
+            exponent: 1.0,
+            r2: 1.0,
+            exponent_stderr: 0.0,
+            band: None,
+        };
+        let fit = |who: &str, s| WaitFit { who: who.into(), watches: Watches::Victims, fit: lin(s), shape: None };
+        let proc = crate::procfs::ProcRoot::new(crate::procfs::fixture_dir("6.18"));
+        let env = crate::env::Environment::capture(&proc);
+        let ds = super::super::victims::deadlines(&env, &proc);
+        let by = |fits: &[WaitFit], k: DeadlineKey| {
+            incidents(&ds, fits).into_iter().find(|i| key(&i.deadline) == k).unwrap().first.map(|c| c.who)
+        };
+        let both = [fit("umount", 0.1), fit("pod-start", 0.05)];
+        assert_eq!(by(&both, DeadlineKey::PodStartupSlo).as_deref(), Some("pod-start"));
+        assert_eq!(by(&both, DeadlineKey::ProbeTimeout).as_deref(), Some("umount"));
+        assert_eq!(by(&both, DeadlineKey::NodeLeaseGrace), None);
+        assert_eq!(by(&both[..1], DeadlineKey::PodStartupSlo), None, "no pod-start fit: no figure");
+    }
+
     /// A sweep without victims says why in its calibration.
     #[test]
     fn a_sweep_without_victims_says_why() {
