@@ -330,7 +330,8 @@ fn the_exporter_gives_a_series_per_deadline_with_bounded_labels() {
     // Every label value from the fixed sets.
     let deadlines = ["probe_timeout", "pod_startup_slo", "soft_lockup", "rcu_stall", "hung_task", "node_lease_grace"];
     let deadlines: Vec<&str> = deadlines.into_iter().chain(["runtime_request_timeout"]).collect();
-    let victims = ["umount", "netns", "fork-exec", "stat", "cgroup", "inotify", "container", "pod-start", "reclaiming-cpu"];
+    let victims =
+        ["umount", "netns", "fork-exec", "stat", "cgroup", "inotify", "container", "pod-start", "reclaiming-cpu"];
     // The level follows the first incident, and says which deadline set it.
     assert_eq!(sample(&m, "dentrylab_level"), Some(0.0));
     assert_eq!(sample(&m, r#"dentrylab_level_deadline{deadline="probe_timeout"}"#), Some(1.0));

@@ -51,6 +51,9 @@ printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.
 echo '{"imageLayoutVersion":"1.0.0"}' >"$out/image/oci-layout"
 tar -C "$out/image" -cf "$out/image.tar" .
 
+# The shim and runc keep their sockets and state under /run/containerd:
+# made here, it goes at the end.
+run_was_there=$([ -e /run/containerd ] && echo yes || echo no)
 unshare --mount --propagation private \
     containerd --root "$out/root" --state "$out/state" --address "$sock" >"$out/containerd.log" 2>&1 &
 daemon=$!
@@ -60,6 +63,7 @@ cleanup() {
     kill "$daemon" 2>/dev/null || true
     wait "$daemon" 2>/dev/null || true
     find /sys/fs/cgroup -depth -type d -name 'dentrylab-trace*' -exec rmdir {} \; 2>/dev/null || true
+    if [ "$run_was_there" = no ]; then rm -rf /run/containerd; fi
 }
 trap cleanup EXIT
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done

@@ -46,12 +46,14 @@ pub(crate) const STEPS: &[&str] = &[
     "shm mount",
     "volume mount",
     "sandbox rootfs mount",
+    "sandbox runc exe bind",
     "sandbox namespaces",
     "sandbox mounts",
     "sandbox pivot_root",
     "sandbox old root umount",
     "sandbox masks",
     "app rootfs mount",
+    "app runc exe bind",
     "app namespaces",
     "app mounts",
     "app pivot_root",
@@ -108,7 +110,8 @@ const MASKED: &[&str] = &[
 const READONLY: &[&str] = &["proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger"];
 
 /// The directories of the image (one unpacked layer), made once.
-const IMAGE_DIRS: &[&str] = &["proc", "dev", "sys", "etc", "run", "tmp", "var/run/secrets/kubernetes.io/serviceaccount"];
+const IMAGE_DIRS: &[&str] =
+    &["proc", "dev", "sys", "etc", "run", "tmp", "var/run/secrets/kubernetes.io/serviceaccount"];
 const IMAGE_FILES: &[&str] = &["etc/hosts", "etc/hostname", "etc/resolv.conf"];
 
 /// The namespaces of the victim's thread, to come back to after each
@@ -162,9 +165,8 @@ fn write(p: &Path, what: &str) -> Result<()> {
 }
 
 fn mnt(src: &str, target: &Path, fstype: Option<&str>, flags: MsFlags, data: Option<&str>) -> Result<()> {
-    mount(Some(src), target, fstype, flags, data).with_context(|| {
-        format!("pod-start: mount {src} on {} ({})", target.display(), fstype.unwrap_or("bind"))
-    })
+    mount(Some(src), target, fstype, flags, data)
+        .with_context(|| format!("pod-start: mount {src} on {} ({})", target.display(), fstype.unwrap_or("bind")))
 }
 
 fn umnt(target: &Path, flags: MntFlags) -> Result<()> {
@@ -194,14 +196,14 @@ impl Kind {
         }
     }
 
-    /// Its steps: rootfs mount, namespaces, mounts, pivot_root, old root
-    /// umount, masks.
+    /// Its steps: rootfs mount, runc exe bind, namespaces, mounts,
+    /// pivot_root, old root umount, masks.
     fn steps(self) -> &'static [&'static str] {
         let at = match self {
             Kind::Sandbox => STEPS.iter().position(|s| *s == "sandbox rootfs mount"),
             Kind::App => STEPS.iter().position(|s| *s == "app rootfs mount"),
         };
-        &STEPS[at.unwrap_or(0)..at.unwrap_or(0) + 6]
+        &STEPS[at.unwrap_or(0)..at.unwrap_or(0) + 7]
     }
 
     fn binds(self) -> &'static [(&'static str, &'static str)] {
@@ -313,21 +315,41 @@ impl PodStart {
             let options = super::overlay::options(&layers)?;
             mnt("overlay", &rootfs, Some("overlay"), MsFlags::empty(), Some(options.as_str()))
         })?;
+        // runc (1.1) runs its init from a read-only bind of its own binary
+        // (`/proc/self/exe`), detached once the init has it open. Here the
+        // binary's path: the magic link resolves to a mount of the
+        // namespace dentrylab was started in, which a bind from this
+        // thread's own namespace may not take (EINVAL).
+        step(steps, names[1], || {
+            let exe = c.join("runc.exe");
+            write(&exe, "")?;
+            let me = std::env::current_exe().context("the path of this binary")?;
+            mnt(path_str(&me)?, &exe, None, MsFlags::MS_BIND, None)?;
+            let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+            mnt("", &exe, None, ro, None)?;
+            umnt(&exe, MntFlags::MNT_DETACH)
+        })?;
         // runc's init: the pod's network (and for the app, the sandbox's
         // uts and ipc), new mount and pid namespaces, its cgroup.
-        step(steps, names[1], || {
+        step(steps, names[2], || {
             if let Some(cgroup) = cgroup {
                 std::fs::create_dir(cgroup).with_context(|| format!("mkdir {}", cgroup.display()))?;
             }
             let pinned = File::open(pin).with_context(|| format!("cannot open {}", pin.display()))?;
             setns(&pinned, CloneFlags::CLONE_NEWNET).context("setns(CLONE_NEWNET) into the pod's network")?;
             match sandbox {
-                None => unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWPID)
-                    .context("unshare(CLONE_NEWNS|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWPID)"),
+                None => unshare(
+                    CloneFlags::CLONE_NEWNS
+                        | CloneFlags::CLONE_NEWUTS
+                        | CloneFlags::CLONE_NEWIPC
+                        | CloneFlags::CLONE_NEWPID,
+                )
+                .context("unshare(CLONE_NEWNS|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWPID)"),
                 Some(s) => {
                     setns(&s.held[1], CloneFlags::CLONE_NEWUTS).context("setns(CLONE_NEWUTS) into the sandbox's")?;
                     setns(&s.held[2], CloneFlags::CLONE_NEWIPC).context("setns(CLONE_NEWIPC) into the sandbox's")?;
-                    unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID).context("unshare(CLONE_NEWNS|CLONE_NEWPID)")
+                    unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID)
+                        .context("unshare(CLONE_NEWNS|CLONE_NEWPID)")
                 }
             }
         })?;
@@ -345,7 +367,7 @@ impl PodStart {
     /// pivot into the rootfs, the old root's detach, its masks.
     fn init(&self, kind: Kind, rootfs: &Path, pod: &Path, steps: &mut Vec<Step>) -> Result<()> {
         let names = kind.steps();
-        step(steps, names[2], || {
+        step(steps, names[3], || {
             mnt("", Path::new("/"), None, MsFlags::MS_SLAVE | MsFlags::MS_REC, None)?;
             mnt(path_str(rootfs)?, rootfs, None, MsFlags::MS_BIND | MsFlags::MS_REC, None)?;
             for &(src, target, fstype, flags, data) in RUNTIME_MOUNTS {
@@ -368,18 +390,18 @@ impl PodStart {
             }
             devices(&rootfs.join("dev"))
         })?;
-        step(steps, names[3], || {
+        step(steps, names[4], || {
             let old = File::open("/").context("cannot open /")?;
             nix::unistd::chdir(rootfs).with_context(|| format!("chdir {}", rootfs.display()))?;
             nix::unistd::pivot_root(".", ".").context("pivot_root(., .)")?;
             nix::unistd::fchdir(&old).context("fchdir to the old root")
         })?;
-        step(steps, names[4], || {
+        step(steps, names[5], || {
             mnt("", Path::new("."), None, MsFlags::MS_SLAVE | MsFlags::MS_REC, None)?;
             umnt(Path::new("."), MntFlags::MNT_DETACH)?;
             nix::unistd::chdir("/").context("chdir /")
         })?;
-        step(steps, names[5], masks)
+        step(steps, names[6], masks)
     }
 
     /// The victim's thread back in the node's namespaces.
@@ -405,12 +427,21 @@ fn path_str(p: &Path) -> Result<&str> {
 /// The device nodes and links runc makes in a container's /dev.
 fn devices(dev: &Path) -> Result<()> {
     use nix::sys::stat::{Mode, SFlag, makedev, mknod};
-    for (name, major, minor) in [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9), ("tty", 5, 0)] {
+    for (name, major, minor) in
+        [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9), ("tty", 5, 0)]
+    {
         let p = dev.join(name);
         mknod(&p, SFlag::S_IFCHR, Mode::from_bits_truncate(0o666), makedev(major, minor))
             .with_context(|| format!("mknod {}", p.display()))?;
     }
-    for (link, to) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx"), ("core", "/proc/kcore")] {
+    for (link, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("ptmx", "pts/ptmx"),
+        ("core", "/proc/kcore"),
+    ] {
         let p = dev.join(link);
         std::os::unix::fs::symlink(to, &p).with_context(|| format!("symlink {}", p.display()))?;
     }
@@ -477,9 +508,9 @@ mod tests {
     fn each_container_has_its_six_steps_and_every_step_one_name() {
         for (k, name) in [(Kind::Sandbox, "sandbox"), (Kind::App, "app")] {
             let s = k.steps();
-            assert_eq!(s.len(), 6);
+            assert_eq!(s.len(), 7);
             assert!(s.iter().all(|n| n.starts_with(name)), "{s:?}");
-            assert!(s[3].ends_with("pivot_root") && s[4].ends_with("old root umount"), "{s:?}");
+            assert!(s[4].ends_with("pivot_root") && s[5].ends_with("old root umount"), "{s:?}");
         }
         let mut names = STEPS.to_vec();
         names.sort_unstable();
