@@ -420,6 +420,16 @@ impl PodStart {
     }
 }
 
+impl Drop for PodStart {
+    /// The last pod goes with the victim (its cgroups too, which would
+    /// otherwise stand in the next repetition's way).
+    fn drop(&mut self) {
+        if let Some(p) = self.prev.take() {
+            let _ = teardown(p, &mut Vec::new());
+        }
+    }
+}
+
 fn path_str(p: &Path) -> Result<&str> {
     p.to_str().with_context(|| format!("{} is not UTF-8", p.display()))
 }
