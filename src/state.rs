@@ -134,7 +134,44 @@ impl DeadlineKey {
             DeadlineKey::Other => "other",
         }
     }
+
+    /// Whose waits may say when this deadline is missed (for one that
+    /// watches the victims): a pod start's deadline only a pod start's, and
+    /// one no victim times says so rather than borrow another's figure.
+    pub(crate) fn measured_by(self) -> MeasuredBy {
+        match self {
+            DeadlineKey::PodStartupSlo => MeasuredBy::Only(Victim::PodStart),
+            DeadlineKey::NodeLeaseGrace => MeasuredBy::Nobody(NODE_LEASE_NOT_MEASURED),
+            _ => MeasuredBy::AnyVictim,
+        }
+    }
 }
+
+/// Whose waits a deadline is judged by ([`DeadlineKey::measured_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MeasuredBy {
+    /// Whichever victim reaches it first.
+    AnyVictim,
+    /// This victim's alone.
+    Only(Victim),
+    /// None: no victim does what misses it; why.
+    Nobody(&'static str),
+}
+
+impl MeasuredBy {
+    /// Whether the wait of `who` (a victim's name) may say when it is missed.
+    pub(crate) fn admits(self, who: &str) -> bool {
+        match self {
+            MeasuredBy::AnyVictim => true,
+            MeasuredBy::Only(v) => v.name() == who,
+            MeasuredBy::Nobody(_) => false,
+        }
+    }
+}
+
+/// Why the node-lease grace period has no figure.
+pub(crate) const NODE_LEASE_NOT_MEASURED: &str =
+    "no victim renews a node lease (an HTTP call of the kubelet's), so no measured wait says when it is missed";
 
 /// The node's state directory, where root saves.
 pub(crate) const NODE_DIR: &str = "/var/lib/dentrylab";

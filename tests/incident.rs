@@ -91,9 +91,16 @@ fn status_gives_each_deadline_its_first_incident_beside_the_soft_lockup_edge() {
         )),
         "{first}"
     );
+    // The calibration predates the pod-start victim: the pod-startup SLO
+    // is not measured, and the umount victim's figure does not stand in;
+    // nor does it for the node lease, which no victim renews.
     let pod = row(&out, "the pod-startup SLO (5 s)");
-    assert!(pod.contains(&format!(" umount {} (", human(crossing(&cal, "umount", 5.0) as u64))), "{pod}");
-    assert!(pod.contains("dentries to its low end"), "{pod}");
+    assert!(pod.contains("not measured (below)") && !pod.contains("umount"), "{pod}");
+    let why = row(&out, "not measured: the pod-startup SLO:");
+    assert!(why.contains("only the pod-start victim measures it") && why.contains("reclaim --sizes auto"), "{why}");
+    let lease = row(&out, "the node-lease grace period (50 s)");
+    assert!(lease.contains("not measured (below)"), "{lease}");
+    assert!(row(&out, "not measured: the node-lease grace period:").contains("no victim renews a node lease"));
     // The soft-lockup row is the edge the prediction gives above it, read
     // with today's watchdog_thresh.
     let distance = row(&out, "distance: count");
@@ -131,6 +138,12 @@ fn status_json_carries_the_incidents() {
     assert!(low < got && got < high, "{probe}");
     let nr = v["dentries"]["nr_dentry"].as_f64().unwrap();
     assert_eq!(probe["dentries_to_incident"].as_f64().unwrap(), low - nr);
+    for k in ["pod_startup_slo", "node_lease_grace"] {
+        let r = by(k);
+        assert!(r["who"].is_null() && r["dentries"].is_null(), "no borrowed figure: {r}");
+        assert!(r["not_measured"].as_str().is_some_and(|w| !w.is_empty()), "{r}");
+    }
+    assert!(by("probe_timeout").get("not_measured").is_none());
     // The soft-lockup row is the prediction's own edge.
     let lockup = by("soft_lockup");
     let pr = &v["prediction"];
@@ -294,10 +307,13 @@ fn the_exporter_gives_a_series_per_deadline_with_bounded_labels() {
     assert_golden("6.18-victims", &m);
     assert_promtool_ok(&["check", "metrics"], Some(&m), &repo());
     assert_eq!(sample(&m, "dentrylab_calibration_victims"), Some(1.0));
-    let pod = sample(&m, r#"dentrylab_incident_dentries{deadline="pod_startup_slo",victim="umount",bound="point"}"#)
-        .expect("the pod-startup SLO's count");
-    let want = crossing(&cal, "umount", 5.0);
-    assert!((pod - want).abs() <= 1e-5 * want, "{pod} {want}");
+    // A calibration without the pod-start victim: its SLO is not measured,
+    // and no other victim's figure is served for it.
+    assert_eq!(sample(&m, r#"dentrylab_incident_measured{deadline="pod_startup_slo"}"#), Some(0.0));
+    assert_eq!(sample(&m, r#"dentrylab_incident_measured{deadline="node_lease_grace"}"#), Some(0.0));
+    assert_eq!(sample(&m, r#"dentrylab_incident_measured{deadline="probe_timeout"}"#), Some(1.0));
+    assert!(!m.lines().any(|l| l.contains(r#"deadline="pod_startup_slo",victim="#)), "{m}");
+    assert!(!m.lines().any(|l| l.contains(r#"deadline="node_lease_grace",victim="#)), "{m}");
     assert_eq!(sample(&m, r#"dentrylab_incident_deadline_seconds{deadline="probe_timeout"}"#), Some(1.0));
     // The soft-lockup deadline is the lockup edge's series, under its own labels.
     for bound in ["low", "point", "high"] {
@@ -314,7 +330,8 @@ fn the_exporter_gives_a_series_per_deadline_with_bounded_labels() {
     // Every label value from the fixed sets.
     let deadlines = ["probe_timeout", "pod_startup_slo", "soft_lockup", "rcu_stall", "hung_task", "node_lease_grace"];
     let deadlines: Vec<&str> = deadlines.into_iter().chain(["runtime_request_timeout"]).collect();
-    let victims = ["umount", "netns", "fork-exec", "stat", "cgroup", "inotify", "container", "reclaiming-cpu"];
+    let victims =
+        ["umount", "netns", "fork-exec", "stat", "cgroup", "inotify", "container", "pod-start", "reclaiming-cpu"];
     // The level follows the first incident, and says which deadline set it.
     assert_eq!(sample(&m, "dentrylab_level"), Some(0.0));
     assert_eq!(sample(&m, r#"dentrylab_level_deadline{deadline="probe_timeout"}"#), Some(1.0));
@@ -377,7 +394,7 @@ fn an_auto_sweep_saves_the_victims_fits_in_the_calibration() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["reclaim", "--sizes", "auto:1M", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"];
     let v = common::run_json(&[&args[..], &["--state-dir", p(dir.path())][..]].concat());
-    let standard = serde_json::json!(["umount", "netns", "fork-exec", "stat"]);
+    let standard = serde_json::json!(["umount", "netns", "fork-exec", "stat", "pod-start"]);
     assert_eq!(v["options"]["victims"], standard, "the standard victims by default");
     assert_eq!(v["auto"]["sizes"], serde_json::json!([500_000, 1_000_000]));
     assert_eq!(v["victim_runs"].as_array().unwrap().len(), 2, "one victim repetition per size");
@@ -413,6 +430,7 @@ fn an_auto_sweep_saves_the_victims_fits_in_the_calibration() {
     assert_eq!(pod["deadline"]["seconds"], 5.0);
     if let Some(who) = pod["first"]["who"].as_str() {
         assert!(fitted.contains(&who), "{pod}");
+        assert_eq!(who, "pod-start", "the pod-startup SLO is the pod-start victim's alone: {pod}");
     }
     // status reads them.
     let out = bin().args(["status", "--state-dir", p(dir.path())]).output().unwrap();

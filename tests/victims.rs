@@ -5,7 +5,9 @@
 //! their namespaces, mounts, cgroups or runsc sandboxes, nor the mariadb
 //! victim's server; bad input is one line, and so is a container victim
 //! without runsc or a mariadb victim without mariadbd. Victims run under
-//! other reclaim paths than umount too.
+//! other reclaim paths than umount too. The pod-start victim starts real
+//! pods around the reclaim and times each step; a SIGKILL leaves none of
+//! its pods.
 
 mod common;
 
@@ -187,6 +189,66 @@ fn cgroups_of(pid: u32) -> Vec<PathBuf> {
     out
 }
 
+/// SIGKILL while the pod-start victim is in its pods (as soon as it
+/// starts, and a moment later): its pods' namespaces (held by the run's
+/// files), their mounts and their cgroups go with the run.
+#[test]
+fn a_sigkill_while_the_pod_start_victim_runs_leaves_none_of_its_pods() {
+    require_root!();
+    let _k = kernel_lock();
+    for after_ms in [0u64, 300, 1500] {
+        let mut child = bin()
+            .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
+            .args(["--victims", "pod-start,umount", "--no-save"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        while !victims_running(pid) {
+            assert!(start.elapsed() < Duration::from_secs(120), "the victims never started");
+            assert!(child.try_wait().unwrap().is_none(), "the run ended before its victims started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(after_ms));
+        let theirs = held_namespaces(pid);
+        assert!(!theirs.is_empty(), "the run holds namespaces of its own");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+        child.wait().unwrap();
+        common::wait_until(
+            &format!("killed {after_ms} ms after the victims started: namespaces {theirs:?} outlived it"),
+            Duration::from_secs(60),
+            || live_namespaces().is_disjoint(&theirs),
+        );
+        common::wait_until(
+            &format!("killed {after_ms} ms after the victims started: cgroups {:?} outlived it", cgroups_of(pid)),
+            Duration::from_secs(30),
+            || cgroups_of(pid).is_empty(),
+        );
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(!mounts.contains("victim-pod-start"), "a pod's mount is in the test's namespace");
+        let pinned: Vec<&str> = mounts.lines().filter(|l| theirs.iter().any(|t| l.contains(t.as_str()))).collect();
+        assert!(pinned.is_empty(), "a namespace of the run is pinned by a mount: {pinned:?}");
+    }
+}
+
+/// The mount and network namespaces `pid`'s tasks are in or hold open
+/// (the pod-start victim's pods are open files) that the test is not in.
+fn held_namespaces(pid: u32) -> BTreeSet<String> {
+    let mut out = namespaces_of(pid);
+    let mine: Vec<String> = namespaces_of_all(std::process::id());
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten() {
+        if let Ok(l) = std::fs::read_link(fd.path()) {
+            let l = l.to_string_lossy().into_owned();
+            if (l.starts_with("mnt:[") || l.starts_with("net:[")) && !mine.contains(&l) {
+                out.insert(l);
+            }
+        }
+    }
+    out
+}
+
 /// SIGKILL while the victims run (as soon as they start, and a moment
 /// later, during creation, the control or the reclaim): their mount and
 /// network namespaces go with their threads, their tmpfs with their mount
@@ -237,6 +299,52 @@ fn a_sigkill_while_the_victims_run_leaves_none_of_theirs() {
             || !processes_naming(&id),
         );
     }
+}
+
+/// The pod-start victim starts real pods (overlay rootfs, runc's mounts,
+/// pivot_root, the old root's detach) and tears the last one down, before
+/// and during a small reclaim, and says how long each step of its longest
+/// call took; the summary names the step that took longest.
+#[test]
+fn the_pod_start_victim_times_each_step_of_a_pod_start_around_the_reclaim() {
+    require_root!();
+    let _k = kernel_lock();
+    let v = common::run_json(&[
+        "reclaim",
+        "--sizes",
+        "50k",
+        "--reps",
+        "1",
+        "--unobserved-reps",
+        "0",
+        "--unpinned-reps",
+        "0",
+        "--victims",
+        "pod-start",
+        "--no-save",
+    ]);
+    let o = &v["victim_runs"][0]["victims"][0];
+    assert_eq!(o["victim"], "pod-start");
+    assert!(o["error"].is_null(), "{o}");
+    assert!(o["outside"]["calls"].as_u64().unwrap() >= 2, "pods started before the reclaim: {o}");
+    assert!(o["during"]["calls"].as_u64().unwrap() >= 1, "a pod start overlapped the reclaim: {o}");
+    let steps: Vec<(&str, f64)> = o["steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("the longest call's steps: {o}"))
+        .iter()
+        .map(|s| (s["step"].as_str().unwrap(), s["seconds"].as_f64().unwrap()))
+        .collect();
+    let names: Vec<&str> = steps.iter().map(|s| s.0).collect();
+    // Not the first call: the previous pod's teardown came first.
+    for want in ["app exit", "sandbox rootfs umount", "netns removal", "sandbox pivot_root", "app old root umount"] {
+        assert!(names.contains(&want), "{want} in {names:?}");
+    }
+    assert!(names.iter().position(|n| *n == "app exit") < names.iter().position(|n| *n == "netns"), "{names:?}");
+    let sum: f64 = steps.iter().map(|s| s.1).sum();
+    let took = o["during"]["longest_seconds"].as_f64().unwrap();
+    assert!(steps.iter().all(|s| s.1 >= 0.0) && sum <= took, "the steps ({sum} s) lie within the call ({took} s)");
+    let size = v["victims"]["sizes"].as_array().unwrap().iter().find(|s| s["victim"] == "pod-start").unwrap().clone();
+    assert!(size["slowest_step"].as_str().is_some_and(|s| names.contains(&s)), "{size}");
 }
 
 /// The container victim starts and stops a real runsc sandbox, before and

@@ -14,7 +14,9 @@ pub(super) const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and n
     a count; where the calibration measured what the node's other tasks wait for (reclaim --victims: the node \
     calibration runs the standard victims), the first incident: for each deadline of the node (a probe's 1 s \
     timeout, the 5 s pod-startup SLO, the watchdog, RCU's stall warning, the hung-task warning, the node lease, \
-    the runtime request timeout), who misses it first, at what count, and how far the node is from it.\n\n\
+    the runtime request timeout), who misses it first, at what count, and how far the node is from it; the \
+    pod-startup SLO is judged by the pod-start victim alone, and a deadline no victim measures (the node lease, \
+    or the pod-startup SLO in a calibration without the pod-start victim) says 'not measured'.\n\n\
     Reads only world-readable files (never /proc/slabinfo): works as any user.\n\n\
     Levels, for each deadline: ok; warn when the predicted wait is at least half the deadline (the predicted \
     longest stretch against the soft-lockup threshold; it varies about 2× from run to run); danger when it \

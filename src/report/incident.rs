@@ -28,7 +28,11 @@ pub(crate) fn section(inc: &Incidents) -> String {
         .map(|r| {
             vec![
                 deadline(r),
-                r.who.clone().unwrap_or_else(|| "– (no measured wait grows to it)".into()),
+                match (&r.who, &r.not_measured) {
+                    (Some(w), _) => w.clone(),
+                    (None, Some(_)) => "not measured (below)".into(),
+                    (None, None) => "– (no measured wait grows to it)".into(),
+                },
                 r.dentries.map_or("–".into(), |n| count_with_interval(n, r.dentries_low, r.dentries_high)),
                 distance(r),
                 ratio_cell(r),
@@ -45,6 +49,11 @@ pub(crate) fn section(inc: &Incidents) -> String {
         ],
         rows,
     });
+    for r in inc.rows.iter().filter(|r| r.who.is_none()) {
+        if let Some(why) = &r.not_measured {
+            let _ = writeln!(s, "not measured: {}: {why}", r.deadline.name);
+        }
+    }
     let waiting: Vec<&str> = inc.waiting.iter().map(String::as_str).collect();
     let not: Vec<&str> = inc.victims_ran.iter().map(|v| v.name()).filter(|n| !waiting.contains(n)).collect();
     let list = |v: &[&str]| if v.is_empty() { "none".to_string() } else { v.join(", ") };

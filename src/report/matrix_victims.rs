@@ -186,6 +186,7 @@ mod tests {
             waits_in: waits_in.map(String::from),
             stack: vec![],
             stack_samples: usize::from(waits_in.is_some()),
+            steps: vec![],
             error: error.map(String::from),
         }
     }
@@ -203,6 +204,7 @@ mod tests {
             outside_per_second: 100.0,
             of_stretch: Some(of_stretch),
             waits_in: None,
+            slowest_step: None,
         }
     }
 

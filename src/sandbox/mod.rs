@@ -33,6 +33,7 @@ use crate::sys;
 pub(crate) mod cgroup;
 mod disk;
 pub(crate) mod overlay;
+pub(crate) mod pod;
 pub(crate) mod victim;
 
 /// Where the scratch tmpfs is mounted inside the namespace.

@@ -24,7 +24,7 @@ use crate::analysis::verdict::Governs;
 use crate::analysis::victims::{Deadline, Watches};
 use crate::probe::victims::Victim;
 use crate::procfs::ProcRoot;
-use crate::state::{DeadlineKey, VICTIMS_SCHEMA};
+use crate::state::{DeadlineKey, MeasuredBy, VICTIMS_SCHEMA};
 
 /// Who misses the deadlines that watch the reclaiming CPU.
 pub(crate) const RECLAIMING_CPU: &str = "reclaiming CPU";
@@ -61,6 +61,11 @@ pub(crate) struct Row {
     pub read_now: bool,
     /// A victim's name or [`RECLAIMING_CPU`]; `None` when no measured wait grows to it.
     pub who: Option<String>,
+    /// Why no figure: no victim that may judge it ran (the pod-startup SLO
+    /// is the `pod-start` victim's alone), or none does what misses it
+    /// (the node lease). No other victim's figure stands in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_measured: Option<String>,
     /// The count at which it is missed, and its 90% interval (`high`
     /// `None` when unbounded; both `None` without an interval).
     pub dentries: Option<f64>,
@@ -167,8 +172,24 @@ pub(crate) fn assess(
     }
 }
 
-/// The deadline's row: of the waits that watch it, the one that reaches it
-/// at the smallest count.
+/// Why a deadline that watches the victims has no figure, when so: no
+/// victim does what misses it, or the one that does did not run.
+fn not_measured(key: DeadlineKey, ran: &[Victim]) -> Option<String> {
+    match key.measured_by() {
+        MeasuredBy::AnyVictim => None,
+        MeasuredBy::Nobody(why) => Some(why.into()),
+        MeasuredBy::Only(v) if ran.contains(&v) => None,
+        MeasuredBy::Only(v) => Some(format!(
+            "only the {} victim measures it, and the calibration did not run it (saved before it existed, or \
+             --victims left it out): {HOW_TO_MEASURE}",
+            v.name()
+        )),
+    }
+}
+
+/// The deadline's row: of the waits that may judge it
+/// ([`DeadlineKey::measured_by`]), the one that reaches it at the smallest
+/// count.
 fn row(
     key: DeadlineKey,
     deadline: Deadline,
@@ -182,6 +203,7 @@ fn row(
         Watches::Victims => v
             .fits
             .iter()
+            .filter(|f| key.measured_by().admits(&f.who))
             .map(|f| {
                 // A victim's longest wait is its own "stretch": no total
                 // time to cap it, no other model to govern.
@@ -197,11 +219,13 @@ fn row(
             a.1.lockup_dentries.unwrap_or(f64::INFINITY).total_cmp(&b.1.lockup_dentries.unwrap_or(f64::INFINITY))
         });
     let p = best.as_ref().map(|b| &b.1);
+    let not_measured = if deadline.watches == Watches::Victims { not_measured(key, &v.ran) } else { None };
     Row {
         key,
         deadline,
         read_now,
         who: best.as_ref().map(|b| b.0.clone()),
+        not_measured,
         dentries: p.and_then(|p| p.lockup_dentries),
         dentries_low: p.and_then(|p| p.lockup_dentries_low),
         dentries_high: p.and_then(|p| p.lockup_dentries_high),
@@ -275,9 +299,46 @@ mod tests {
         assert!((lockup.dentries.unwrap() - 200e6).abs() < 1.0, "{lockup:?}");
         assert_eq!(inc.first, Some(DeadlineKey::ProbeTimeout));
         assert_eq!(inc.waiting, vec!["umount", "stat"]);
+        // Without the pod-start victim the pod-startup SLO is not measured:
+        // the umount victim's figure does not stand in.
+        let pod = inc.row(DeadlineKey::PodStartupSlo).unwrap();
+        assert_eq!((pod.who.as_ref(), pod.dentries, pod.ratio), (None, None, None));
+        assert!(pod.not_measured.as_deref().is_some_and(|w| w.contains("pod-start")), "{pod:?}");
+        assert!(probe.not_measured.is_none() && lockup.not_measured.is_none());
         // The watchdog off: its deadline goes.
         let off = assess(&cal, &stretch(0.05), 2_000_000, 0, &proc);
         assert!(off.row(DeadlineKey::SoftLockup).is_none());
+    }
+
+    /// The pod-startup SLO is the pod-start victim's alone, though the
+    /// umount victim's wait would reach it sooner; the node lease is no
+    /// victim's.
+    #[test]
+    fn the_pod_startup_slo_is_the_pod_start_victims_and_the_lease_nobodys() {
+        let proc = ProcRoot::new(crate::procfs::fixture_dir("6.18"));
+        let fit = |who: &str, s| WaitFit { who: who.into(), watches: Watches::Victims, fit: lin(s), shape: None };
+        let v = VictimsCalibration {
+            ran: vec![Victim::Umount, Victim::PodStart],
+            largest_size: 1_000_000,
+            fits: vec![fit("umount", 0.1), fit("pod-start", 0.05)],
+            unaffected: vec![],
+            incidents: vec![
+                saved(DeadlineKey::PodStartupSlo, "pod start", 5.0, Watches::Victims),
+                saved(DeadlineKey::NodeLeaseGrace, "lease", 50.0, Watches::Victims),
+                saved(DeadlineKey::RuntimeRequestTimeout, "cri", 120.0, Watches::Victims),
+            ],
+        };
+        let inc = assess(&used(Some(v), VICTIMS_SCHEMA), &stretch(0.05), 1_000, 10, &proc);
+        let pod = inc.row(DeadlineKey::PodStartupSlo).unwrap();
+        assert_eq!(pod.who.as_deref(), Some("pod-start"));
+        assert!((pod.dentries.unwrap() - 100e6).abs() < 1.0, "{pod:?}");
+        assert!(pod.not_measured.is_none());
+        let lease = inc.row(DeadlineKey::NodeLeaseGrace).unwrap();
+        assert_eq!((lease.who.as_ref(), lease.dentries), (None, None));
+        assert!(lease.not_measured.as_deref().is_some_and(|w| w.contains("node lease")), "{lease:?}");
+        // Any victim may miss the others: the umount victim first.
+        assert_eq!(inc.row(DeadlineKey::RuntimeRequestTimeout).unwrap().who.as_deref(), Some("umount"));
+        assert_eq!(inc.first, Some(DeadlineKey::PodStartupSlo));
     }
 
     #[test]

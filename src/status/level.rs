@@ -101,6 +101,7 @@ mod tests {
             deadline,
             read_now: false,
             who: Some(who.into()),
+            not_measured: None,
             dentries: p.lockup_dentries,
             dentries_low: None,
             dentries_high: None,

@@ -253,7 +253,7 @@ mod tests {
             let (v, line) = victims(given, true, at);
             let line = line.expect("a reason");
             assert!(v.is_empty(), "{line}");
-            assert!(line.starts_with("--sizes auto ran without the standard victims (umount, netns, fork-exec, stat)"));
+            assert!(line.starts_with("--sizes auto ran without the standard victims (umount, netns, fork-exec, stat, pod-start)"));
             assert!(line.contains(why) && line.lines().count() == 1, "{line}");
         }
     }

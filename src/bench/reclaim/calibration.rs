@@ -4,7 +4,7 @@
 
 use super::ReclaimResult;
 use super::victims::Analysis;
-use crate::analysis::victims::{Deadline, Watches};
+use crate::analysis::victims::{Deadline, Incident, WaitFit, Watches};
 use crate::state::{DeadlineKey, NotWaiting, SavedIncident, VictimsCalibration};
 
 /// Said in the calibration when a sweep ran without victims and did not
@@ -58,6 +58,21 @@ fn saved(a: &Analysis, ran: &[crate::probe::victims::Victim]) -> VictimsCalibrat
         unaffected: a.unaffected.iter().map(|u| NotWaiting { victim: u.victim, why: u.why.clone() }).collect(),
         incidents: a.incidents.iter().map(|i| SavedIncident { key: key(&i.deadline), incident: i.clone() }).collect(),
     }
+}
+
+/// For each deadline, who misses it first, among the waits it may be
+/// judged by ([`DeadlineKey::measured_by`]): the pod-startup SLO by the
+/// `pod-start` victim alone, the node lease by none.
+pub(super) fn incidents(deadlines: &[Deadline], fits: &[WaitFit]) -> Vec<Incident> {
+    deadlines
+        .iter()
+        .flat_map(|d| {
+            let by = key(d).measured_by();
+            let fits: Vec<WaitFit> =
+                fits.iter().filter(|f| f.watches != Watches::Victims || by.admits(&f.who)).cloned().collect();
+            crate::analysis::victims::incidents(std::slice::from_ref(d), &fits)
+        })
+        .collect()
 }
 
 /// The key of one of [`super::victims::deadlines`], by its name there.
@@ -173,6 +188,31 @@ mod tests {
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1)", path.display()));
         assert_eq!(got, want, "{} (UPDATE_GOLDEN=1 rewrites it)", path.display());
         assert!(crate::state::load(&dir).unwrap().is_some_and(|l| l.victims == c.victims));
+    }
+
+    /// The sweep's own incidents judge the pod-startup SLO by the pod-start
+    /// victim alone and the node lease by none, whoever waits longer.
+    #[test]
+    fn the_pod_startup_slo_is_the_pod_start_victims_and_the_lease_nobodys() {
+        let lin = |s: f64| crate::analysis::fit::PowerFit {
+            coefficient: s / 1e6,
+            exponent: 1.0,
+            r2: 1.0,
+            exponent_stderr: 0.0,
+            band: None,
+        };
+        let fit = |who: &str, s| WaitFit { who: who.into(), watches: Watches::Victims, fit: lin(s), shape: None };
+        let proc = crate::procfs::ProcRoot::new(crate::procfs::fixture_dir("6.18"));
+        let env = crate::env::Environment::capture(&proc);
+        let ds = super::super::victims::deadlines(&env, &proc);
+        let by = |fits: &[WaitFit], k: DeadlineKey| {
+            incidents(&ds, fits).into_iter().find(|i| key(&i.deadline) == k).unwrap().first.map(|c| c.who)
+        };
+        let both = [fit("umount", 0.1), fit("pod-start", 0.05)];
+        assert_eq!(by(&both, DeadlineKey::PodStartupSlo).as_deref(), Some("pod-start"));
+        assert_eq!(by(&both, DeadlineKey::ProbeTimeout).as_deref(), Some("umount"));
+        assert_eq!(by(&both, DeadlineKey::NodeLeaseGrace), None);
+        assert_eq!(by(&both[..1], DeadlineKey::PodStartupSlo), None, "no pod-start fit: no figure");
     }
 
     /// A sweep without victims says why in its calibration.

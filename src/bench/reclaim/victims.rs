@@ -53,6 +53,9 @@ pub(crate) struct Outcome {
     pub stack: Vec<String>,
     /// Stacks sampled during the longest call.
     pub stack_samples: usize,
+    /// The longest call's steps (the `pod-start` victim's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<crate::probe::victims::StepTime>,
     /// The error that stopped it, as the kernel reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -75,6 +78,7 @@ impl Outcome {
             waits_in: stack.as_deref().and_then(crate::procfs::stack::waits_in),
             stack: stack.unwrap_or_default(),
             stack_samples: in_longest.len(),
+            steps: crate::probe::victims::steps_of(r, longest),
             error: r.error.clone(),
         }
     }
@@ -138,6 +142,9 @@ pub(crate) struct VictimSize {
     /// Where the longest call of all waited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waits_in: Option<String>,
+    /// The step of that call that took longest (the `pod-start` victim's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest_step: Option<String>,
 }
 
 /// The victims' part of a result.
@@ -246,6 +253,7 @@ fn rows_of(runs: &[VictimRun], sizes: &[SizeSummary], method: Method, v: Victim)
             outside_per_second: m(&|o| o.outside.per_second),
             of_stretch: stretch.map(|s| spread.median / s.max_gap_seconds.median).filter(|x| x.is_finite()),
             waits_in: worst.and_then(|o| o.waits_in.clone()),
+            slowest_step: worst.and_then(|o| crate::probe::victims::slowest(&o.steps)).map(|s| s.step.clone()),
         });
         points.push(SizeValues { count: t as f64, values: longest });
     }
@@ -295,7 +303,7 @@ pub(crate) fn analyse(
     if let Some(fit) = gap {
         fits.push(WaitFit { who: "reclaiming CPU".into(), watches: Watches::ReclaimingCpu, fit, shape: None });
     }
-    let incidents = victims::incidents(deadlines, &fits);
+    let incidents = super::calibration::incidents(deadlines, &fits);
     Some(Analysis { sizes: out, fits, unaffected, incidents, stalls })
 }
 
@@ -374,7 +382,11 @@ pub(crate) fn start(
     db: Option<&crate::probe::victims::Database>,
 ) -> anyhow::Result<crate::probe::victims::Victims> {
     let cpus: Vec<usize> = crate::sys::allowed_cpus()?.into_iter().filter(|&c| c != opts.cpu).collect();
-    let cgroup = if opts.victims.contains(&Victim::Cgroup) { Some(sandbox.victim_cgroup()?) } else { None };
+    let cgroup = if opts.victims.contains(&Victim::Cgroup) {
+        Some(sandbox.victim_cgroup()?)
+    } else {
+        sandbox.victim_cgroup().ok().filter(|_| opts.victims.contains(&Victim::PodStart))
+    };
     let container = if opts.victims.contains(&Victim::Container) {
         Some(container_run(sandbox.scratch().join("victim-container"))?)
     } else {
@@ -433,6 +445,7 @@ pub(crate) mod tests {
             waits_in: None,
             stack: Vec::new(),
             stack_samples: 0,
+            steps: Vec::new(),
             error: None,
         };
         let wait = if grows { 0.1 * target as f64 / 1e6 * (1.0 + 0.01 * rep as f64) } else { 0.002 };

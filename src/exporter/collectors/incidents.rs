@@ -80,6 +80,21 @@ fn encode(o: &mut Out, inc: &Incidents, nr_dentry: u64) {
          timeout.",
         &deadlines.iter().map(|(l, v)| (&l[..], *v)).collect::<Vec<_>>(),
     );
+    let measured: Vec<([(&str, &str); 1], f64)> = inc
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let m = if r.not_measured.is_some() { 0.0 } else { 1.0 };
+            Some(([("deadline", deadline_label(r.key)?)], m))
+        })
+        .collect();
+    o.family(
+        "dentrylab_incident_measured",
+        "1 when a victim that does what misses the deadline ran when the node was calibrated (the pod-startup SLO: \
+         the pod-start victim), 0 when not: its incident series are then absent, and no other victim's figure \
+         stands in.",
+        &measured.iter().map(|(l, v)| (&l[..], *v)).collect::<Vec<_>>(),
+    );
     // The deadlines some measured wait reaches, with who reaches them first.
     let missed: Vec<(&Row, [(&str, &str); 2])> = inc
         .rows
@@ -135,6 +150,7 @@ mod tests {
     fn labels_come_from_fixed_sets() {
         assert_eq!(victim_label("umount"), Some("umount"));
         assert_eq!(victim_label("fork-exec"), Some("fork-exec"));
+        assert_eq!(victim_label("pod-start"), Some("pod-start"));
         assert_eq!(victim_label(RECLAIMING_CPU), Some(RECLAIMING_CPU_LABEL));
         assert_eq!(victim_label("anything\"else"), None);
         assert_eq!(deadline_label(DeadlineKey::PodStartupSlo), Some("pod_startup_slo"));

@@ -58,7 +58,11 @@ pub(crate) fn victims_grid(a: &Analysis) -> Option<Grid> {
                 maybe_secs(s.outside_longest_seconds),
                 maybe_secs(s.outside_p99_seconds),
                 format!("{:.0}", s.outside_per_second),
-                s.waits_in.clone().unwrap_or_else(|| "–".into()),
+                match (&s.waits_in, &s.slowest_step) {
+                    (Some(w), Some(step)) => format!("{w} (step: {step})"),
+                    (None, Some(step)) => format!("step: {step}"),
+                    (w, None) => w.clone().unwrap_or_else(|| "–".into()),
+                },
             ];
             if methods {
                 row.insert(0, s.method.name().to_string());

@@ -30,6 +30,8 @@ use serde::{Deserialize, Serialize};
 use crate::sandbox::victim;
 use crate::sys;
 
+mod stacks;
+
 /// How often a victim starts its operation (at once after a call that
 /// took longer).
 pub(crate) const PERIOD: Duration = Duration::from_millis(5);
@@ -64,6 +66,11 @@ pub(crate) enum Victim {
     /// started for the run, over its unix socket, on a connection made
     /// before the reclaim: a database's client, a readiness probe's query.
     Mariadb,
+    /// A whole pod start as containerd and runc do it on the node, the
+    /// previous pod torn down first: the sandbox's and one app container's
+    /// namespaces, cgroups, overlay rootfs, runc's mounts, pivot_root and
+    /// the old root's detach, each step timed ([`crate::sandbox::pod`]).
+    PodStart,
 }
 
 impl Victim {
@@ -77,9 +84,11 @@ impl Victim {
         Victim::Inotify,
         Victim::Container,
         Victim::Mariadb,
+        Victim::PodStart,
     ];
     /// `--victims` with no list: the ones the node calibration runs.
-    pub(crate) const STANDARD: &'static [Victim] = &[Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat];
+    pub(crate) const STANDARD: &'static [Victim] =
+        &[Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat, Victim::PodStart];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -91,6 +100,7 @@ impl Victim {
             Victim::Inotify => "inotify",
             Victim::Container => "container",
             Victim::Mariadb => "mariadb",
+            Victim::PodStart => "pod-start",
         }
     }
 
@@ -105,13 +115,17 @@ impl Victim {
             Victim::Inotify => "inotify_add_watch + inotify_rm_watch",
             Victim::Container => "runsc run of /bin/true, start to exit",
             Victim::Mariadb => "SELECT of one row by its key from MariaDB, over its unix socket",
+            Victim::PodStart => "teardown of the last pod + start of a sandbox and an app container, as runc does",
         }
     }
 
     /// Whether it needs root (namespaces, mounts, cgroups; the server of
     /// `mariadb` runs in a memory cgroup the cgroup guardian removes).
     pub(crate) fn needs_root(self) -> bool {
-        matches!(self, Victim::Umount | Victim::Netns | Victim::Cgroup | Victim::Container | Victim::Mariadb)
+        matches!(
+            self,
+            Victim::Umount | Victim::Netns | Victim::Cgroup | Victim::Container | Victim::Mariadb | Victim::PodStart
+        )
     }
 }
 
@@ -155,6 +169,29 @@ impl Call {
     }
 }
 
+/// One step of a call and how long it took (the `pod-start` victim's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StepTime {
+    pub step: String,
+    pub seconds: f64,
+}
+
+/// The steps of `r`'s call `call` (none for a victim without steps).
+pub(crate) fn steps_of(r: &Record, call: Option<Call>) -> Vec<StepTime> {
+    let Some(c) = call else { return Vec::new() };
+    if r.steps.len() != r.calls.len() {
+        return Vec::new();
+    }
+    let at = r.calls.iter().position(|x| *x == c);
+    at.map(|i| r.steps[i].iter().map(|&(step, ns)| StepTime { step: step.into(), seconds: ns as f64 / 1e9 }).collect())
+        .unwrap_or_default()
+}
+
+/// The step of `steps` that took longest.
+pub(crate) fn slowest(steps: &[StepTime]) -> Option<&StepTime> {
+    steps.iter().max_by(|a, b| a.seconds.total_cmp(&b.seconds))
+}
+
 /// A kernel stack of a victim taken while it was in a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Sample {
@@ -163,11 +200,16 @@ pub(crate) struct Sample {
     pub frames: Vec<String>,
 }
 
+/// The timed steps of one call (the `pod-start` victim's; none for the others).
+pub(crate) type Steps = Vec<crate::sandbox::pod::Step>;
+
 /// What one victim recorded.
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
     pub victim: Victim,
     pub calls: Vec<Call>,
+    /// Each call's steps, parallel to `calls` (empty for a victim without steps).
+    pub steps: Vec<Steps>,
     pub samples: Vec<Sample>,
     /// Why it stopped early: the errno its operation met.
     pub error: Option<String>,
@@ -194,7 +236,8 @@ pub(crate) struct Database {
 pub(crate) struct Places {
     /// A directory private to this run (the sandbox's scratch tmpfs).
     pub scratch: PathBuf,
-    /// The `cgroup` victim's cgroup, named for the cgroup guardian.
+    /// The `cgroup` victim's cgroup, named for the cgroup guardian (the
+    /// `pod-start` victim's are this name with `-pod-start…` added).
     pub cgroup: Option<PathBuf>,
     /// The `container` victim's call.
     pub container: Option<ContainerRun>,
@@ -242,7 +285,7 @@ struct Watch {
 struct Worker {
     victim: Victim,
     watch: Arc<Watch>,
-    handle: JoinHandle<(Vec<Call>, Option<String>)>,
+    handle: JoinHandle<Recorded>,
 }
 
 /// The running victims of one repetition.
@@ -286,7 +329,7 @@ impl Victims {
         victims.sampler = Some(
             std::thread::Builder::new()
                 .name("victim-stacks".into())
-                .spawn(move || sampler(&watches, cpu, &sh))
+                .spawn(move || stacks::sampler(&watches, cpu, &sh))
                 .context("cannot start the victims' stack sampler")?,
         );
         Ok(victims)
@@ -317,8 +360,9 @@ impl Victims {
         samples.resize(self.workers.len(), Vec::new());
         let mut out = Vec::new();
         for (w, samples) in self.workers.drain(..).zip(samples) {
-            let (calls, error) = w.handle.join().map_err(|_| anyhow!("the {} victim panicked", w.victim.name()))?;
-            out.push(Record { victim: w.victim, calls, samples, error });
+            let Recorded { calls, steps, error } =
+                w.handle.join().map_err(|_| anyhow!("the {} victim panicked", w.victim.name()))?;
+            out.push(Record { victim: w.victim, calls, steps, samples, error });
         }
         Ok(out)
     }
@@ -343,6 +387,7 @@ enum Op {
     Inotify(nix::sys::inotify::Inotify, PathBuf),
     Container(ContainerRun),
     Mariadb(Query),
+    PodStart(Box<crate::sandbox::pod::PodStart>),
 }
 
 impl Op {
@@ -385,10 +430,16 @@ impl Op {
                 let db = places.mariadb.as_ref().context("internal error: the mariadb victim needs a server")?;
                 Op::Mariadb((db.connect)()?)
             }
+            Victim::PodStart => {
+                let dir = own("pod-start")?;
+                victim::own_mount_namespace()?;
+                let cg = places.cgroup.as_ref().map(|c| PathBuf::from(format!("{}-pod-start", c.display())));
+                Op::PodStart(Box::new(crate::sandbox::pod::PodStart::prepare(dir, cg)?))
+            }
         })
     }
 
-    fn call(&mut self) -> Result<()> {
+    fn call(&mut self, steps: &mut Steps) -> Result<()> {
         match self {
             Op::Umount(dir) => victim::mount_cycle(dir),
             Op::Netns => victim::new_net_namespace(),
@@ -407,6 +458,7 @@ impl Op {
             }
             Op::Container(run) => run(),
             Op::Mariadb(query) => query(),
+            Op::PodStart(pod) => pod.call(steps),
         }
     }
 }
@@ -423,6 +475,13 @@ fn fork_exec() -> Result<()> {
     Ok(())
 }
 
+/// What a worker thread hands back.
+struct Recorded {
+    calls: Vec<Call>,
+    steps: Vec<Steps>,
+    error: Option<String>,
+}
+
 fn worker(
     v: Victim,
     cpu: usize,
@@ -430,7 +489,7 @@ fn worker(
     shared: &Shared,
     watch: &Watch,
     ready: &std::sync::mpsc::Sender<Result<()>>,
-) -> (Vec<Call>, Option<String>) {
+) -> Recorded {
     watch.tid.store(nix::unistd::gettid().as_raw() as u32, Ordering::SeqCst);
     let op = sys::pin_current_thread(cpu).and_then(|_| Op::prepare(v, places));
     let mut op = match op {
@@ -440,97 +499,35 @@ fn worker(
         }
         Err(e) => {
             let _ = ready.send(Err(e.context(format!("the {} victim", v.name()))));
-            return (Vec::new(), None);
+            return Recorded { calls: Vec::new(), steps: Vec::new(), error: None };
         }
     };
-    let mut calls = Vec::new();
+    let mut out = Recorded { calls: Vec::new(), steps: Vec::new(), error: None };
     if !shared.wait_go() {
-        return (calls, None);
+        return out;
     }
     let period = PERIOD.as_nanos() as u64;
     while !shared.stop.load(Ordering::SeqCst) {
         let t0 = sys::monotonic_ns();
         watch.in_call.store(t0, Ordering::SeqCst);
-        let r = op.call();
+        let mut steps = Steps::new();
+        let r = op.call(&mut steps);
         let t1 = sys::monotonic_ns();
         watch.in_call.store(0, Ordering::SeqCst);
         if let Err(e) = r {
-            return (calls, Some(format!("{e:#}")));
+            out.error = Some(format!("{e:#}"));
+            return out;
         }
-        calls.push(Call { start_ns: t0, took_ns: t1.saturating_sub(t0) });
+        out.calls.push(Call { start_ns: t0, took_ns: t1.saturating_sub(t0) });
+        if !steps.is_empty() {
+            out.steps.push(steps);
+        }
         let next = t0 + period;
         if next > t1 {
             std::thread::sleep(Duration::from_nanos(next - t1));
         }
     }
-    (calls, None)
-}
-
-/// The stack sampler: every [`SAMPLE_EVERY`], the stack of each victim in
-/// a call of [`SAMPLE_AFTER`] or more.
-fn sampler(watches: &[Arc<Watch>], cpu: usize, shared: &Shared) -> Vec<Vec<Sample>> {
-    let mut out = vec![Vec::new(); watches.len()];
-    let _ = sys::pin_current_thread(cpu);
-    if !shared.wait_go() {
-        return out;
-    }
-    let after = SAMPLE_AFTER.as_nanos() as u64;
-    while !shared.stop.load(Ordering::SeqCst) {
-        std::thread::sleep(SAMPLE_EVERY);
-        let now = sys::monotonic_ns();
-        for (i, w) in watches.iter().enumerate() {
-            let since = w.in_call.load(Ordering::SeqCst);
-            if since == 0 || now.saturating_sub(since) < after {
-                continue;
-            }
-            if let Some(frames) = read_stack(w.tid.load(Ordering::SeqCst), w.peer) {
-                out[i].push(Sample { at_ns: sys::monotonic_ns(), frames });
-            }
-        }
-    }
     out
-}
-
-/// The kernel stack of victim thread `tid`; when it only waits for its
-/// children (the `container` victim waits for its runtime) or for its
-/// `peer` (the `mariadb` victim for its server), the first stack among
-/// their threads (and descendants') that is not idle (see
-/// [`crate::procfs::stack::idle`]), or its own when all are.
-fn read_stack(tid: u32, peer: Option<u32>) -> Option<Vec<String>> {
-    let own = stack_of(&Path::new("/proc/self/task").join(tid.to_string()))?;
-    if !crate::procfs::stack::idle(&own) {
-        return Some(own);
-    }
-    let mut queue: Vec<u32> = children(&Path::new("/proc/self/task").join(tid.to_string()));
-    queue.extend(peer);
-    let mut seen = 0;
-    while let Some(pid) = queue.pop() {
-        seen += 1;
-        if seen > MAX_DESCENDANTS {
-            break;
-        }
-        for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
-            if let Some(st) = stack_of(&t.path()).filter(|s| !crate::procfs::stack::idle(s)) {
-                return Some(st);
-            }
-            queue.extend(children(&t.path()));
-        }
-    }
-    Some(own)
-}
-
-/// At most this many descendant processes are searched per sample.
-const MAX_DESCENDANTS: usize = 64;
-
-fn stack_of(task: &Path) -> Option<Vec<String>> {
-    let f = std::fs::File::open(task.join("stack")).ok()?;
-    crate::procfs::stack::parse(std::io::BufReader::new(f)).ok().filter(|f| !f.is_empty())
-}
-
-fn children(task: &Path) -> Vec<u32> {
-    std::fs::read_to_string(task.join("children"))
-        .map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
