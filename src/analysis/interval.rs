@@ -71,6 +71,23 @@ pub(crate) fn t90(dof: u32) -> f64 {
     }
 }
 
+/// The Welch–Satterthwaite sum of variances (each with its degrees of
+/// freedom), its degrees of freedom lowered where needed so that the
+/// half-width is never under any part's own: adding a variance known with
+/// many degrees of freedom to one known with few raises the count, and an
+/// added uncertainty must never narrow the interval.
+pub(super) fn never_narrower(parts: &[(f64, f64)]) -> (f64, f64) {
+    let (total, mut dof) = super::run_scatter::welch(parts);
+    let half = |v: f64, d: f64| t90(d as u32) * v.sqrt();
+    for &(v, d) in parts.iter().filter(|p| p.0.is_finite() && p.0 > 0.0) {
+        let d = d.clamp(1.0, 1e6);
+        if half(v, d) > half(total, dof) {
+            dof = d;
+        }
+    }
+    (total, dof)
+}
+
 /// What the weighted fit knows about its own uncertainty (log-log space:
 /// x = ln n, y = ln value).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -209,7 +226,7 @@ impl Band {
         };
         let own = super::run_scatter::combine(fit, self.dof, self.birge_ratio, run, self.run_dof);
         let [shift, exponent] = self.beyond_run(x);
-        super::run_scatter::welch(&[own, shift, exponent])
+        never_narrower(&[own, shift, exponent])
     }
 
     /// Variance of the exponent and its degrees of freedom (with a fixed

@@ -83,20 +83,7 @@ pub(super) fn welch(parts: &[(f64, f64)]) -> (f64, f64) {
     }
     let denom: f64 = parts.iter().map(|(v, d)| if *d <= 0.0 { f64::INFINITY } else { v * v / d }).sum();
     let dof = if denom > 0.0 { total * total / denom } else { f64::INFINITY };
-    let mut dof = dof.clamp(1.0, 1e6);
-    // Adding a variance known with many degrees of freedom to one known
-    // with few raises the Welch–Satterthwaite count, and can shrink the
-    // half-width below the few-dof part's own: an added uncertainty must
-    // never narrow the interval, so that part's degrees of freedom are
-    // taken then.
-    let half = |v: f64, d: f64| super::interval::t90(d as u32) * v.sqrt();
-    for &(v, d) in &parts {
-        let d = d.clamp(1.0, 1e6);
-        if half(v, d) > half(total, dof) {
-            dof = d;
-        }
-    }
-    (total, dof)
+    (total, dof.clamp(1.0, 1e6))
 }
 
 /// Adds the old per-size run scatter's variance `run` (with `run_dof`) to

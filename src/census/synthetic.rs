@@ -320,7 +320,7 @@ mod tests {
         i.dentry(t, a, "ok", false);
         let (src, proc) = i.write(dir.path(), &[(42, "/mnt/t", "tmpfs")]);
         let s = Survey { fraction: 1.0, top: 3, ..Survey::default() };
-        let e = survey_of(&src, &proc, &s, &|_| {}).err().expect("an error");
+        let e = survey_of(&src, &proc, &s, &|_| {}).expect_err("an error");
         let line = format!("{e:#}");
         assert!(!line.contains('\n'), "one line: {line}");
         assert!(line.contains("200 of 202") && line.contains("unknown superblock 200"), "{line}");
