@@ -568,10 +568,8 @@ mod tests {
             assert!(short > 2.0 * long, "short {short} long {long}");
         }
 
-        /// An added uncertainty never narrows the interval: a variance
-        /// known with many degrees of freedom added to one known with one
-        /// would raise the Welch–Satterthwaite count past what the one-dof
-        /// part's own half-width allows.
+        /// An added uncertainty never narrows the interval (a variance known
+        /// with many dof added to one with one raises Welch–Satterthwaite's).
         #[test]
         fn adding_a_variance_never_narrows_the_half_width() {
             let half = |(v, d): (f64, f64)| t90(d as u32) * v.sqrt();
