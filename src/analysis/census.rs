@@ -27,6 +27,14 @@ impl Estimate {
     pub(crate) fn contains(&self, n: u64) -> bool {
         (self.low..=self.high).contains(&(n as f64))
     }
+
+    /// The same with `rejected` reads in the walked fraction `fraction`,
+    /// each of which may have been a dentry the count missed: the upper
+    /// end rises by them (scaled as the count is).
+    pub(crate) fn with_rejected(self, rejected: u64, fraction: f64) -> Estimate {
+        let f = fraction.clamp(f64::MIN_POSITIVE, 1.0);
+        Estimate { high: self.high + rejected as f64 / f, ..self }
+    }
 }
 
 fn gamma_quantile(shape: f64, q: f64) -> f64 {

@@ -33,7 +33,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::run_scatter::RunScatter;
+use super::run_scatter::{PREDICTED_RUNS, RunScatter};
 use crate::stats::median;
 
 /// Smallest σ of ln(value) a size is weighted with (5%): repetitions that
@@ -69,6 +69,23 @@ pub(crate) fn t90(dof: u32) -> f64 {
         1..=256 => TABLE.get_or_init(|| (1..=256).map(quantile).collect())[dof as usize - 1],
         _ => quantile(dof),
     }
+}
+
+/// The Welch–Satterthwaite sum of variances (each with its degrees of
+/// freedom), its degrees of freedom lowered where needed so that the
+/// half-width is never under any part's own: adding a variance known with
+/// many degrees of freedom to one known with few raises the count, and an
+/// added uncertainty must never narrow the interval.
+pub(super) fn never_narrower(parts: &[(f64, f64)]) -> (f64, f64) {
+    let (total, mut dof) = super::run_scatter::welch(parts);
+    let half = |v: f64, d: f64| t90(d as u32) * v.sqrt();
+    for &(v, d) in parts.iter().filter(|p| p.0.is_finite() && p.0 > 0.0) {
+        let d = d.clamp(1.0, 1e6);
+        if half(v, d) > half(total, dof) {
+            dof = d;
+        }
+    }
+    (total, dof)
 }
 
 /// What the weighted fit knows about its own uncertainty (log-log space:
@@ -107,10 +124,37 @@ pub(crate) struct Band {
     #[serde(default)]
     pub size_sxx: f64,
     /// The exponent was fixed (at 1: the linear model of
-    /// [`super::linearity`]), not fitted: only the prefactor is uncertain,
-    /// so the band does not widen with the distance from the sizes.
+    /// [`super::linearity`]), not fitted: the prefactor is uncertain from
+    /// the run, and the exponent by [`Band::exponent_sd`] (measured beyond
+    /// the sizes), which widens the band with the distance from them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fixed_exponent: bool,
+    /// The shift of a whole run between runs (σ of ln value, see
+    /// [`super::run_scatter`]) and its degrees of freedom (runs − 1), carried
+    /// [`super::run_scatter::PREDICTED_RUNS`] times: a prediction for the
+    /// node's next reclaim. 0: none (a within-run band, or saved before).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shift_sd: f64,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub shift_dof: u32,
+    /// With a fixed exponent: the exponent's uncertainty σₖ beyond the
+    /// sizes, carried as σₖ²·(x − x̄)² to the count predicted for.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub exponent_sd: f64,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub exponent_dof: u32,
+    /// With a fixed exponent: the drift above 1 the fit's exponent carries
+    /// past the sizes (measured beyond them; 0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub exponent_drift: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 fn one() -> f64 {
@@ -125,13 +169,21 @@ pub(crate) struct Interval {
 }
 
 impl Band {
+    /// The band of a prediction for the node's next reclaim: this run's
+    /// shift and the next one's, and with a fixed exponent its uncertainty
+    /// beyond the sizes (see [`super::run_scatter`]).
     pub(crate) fn with_run_scatter(self, rs: RunScatter) -> Band {
-        // Fewer than two distinct sizes: no slope to carry it through
-        // (with a fixed exponent one size carries it: into the prefactor).
-        if !self.fixed_exponent && (self.size_sxx <= 0.0 || self.sizes < 2) {
-            return self;
-        }
-        Band { run_sd: rs.sd, run_dof: rs.dof, ..self }
+        let (exponent_sd, exponent_dof, exponent_drift) = if self.fixed_exponent {
+            (rs.exponent_sd, rs.exponent_dof, rs.exponent_drift.max(0.0))
+        } else {
+            (0.0, 0, 0.0)
+        };
+        Band { shift_sd: rs.sd, shift_dof: rs.dof, exponent_sd, exponent_dof, exponent_drift, ..self }
+    }
+
+    /// Whether the band carries anything beyond this run's own fit.
+    pub(crate) fn across_runs(&self) -> bool {
+        self.run_sd > 0.0 || self.shift_sd > 0.0 || self.exponent_sd > 0.0
     }
 
     pub(super) fn t(&self) -> f64 {
@@ -143,18 +195,24 @@ impl Band {
         if self.fixed_exponent { 0.0 } else { 1.0 / self.sxx_w }
     }
 
-    /// 1/Σ(xᵢ − x̄)² over the sizes, the run scatter's slope share.
+    /// 1/Σ(xᵢ − x̄)² over the sizes, the old run scatter's slope share.
     fn size_slope_weight(&self) -> f64 {
         if self.fixed_exponent { 0.0 } else { 1.0 / self.size_sxx }
     }
 
-    /// The run scatter's share at the sizes' mean: 1/k for a fitted
+    /// The old run scatter's share at the sizes' mean: 1/k for a fitted
     /// exponent (the error taken independent between sizes), whole for a
-    /// fixed one: a shift common to every size of a run is exactly what the
-    /// prefactor takes up, and the run scatter, measured per size, does not
-    /// tell a common shift from independent ones.
+    /// fixed one.
     fn size_mean_weight(&self) -> f64 {
         if self.fixed_exponent { 1.0 } else { 1.0 / self.sizes.max(1) as f64 }
+    }
+
+    /// The shift's and the fixed exponent's variances at x = ln n, with
+    /// their degrees of freedom.
+    fn beyond_run(&self, x: f64) -> [(f64, f64); 2] {
+        let shift = PREDICTED_RUNS * self.shift_sd.powi(2);
+        let exponent = if self.fixed_exponent { (self.exponent_sd * (x - self.size_x_mean)).powi(2) } else { 0.0 };
+        [(shift, f64::from(self.shift_dof)), (exponent, f64::from(self.exponent_dof))]
     }
 
     /// Variance of the fitted ln value at x = ln n, and the degrees of
@@ -166,11 +224,17 @@ impl Band {
         } else {
             0.0
         };
-        super::run_scatter::combine(fit, self.dof, self.birge_ratio, run, self.run_dof)
+        let own = super::run_scatter::combine(fit, self.dof, self.birge_ratio, run, self.run_dof);
+        let [shift, exponent] = self.beyond_run(x);
+        never_narrower(&[own, shift, exponent])
     }
 
-    /// Variance of the exponent and its degrees of freedom.
+    /// Variance of the exponent and its degrees of freedom (with a fixed
+    /// exponent, its uncertainty beyond the sizes).
     pub(super) fn slope_var_dof(&self) -> (f64, f64) {
+        if self.fixed_exponent {
+            return (self.exponent_sd.powi(2), f64::from(self.exponent_dof.max(1)));
+        }
         let run = if self.run_sd > 0.0 { self.run_sd.powi(2) * self.size_slope_weight() } else { 0.0 };
         super::run_scatter::combine(self.resid_var * self.slope_weight(), self.dof, self.birge_ratio, run, self.run_dof)
     }

@@ -95,6 +95,28 @@ pub(crate) struct WaitFit {
     /// Which model governs a victim's fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<super::linearity::Shape>,
+    /// Why the victim may wait, when its growth could be neither shown nor
+    /// excluded: it is then judged by its upper fit (where its band's upper
+    /// edge reaches a deadline), never called unaffected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub may_wait: Option<String>,
+}
+
+impl WaitFit {
+    /// The count at which this wait reaches `seconds`, and its 90%
+    /// interval: the fit's point, or for a victim that may wait its upper
+    /// fit's (the interval's low end) when that comes first or the point
+    /// never does.
+    pub(crate) fn reaching(&self, seconds: f64) -> Option<(f64, Option<Interval>)> {
+        let interval = self.fit.band.and_then(|b| b.count_reaching(&self.fit, seconds));
+        let point = self.fit.solve(seconds);
+        let count = match (self.may_wait.is_some(), point, interval) {
+            (true, Some(p), Some(i)) => Some(p.min(i.low)),
+            (true, None, Some(i)) => Some(i.low),
+            (_, p, _) => p,
+        }?;
+        Some((count, interval))
+    }
 }
 
 /// The smallest count at which a wait reaches a deadline.
@@ -116,23 +138,41 @@ pub(crate) struct Incident {
 }
 
 /// For each deadline, the fit of its kind that reaches it at the smallest
-/// count (by the point estimate).
+/// count (by the point estimate, or a victim that may wait by its upper
+/// fit), with the interval of the first miss on the safe side: its low end
+/// the smallest low end over every wait that reaches the deadline, its high
+/// end the smallest high end (the first miss comes no later than the
+/// earliest sure one).
 pub(crate) fn incidents(deadlines: &[Deadline], fits: &[WaitFit]) -> Vec<Incident> {
     deadlines
         .iter()
         .map(|d| {
-            let first = fits
+            let all: Vec<(String, f64, Option<Interval>)> = fits
                 .iter()
                 .filter(|f| f.watches == d.watches)
-                .filter_map(|f| {
-                    let count = f.fit.solve(d.seconds)?;
-                    let interval = f.fit.band.and_then(|b| b.count_reaching(&f.fit, d.seconds));
-                    Some(Crossing { who: f.who.clone(), count, interval })
-                })
-                .min_by(|a, b| a.count.total_cmp(&b.count));
+                .filter_map(|f| f.reaching(d.seconds).map(|(c, i)| (f.who.clone(), c, i)))
+                .collect();
+            let first = all.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(who, count, own)| Crossing {
+                who: who.clone(),
+                count: *count,
+                interval: own.map(|_| safe_side(&all)),
+            });
             Incident { deadline: d.clone(), first }
         })
         .collect()
+}
+
+/// The first miss's interval over every wait that reaches a deadline:
+/// the smallest low end (a wait without an interval counts by its point)
+/// and the smallest high end (`None`: unbounded).
+fn safe_side(all: &[(String, f64, Option<Interval>)]) -> Interval {
+    let low = all.iter().map(|(_, c, i)| i.map_or(*c, |i| i.low.min(*c))).fold(f64::INFINITY, f64::min);
+    let high =
+        all.iter().map(|(_, c, i)| i.map_or(Some(*c), |i| i.high)).fold(None, |m: Option<f64>, h| match (m, h) {
+            (Some(m), Some(h)) => Some(m.min(h)),
+            (m, h) => m.or(h),
+        });
+    Interval { low, high }
 }
 
 /// The incident at the smallest count: what goes wrong first on the node.
@@ -189,6 +229,64 @@ mod tests {
         PowerFit { coefficient: seconds_per_million / 1e6, exponent: 1.0, r2: 1.0, exponent_stderr: 0.0, band: None }
     }
 
+    fn wait(who: &str, fit: PowerFit) -> WaitFit {
+        WaitFit { who: who.into(), watches: Watches::Victims, fit, shape: None, may_wait: None }
+    }
+
+    /// A victim's waits at 1M–8M, `per_million` seconds per million
+    /// dentries, three repetitions a size spread by ×/÷ `spread`, fitted
+    /// as a run fits them (with the victims' run scatter).
+    fn fitted(who: &str, per_million: f64, spread: f64) -> WaitFit {
+        use crate::analysis::interval::SizeValues;
+        let sizes: Vec<SizeValues> = [1e6, 2e6, 4e6, 8e6]
+            .iter()
+            .map(|&n| {
+                let y = per_million * n / 1e6;
+                SizeValues { count: n, values: vec![y * spread, y, y / spread] }
+            })
+            .collect();
+        let m = crate::analysis::linearity::choose(&sizes, crate::analysis::run_scatter::VICTIM).unwrap();
+        wait(who, m.linear.unwrap())
+    }
+
+    /// Two waiting victims whose intervals overlap: the first incident is
+    /// the earlier point's, and its interval the safe side of both: the
+    /// smallest low end (here the later point's wider band) and the
+    /// smallest high end.
+    #[test]
+    fn the_first_incident_takes_the_smallest_low_end_over_every_waiting_victim() {
+        let (a, b) = (fitted("umount", 0.09, 1.05), fitted("mount", 0.08, 1.6));
+        let reach = |f: &WaitFit| f.fit.band.unwrap().count_reaching(&f.fit, 1.0).unwrap();
+        let (ia, ib) = (reach(&a), reach(&b));
+        assert!(ib.low < ia.low && ia.low < ib.high.unwrap(), "the intervals overlap: {ia:?} {ib:?}");
+        let inc = incidents(&[deadline("probe", 1.0, Watches::Victims)], &[b.clone(), a.clone()]);
+        let c = inc[0].first.as_ref().unwrap();
+        assert_eq!(c.who, "umount", "the earlier point names it");
+        let i = c.interval.unwrap();
+        assert_eq!(i.low, ib.low, "the other victim's low end: {i:?}");
+        assert_eq!(i.high, Some(ia.high.unwrap().min(ib.high.unwrap())));
+        assert!(i.low < c.count && c.count < i.high.unwrap());
+        // Alone, each keeps its own.
+        let own = incidents(&[deadline("probe", 1.0, Watches::Victims)], &[a]);
+        assert_eq!(own[0].first.as_ref().unwrap().interval, Some(ia));
+    }
+
+    /// A victim that may wait is judged by its upper fit: it can set the
+    /// first incident though its point comes later, or never.
+    #[test]
+    fn a_victim_that_may_wait_counts_by_its_upper_fit() {
+        let mut m = fitted("netns", 0.05, 2.5);
+        let reach = m.fit.band.unwrap().count_reaching(&m.fit, 1.0).unwrap();
+        let point = m.fit.solve(1.0).unwrap();
+        assert!(reach.low < point);
+        assert_eq!(m.reaching(1.0).unwrap().0, point);
+        m.may_wait = Some("test".into());
+        assert_eq!(m.reaching(1.0).unwrap().0, reach.low);
+        let inc = incidents(&[deadline("probe", 1.0, Watches::Victims)], &[wait("umount", linear_fit(0.09)), m]);
+        let c = inc[0].first.as_ref().unwrap();
+        assert!(c.who == "netns" || reach.low >= 1e6 / 0.09, "{c:?}");
+    }
+
     fn deadline(name: &str, seconds: f64, watches: Watches) -> Deadline {
         Deadline { name: name.into(), seconds, source: "test".into(), watches }
     }
@@ -196,13 +294,14 @@ mod tests {
     #[test]
     fn each_deadline_is_missed_first_by_the_fastest_growing_wait_of_its_kind() {
         let fits = [
-            WaitFit { who: "umount".into(), watches: Watches::Victims, fit: linear_fit(0.09), shape: None },
-            WaitFit { who: "stat".into(), watches: Watches::Victims, fit: linear_fit(0.002), shape: None },
+            wait("umount", linear_fit(0.09)),
+            wait("stat", linear_fit(0.002)),
             WaitFit {
                 who: "reclaiming CPU".into(),
                 watches: Watches::ReclaimingCpu,
                 fit: linear_fit(0.1),
                 shape: None,
+                may_wait: None,
             },
         ];
         let ds = [
@@ -224,7 +323,7 @@ mod tests {
     #[test]
     fn a_wait_that_does_not_grow_misses_nothing() {
         let flat = PowerFit { coefficient: 0.003, exponent: -0.01, r2: 0.0, exponent_stderr: 0.1, band: None };
-        let fits = [WaitFit { who: "stat".into(), watches: Watches::Victims, fit: flat, shape: None }];
+        let fits = [wait("stat", flat)];
         let inc = incidents(&[deadline("probe", 1.0, Watches::Victims)], &fits);
         assert!(inc[0].first.is_none());
         assert!(first(&inc).is_none());

@@ -69,7 +69,19 @@ pub(super) fn weighted_logs(sizes: &[SizeValues]) -> Vec<(f64, Vec<f64>, f64)> {
 impl PowerFit {
     /// The same fit, its band widened for a prediction beyond this run.
     pub(crate) fn across_runs(self, rs: RunScatter) -> PowerFit {
-        PowerFit { band: self.band.map(|b| b.with_run_scatter(rs)), ..self }
+        let band = self.band.map(|b| b.with_run_scatter(rs));
+        match band {
+            // The linear model past its sizes: the walk's exponent as
+            // measured there, pivoted at the run's mean size (where the
+            // run's own data hold it).
+            Some(b) if b.fixed_exponent && b.exponent_drift > 0.0 => PowerFit {
+                coefficient: self.coefficient * (-b.exponent_drift * b.size_x_mean).exp(),
+                exponent: self.exponent + b.exponent_drift,
+                band,
+                ..self
+            },
+            _ => PowerFit { band, ..self },
+        }
     }
 }
 
@@ -119,6 +131,11 @@ impl Band {
             size_x_mean,
             size_sxx,
             fixed_exponent,
+            shift_sd: 0.0,
+            shift_dof: 0,
+            exponent_sd: 0.0,
+            exponent_dof: 0,
+            exponent_drift: 0.0,
         };
         Some(match (k > params).then(|| ss_means / (k - params) as f64) {
             Some(m) if m > points => {
@@ -151,7 +168,7 @@ impl Band {
         if !(value > 0.0 && fit.coefficient > 0.0) {
             return None;
         }
-        if self.run_sd > 0.0 {
+        if self.across_runs() {
             return self.count_reaching_numeric(fit, value);
         }
         // With d = x − x̄ and y0 = ŷ(x̄) − ln value, the edges cross where
@@ -395,7 +412,9 @@ mod tests {
 
     mod run_scatter {
         use super::super::*;
+        use crate::analysis::fit::PowerFit;
         use crate::analysis::interval::SizeValues;
+        use crate::analysis::interval::{Band, t90};
         use crate::analysis::run_scatter::*;
 
         fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -414,6 +433,12 @@ mod tests {
                 .collect()
         }
 
+        /// The old per-size run scatter (results saved before the common
+        /// shift carry it and read back through it).
+        fn per_size(f: PowerFit, sd: f64, dof: u32) -> PowerFit {
+            PowerFit { band: f.band.map(|b| Band { run_sd: sd, run_dof: dof, ..b }), ..f }
+        }
+
         #[test]
         fn the_constants_are_the_measured_ones() {
             let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/run-scatter-6.18.md");
@@ -421,15 +446,70 @@ mod tests {
             let line = |key: &str| {
                 text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("{key} in {p:?}")).to_string()
             };
-            assert_eq!(line("gap run scatter:"), format!("gap run scatter: sd {:.4} dof {}", GAP.sd, GAP.dof));
-            assert_eq!(line("time run scatter:"), format!("time run scatter: sd {:.4} dof {}", TIME.sd, TIME.dof));
+            for (name, rs) in [("gap", GAP), ("time", TIME), ("victim", VICTIM)] {
+                assert_eq!(
+                    line(&format!("{name} run scatter:")),
+                    format!("{name} run scatter: sd {:.4} dof {}", rs.sd, rs.dof)
+                );
+            }
+            for (name, rs) in [("gap", GAP), ("time", TIME)] {
+                assert_eq!(
+                    line(&format!("{name} exponent:")),
+                    format!(
+                        "{name} exponent: drift {:.4} sd {:.4} dof {}",
+                        rs.exponent_drift, rs.exponent_sd, rs.exponent_dof
+                    )
+                );
+            }
+        }
+
+        /// The linear model's band for the node's next reclaim, on exact
+        /// data: two runs' shifts at the sizes, and the exponent's
+        /// uncertainty on top as the count moves away from them, known by
+        /// hand (Welch–Satterthwaite degrees of freedom).
+        #[test]
+        fn the_linear_band_grows_with_extrapolation() {
+            let exact: Vec<SizeValues> =
+                [5e5f64, 1e6, 2e6, 4e6].iter().map(|&n| SizeValues { count: n, values: vec![9e-8 * n; 2] }).collect();
+            let rs = RunScatter { sd: 0.05, dof: 4, exponent_drift: 0.0, exponent_sd: 0.03, exponent_dof: 6 };
+            let f = crate::analysis::linearity::weighted_linear(&exact).unwrap().across_runs(rs);
+            let b = f.band.unwrap();
+            let half = |n: f64| (b.value_at(&f, n).high.unwrap() / f.at(n)).ln();
+            let mid = b.size_x_mean.exp();
+            // At the sizes' mean: the two shifts alone, t with their 4 dof.
+            assert!(close(half(mid), t90(4) * (2.0 * 0.05f64 * 0.05).sqrt(), 1e-6), "{}", half(mid));
+            // 100× past it: the exponent's share joins.
+            let d = 100f64.ln();
+            let (v1, v2) = (2.0 * 0.0025, (0.03 * d).powi(2));
+            let dof = (v1 + v2).powi(2) / (v1 * v1 / 4.0 + v2 * v2 / 6.0);
+            let want = t90(dof as u32) * (v1 + v2).sqrt();
+            assert!(close(half(mid * 100.0), want, 1e-6), "{} {want}", half(mid * 100.0));
+            assert!(half(mid * 1000.0) > half(mid * 100.0) && half(mid * 100.0) > half(mid * 10.0));
+            // The count interval widens the same way and holds the point.
+            let i = b.count_reaching(&f, 20.0).unwrap();
+            let n = f.solve(20.0).unwrap();
+            assert!(i.low < n && n < i.high.unwrap(), "{i:?} {n}");
+            assert!(close(b.value_at(&f, i.low).high.unwrap(), 20.0, 1e-6), "{i:?}");
+            // The exponent's interval is 1 ± t·σₖ.
+            let e = b.exponent(&f);
+            assert!(close(e.high.unwrap() - 1.0, t90(6) * 0.03, 1e-9) && close(1.0 - e.low, t90(6) * 0.03, 1e-9));
+            // A drift measured past the sizes is carried by the exponent,
+            // pivoted at the sizes' mean: the same there, higher beyond.
+            let lin = crate::analysis::linearity::weighted_linear(&exact).unwrap();
+            let d = lin.across_runs(RunScatter { exponent_drift: 0.05, ..rs });
+            assert!(close(d.at(mid), lin.at(mid), 1e-9) && close(d.exponent, 1.05, 1e-12));
+            assert!(close(d.at(mid * 100.0) / lin.at(mid * 100.0), 100f64.powf(0.05), 1e-9));
+            assert!(d.solve(20.0).unwrap() < lin.solve(20.0).unwrap(), "earlier: the safe side");
+            // An exponent under 1 is not carried: c·N is the earlier one.
+            let under = lin.across_runs(RunScatter { exponent_drift: -0.05, ..rs });
+            assert_eq!(under.exponent, 1.0);
         }
 
         /// Exact data: the fit itself is certain, so the band is the run
         /// scatter's alone, t with its own degrees of freedom, known by hand.
         #[test]
         fn exact_data_carry_the_run_scatter_alone() {
-            let f = weighted_power(&quick(0.0)).unwrap().across_runs(RunScatter { sd: 0.02, dof: 9 });
+            let f = per_size(weighted_power(&quick(0.0)).unwrap(), 0.02, 9);
             let b = f.band.unwrap();
             let sxx = 2.0 * 2f64.ln().powi(2);
             let n = 3e8f64;
@@ -454,7 +534,7 @@ mod tests {
             let f = weighted_power(&quick(0.05)).unwrap();
             let b = f.band.unwrap();
             let closed = b.count_reaching(&f, 20.0).unwrap();
-            let tiny = b.with_run_scatter(RunScatter { sd: 1e-9, dof: 9 });
+            let tiny = Band { run_sd: 1e-9, run_dof: 9, ..b };
             let numeric = tiny.count_reaching(&f, 20.0).unwrap();
             assert!(
                 close(numeric.low, closed.low, 1e-6) && close(numeric.high.unwrap(), closed.high.unwrap(), 1e-6),
@@ -470,7 +550,7 @@ mod tests {
             let width = |sizes: Vec<SizeValues>| {
                 let f = weighted_power(&sizes).unwrap();
                 let without = f.band.unwrap().count_reaching(&f, 20.0).unwrap();
-                let g = f.across_runs(GAP);
+                let g = per_size(f, 0.0223, 9);
                 let with = g.band.unwrap().count_reaching(&g, 20.0).unwrap();
                 assert_eq!(f.solve(20.0), g.solve(20.0));
                 assert!(with.low < without.low && with.high.unwrap() > without.high.unwrap(), "{with:?} {without:?}");
@@ -486,6 +566,19 @@ mod tests {
             let (short, long) = (width(quick(0.01)), width(long));
             // In ln(count): 0.52 against 0.15 as written.
             assert!(short > 2.0 * long, "short {short} long {long}");
+        }
+
+        /// An added uncertainty never narrows the interval (a variance known
+        /// with many dof added to one with one raises Welch–Satterthwaite's).
+        #[test]
+        fn adding_a_variance_never_narrows_the_half_width() {
+            let half = |(v, d): (f64, f64)| t90(d as u32) * v.sqrt();
+            let few = (0.02, 1.0);
+            for many in [0.001, 0.01, 0.02, 0.05, 0.5] {
+                let sum = crate::analysis::interval::never_narrower(&[few, (many, 30.0)]);
+                assert!(half(sum) >= half(few) && half(sum) >= half((many, 30.0)), "{many}: {sum:?}");
+            }
+            assert_eq!(welch(&[(0.0, 3.0)]), (0.0, 1e6));
         }
 
         #[test]

@@ -39,6 +39,32 @@ pub(crate) use rank::{DirRow, FsRow};
 /// Buckets per block: the unit of sampling and of reading the table.
 pub(crate) const BLOCK: u64 = 512;
 
+/// Share of the dentry reads the layout cannot make sense of (bad
+/// pointer, unknown superblock, bad name) over which the walk is refused:
+/// a wrong BTF reads every field at the wrong offset and rejects nearly
+/// all; a kernel changing its table under the walk rejects a few (0 to 21
+/// of thousands in the recorded churn runs, docs/census.md).
+pub(crate) const WRONG_LAYOUT_SHARE: f64 = 0.5;
+
+/// The one-line refusal of a walk whose dentry reads are mostly rejected.
+fn check_layout(src: &Source, tally: &Tally) -> Result<()> {
+    let r = &tally.rejected;
+    let bad = r.unreadable_dentries();
+    let reads = tally.walked + bad;
+    if bad == 0 || (bad as f64) <= WRONG_LAYOUT_SHARE * reads as f64 {
+        return Ok(());
+    }
+    bail!(
+        "the census rejected {bad} of {reads} dentry reads (bad pointer {}, unknown superblock {}, bad name {}): \
+         the BTF in {} does not describe this kernel's struct dentry and super_block; give --btf the running \
+         kernel's own (/sys/kernel/btf/vmlinux)",
+        r.bad_pointer,
+        r.unknown_superblock,
+        r.bad_name,
+        src.btf.display()
+    )
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Walk {
     /// "full" or "sample".
@@ -287,6 +313,7 @@ pub(crate) fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dy
     ));
     let ops0 = churn.as_ref().map(plant::Churn::operations);
     let (tally, seconds) = walk_blocks(&census, &chosen, say);
+    check_layout(src, &tally)?;
     let churn = churn.map(|c| {
         let during = c.operations() - ops0.unwrap_or(0);
         let (asked, threads) = (c.per_second, c.threads as u64);
@@ -305,7 +332,10 @@ pub(crate) fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dy
     let nr_dentry = proc.dentry_state().map(|d| d.nr_dentry).unwrap_or(0);
     let mounts = mountinfo::parse(proc.open("self/mountinfo")?)?;
     let found: u64 = tally.by_parent.values().map(|c| c[0] + c[1]).sum();
-    let hashed = estimate(found, fraction);
+    // What the rejected reads and the chains left out might have held
+    // widens the count's upper end (a full walk racing the kernel is not
+    // exact).
+    let hashed = estimate(found, fraction).with_rejected(tally.rejected.total() + tally.rejected.left_out, fraction);
     let mut paths = HashMap::new();
     let ranked = rank::rank(&census, &tally, &mounts, fraction, survey.top, survey.fs.as_deref(), &mut paths);
     let checks = rank::check(&census, &tally, &mounts, fraction, &survey.expected, &mut paths);

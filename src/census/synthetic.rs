@@ -225,6 +225,9 @@ mod tests {
         assert_eq!(r.walk.mode, "full");
         assert_eq!(r.walk.rejected.unknown_superblock, 1, "{:?}", r.walk.rejected);
         assert_eq!(r.hashed.found, 3 + 300 + 20 + 50 + 120);
+        // The stray read may have been one more dentry: a full walk's count
+        // carries its rejected reads (the walk before this said it exactly).
+        assert_eq!((r.hashed.low, r.hashed.high), (493.0, 494.0), "{:?}", r.hashed);
         let first = &r.top_negative[0];
         assert_eq!((first.path.as_str(), first.negative.found, first.positive.found), ("/mnt/t/a", 300, 20));
         assert_eq!(r.top_negative[1].path, "/var/x/c");
@@ -244,8 +247,10 @@ mod tests {
     }
 
     /// A chain that leads into another bucket's (a dentry freed and reused
-    /// under the walk) is walked again, and cut before the stranger when it
-    /// keeps doing so: every dentry is counted once, none twice.
+    /// under the walk) is walked again, and cut when it keeps doing so: cut
+    /// and counted as such, its dentries left out, none counted twice.
+    /// (The walk before this counted the cut chain's dentries: 42 walked,
+    /// no chain cut.)
     #[test]
     fn a_chain_that_leads_into_another_bucket_is_retried_and_counted_once() {
         use crate::probe::census::CHAIN_RETRIES;
@@ -264,7 +269,64 @@ mod tests {
         let s = Survey { fraction: 1.0, top: 3, ..Survey::default() };
         let r = survey_of(&src, &proc, &s, &|_| {}).unwrap();
         assert_eq!(r.walk.rejected.wrong_bucket, u64::from(CHAIN_RETRIES) + 1, "{:?}", r.walk.rejected);
-        assert_eq!(r.walk.dentries_walked, 1 + 40 + 1, "each dentry once");
-        assert_eq!((r.top_negative[0].path.as_str(), r.top_negative[0].negative.found), ("/mnt/t/a", 41));
+        assert_eq!((r.walk.rejected.chains_cut, r.walk.rejected.left_out), (1, 1), "{:?}", r.walk.rejected);
+        assert_eq!(r.walk.dentries_walked, 1 + 40, "x's chain left out, each other dentry once");
+        assert_eq!((r.top_negative[0].path.as_str(), r.top_negative[0].negative.found), ("/mnt/t/a", 40));
+        // What the cut chain held is not known: the full walk's interval
+        // reaches past what it found by its rejected reads.
+        assert_eq!(r.hashed.low, 41.0);
+        assert!(r.hashed.high >= 41.0 + r.walk.rejected.left_out as f64, "{:?}", r.hashed);
+    }
+
+    /// A chain that loops (rewritten under the walk) is read MAX_CHAIN
+    /// nodes deep, read again, then cut and left out: counted once as cut,
+    /// never as 4,096 dentries. (The walk before this committed it: the
+    /// one dentry counted 4,096 times.)
+    #[test]
+    fn a_chain_too_long_is_cut_after_its_retries_and_left_out() {
+        use crate::probe::census::MAX_CHAIN;
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = Image::new(20, 4 << 20);
+        let (t, root) = i.superblock("tmpfs", 42, "tmpfs");
+        let a = i.dentry(t, root, "a", true);
+        for k in 0..30 {
+            i.dentry(t, a, &format!("n{k}"), false);
+        }
+        let x = i.dentry(t, a, "x", false);
+        i.link(x, x);
+        let (src, proc) = i.write(dir.path(), &[(42, "/mnt/t", "tmpfs")]);
+        let s = Survey { fraction: 1.0, top: 3, ..Survey::default() };
+        let r = survey_of(&src, &proc, &s, &|_| {}).unwrap();
+        assert_eq!(r.walk.rejected.chains_cut, 1, "{:?}", r.walk.rejected);
+        assert_eq!(r.walk.rejected.left_out, MAX_CHAIN as u64);
+        assert!(r.walk.dentries_walked <= 1 + 30, "{}", r.walk.dentries_walked);
+        assert!(r.top_negative[0].negative.found <= 30);
+    }
+
+    /// The census read with a BTF that is not the kernel's: every dentry
+    /// it reads is rejected. That is one line naming the BTF and what was
+    /// rejected, and an error (exit 1), not counts near zero. (The walk
+    /// before this returned them.)
+    #[test]
+    fn a_walk_whose_reads_are_mostly_rejected_says_the_btf_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut i = Image::new(20, 4 << 20);
+        let (t, root) = i.superblock("tmpfs", 42, "tmpfs");
+        let a = i.dentry(t, root, "a", true);
+        // As a wrong layout reads them: d_sb at the wrong offset.
+        for k in 0..200 {
+            i.dentry(PAGE_OFFSET_L4 + 8 * (k + 1), a, &format!("n{k}"), false);
+        }
+        i.dentry(t, a, "ok", false);
+        let (src, proc) = i.write(dir.path(), &[(42, "/mnt/t", "tmpfs")]);
+        let s = Survey { fraction: 1.0, top: 3, ..Survey::default() };
+        let e = survey_of(&src, &proc, &s, &|_| {}).expect_err("an error");
+        let line = format!("{e:#}");
+        assert!(!line.contains('\n'), "one line: {line}");
+        assert!(line.contains("200 of 202") && line.contains("unknown superblock 200"), "{line}");
+        assert!(line.contains(&src.btf.display().to_string()) && line.contains("--btf"), "{line}");
+        // The small node's one stray read is no such thing.
+        let (src, proc) = small(dir.path());
+        assert!(survey_of(&src, &proc, &s, &|_| {}).is_ok());
     }
 }

@@ -9,8 +9,12 @@ use crate::size::human;
 
 /// A count: exact, or its estimate and 90% interval.
 pub(crate) fn est(e: &Estimate, exact: bool) -> String {
-    if exact {
+    if exact && e.high <= e.low {
         e.found.to_string()
+    } else if exact {
+        // A full walk that raced the kernel: its rejected reads might have
+        // been dentries.
+        format!("{} (to {} with the rejected reads)", e.found, e.high.ceil() as u64)
     } else {
         format!(
             "{} ({}–{})",
@@ -58,13 +62,14 @@ pub(crate) fn text(r: &CensusResult) -> String {
     let rj = &w.rejected;
     let _ = writeln!(
         out,
-        "rejected reads: {} (bad pointer {}, unreadable {}, unknown superblock {}, bad name {}, chains cut {}, wrong bucket {}); superblocks read {} ({} rejected)",
+        "rejected reads: {} (bad pointer {}, unreadable {}, unknown superblock {}, bad name {}, chains cut {} with {} dentries left out, wrong bucket {}); superblocks read {} ({} rejected)",
         rj.total(),
         rj.bad_pointer,
         rj.unreadable,
         rj.unknown_superblock,
         rj.bad_name,
         rj.chains_cut,
+        rj.left_out,
         rj.wrong_bucket,
         w.superblocks,
         w.superblocks_rejected

@@ -9,7 +9,8 @@
 //! before it is followed (inside the direct map, 8-byte aligned, mapped by
 //! kcore), a dentry counts only if its `d_sb` is one of the superblocks on
 //! the kernel's `super_blocks` list and its name length is at most
-//! NAME_MAX, and a chain is cut after [`MAX_CHAIN`] nodes: what fails is
+//! NAME_MAX, and a chain longer than [`MAX_CHAIN`] nodes or leading into
+//! another bucket is read again, then cut and left out: what fails is
 //! counted, never followed. The walk never writes and always ends.
 
 use std::collections::{HashMap, HashSet};
@@ -72,7 +73,9 @@ pub(crate) struct Rejected {
     pub unknown_superblock: u64,
     /// A name longer than NAME_MAX, or a name pointer that is not a kernel address.
     pub bad_name: u64,
-    /// Chains cut at MAX_CHAIN nodes.
+    /// Chains cut (longer than MAX_CHAIN nodes, or leading into another
+    /// bucket's) after [`CHAIN_RETRIES`] retries: counted here, their
+    /// dentries left out of every count.
     pub chains_cut: u64,
     /// A dentry whose name hashes to another bucket than the chain it was
     /// reached from: the walk had left the chain through a dentry freed and
@@ -80,6 +83,10 @@ pub(crate) struct Rejected {
     /// [`CHAIN_RETRIES`] times; then it is cut before that dentry).
     #[serde(default)]
     pub wrong_bucket: u64,
+    /// Dentries read on the chains cut, left out of every count (what the
+    /// walk may have missed there is unknown; these it saw).
+    #[serde(default)]
+    pub left_out: u64,
 }
 
 impl Rejected {
@@ -99,6 +106,14 @@ impl Rejected {
         self.bad_name += o.bad_name;
         self.chains_cut += o.chains_cut;
         self.wrong_bucket += o.wrong_bucket;
+        self.left_out += o.left_out;
+    }
+
+    /// Reads of dentries the layout could not make sense of: what a wrong
+    /// BTF gives (every field read at the wrong offset), as opposed to
+    /// chains that changed under the walk.
+    pub(crate) fn unreadable_dentries(&self) -> u64 {
+        self.bad_pointer + self.unknown_superblock + self.bad_name
     }
 }
 
@@ -110,6 +125,17 @@ pub(crate) struct Tally {
     pub walked: u64,
     pub buckets: u64,
     pub rejected: Rejected,
+}
+
+/// How one read of a chain ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// To its end (or to a read that failed, counted as rejected).
+    Whole,
+    /// At a dentry hashed to another bucket: the walk had left the chain.
+    LeftBucket,
+    /// At [`MAX_CHAIN`] nodes: a chain rewritten under the walk.
+    TooLong,
 }
 
 /// One chain as read, counted only once it is known to be one chain.
@@ -265,13 +291,19 @@ impl<'k> Census<'k> {
                             }
                         }
                     }
-                    let left = self.chain(b + i, head, &mut chain);
-                    if left {
+                    let read = self.chain(b + i, head, &mut chain);
+                    if read == Read::LeftBucket {
                         tally.rejected.wrong_bucket += 1;
                     }
-                    if !left || attempt == CHAIN_RETRIES {
+                    if read == Read::Whole {
                         chain.commit(tally);
                         break;
+                    }
+                    if attempt == CHAIN_RETRIES {
+                        // Cut after its retries: counted, and left out.
+                        chain.rejected.chains_cut += 1;
+                        chain.rejected.left_out += chain.found.len() as u64;
+                        tally.rejected.add(&chain.rejected);
                     }
                 }
             }
@@ -279,10 +311,9 @@ impl<'k> Census<'k> {
         }
     }
 
-    /// Reads bucket `bucket`'s chain from `head` into `c` (cleared first);
-    /// true when it reached a dentry hashed to another bucket (it stops
-    /// there).
-    fn chain(&self, bucket: u64, head: u64, c: &mut Chain) -> bool {
+    /// Reads bucket `bucket`'s chain from `head` into `c` (cleared first),
+    /// and how the read ended.
+    fn chain(&self, bucket: u64, head: u64, c: &mut Chain) -> Read {
         let l = self.layout;
         let shift = 32 - self.buckets.trailing_zeros();
         let u64_at = |b: &[u8], o: u64| u64::from_le_bytes(b[o as usize..o as usize + 8].try_into().unwrap());
@@ -294,8 +325,7 @@ impl<'k> Census<'k> {
         while node != 0 {
             steps += 1;
             if steps > MAX_CHAIN {
-                c.rejected.chains_cut += 1;
-                break;
+                return Read::TooLong;
             }
             if !self.valid(node) {
                 c.rejected.bad_pointer += 1;
@@ -308,7 +338,7 @@ impl<'k> Census<'k> {
             let d = &c.dentry;
             // d_hash() in fs/dcache.c: the name hash's top bits.
             if u64::from(u32_at(d, l.d_name + l.qstr_hash) >> shift) != bucket {
-                return true;
+                return Read::LeftBucket;
             }
             let (sb, parent) = (u64_at(d, l.d_sb), u64_at(d, l.d_parent));
             let (name_len, name) = (u32_at(d, l.d_name + l.qstr_len), u64_at(d, l.d_name + l.qstr_name));
@@ -323,7 +353,7 @@ impl<'k> Census<'k> {
             }
             node = u64_at(d, l.d_hash + l.bl_next);
         }
-        false
+        Read::Whole
     }
 
     /// The path of directory `d` from its superblock's root, rebuilt from
@@ -376,7 +406,9 @@ mod tests {
             bad_name: 4,
             chains_cut: 5,
             wrong_bucket: 6,
+            left_out: 40,
         };
-        assert_eq!(r.total(), 21);
+        assert_eq!(r.total(), 21, "reads, not the dentries left out");
+        assert_eq!(r.unreadable_dentries(), 8);
     }
 }

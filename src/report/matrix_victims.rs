@@ -247,6 +247,7 @@ mod tests {
                 watches: crate::analysis::victims::Watches::Victims,
                 fit,
                 shape: None,
+                may_wait: None,
             }],
             unaffected: vec![Unaffected { victim: Victim::Stat, why: "flat".into() }],
             incidents: vec![],

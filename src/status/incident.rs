@@ -188,8 +188,11 @@ fn not_measured(key: DeadlineKey, ran: &[Victim]) -> Option<String> {
 }
 
 /// The deadline's row: of the waits that may judge it
-/// ([`DeadlineKey::measured_by`]), the one that reaches it at the smallest
-/// count.
+/// ([`DeadlineKey::measured_by`]), the one that reaches it
+/// at the smallest count names it (a victim that may wait by its upper
+/// fit); its interval and level are the safe side of every wait that
+/// reaches it: the smallest low end, the smallest high end, the largest
+/// upper ratio and the worst level.
 fn row(
     key: DeadlineKey,
     deadline: Deadline,
@@ -198,8 +201,8 @@ fn row(
     stretch: &Model,
     n: u64,
 ) -> Row {
-    let candidates: Vec<(String, Model)> = match deadline.watches {
-        Watches::ReclaimingCpu => vec![(RECLAIMING_CPU.into(), *stretch)],
+    let candidates: Vec<(String, Model, bool)> = match deadline.watches {
+        Watches::ReclaimingCpu => vec![(RECLAIMING_CPU.into(), *stretch, false)],
         Watches::Victims => v
             .fits
             .iter()
@@ -207,35 +210,51 @@ fn row(
             .map(|f| {
                 // A victim's longest wait is its own "stretch": no total
                 // time to cap it, no other model to govern.
-                (f.who.clone(), Model { time_power: None, gap_power: Some(f.fit), governs: Governs::LongestStretch })
+                let m = Model { time_power: None, gap_power: Some(f.fit), governs: Governs::LongestStretch };
+                (f.who.clone(), m, f.may_wait.is_some())
             })
             .collect(),
     };
-    let best: Option<(String, Prediction)> = candidates
+    let reaching: Vec<(String, Prediction, f64)> = candidates
         .into_iter()
-        .map(|(who, m)| (who, predict_against(&m, n, Some(deadline.seconds))))
-        .filter(|(_, p)| p.lockup_dentries.is_some())
-        .min_by(|a, b| {
-            a.1.lockup_dentries.unwrap_or(f64::INFINITY).total_cmp(&b.1.lockup_dentries.unwrap_or(f64::INFINITY))
-        });
-    let p = best.as_ref().map(|b| &b.1);
+        .filter_map(|(who, m, may_wait)| {
+            let p = predict_against(&m, n, Some(deadline.seconds));
+            let count = match (may_wait, p.lockup_dentries, p.lockup_dentries_low) {
+                (true, Some(c), Some(l)) => Some(c.min(l)),
+                (true, None, low) => low,
+                (_, c, _) => c,
+            }?;
+            Some((who, p, count))
+        })
+        .collect();
+    let best = reaching.iter().min_by(|a, b| a.2.total_cmp(&b.2));
+    let p = best.map(|b| &b.1);
+    let fold = |f: &dyn Fn(&Prediction, f64) -> Option<f64>, pick: fn(f64, f64) -> f64| {
+        reaching.iter().filter_map(|(_, p, c)| f(p, *c)).reduce(pick)
+    };
+    let low = fold(&|p, c| Some(p.lockup_dentries_low.map_or(c, |l| l.min(c))), f64::min);
+    let high = p
+        .and_then(|p| p.lockup_dentries_high)
+        .map(|_| reaching.iter().filter_map(|(_, p, _)| p.lockup_dentries_high).fold(f64::INFINITY, f64::min));
+    let ratio_high = fold(&|p, _| p.lockup_ratio_high, f64::max);
+    let level = reaching.iter().map(|(_, p, _)| p.level).max().unwrap_or(Level::Ok);
     let not_measured = if deadline.watches == Watches::Victims { not_measured(key, &v.ran) } else { None };
     Row {
         key,
         deadline,
         read_now,
-        who: best.as_ref().map(|b| b.0.clone()),
+        who: best.map(|b| b.0.clone()),
         not_measured,
-        dentries: p.and_then(|p| p.lockup_dentries),
-        dentries_low: p.and_then(|p| p.lockup_dentries_low),
-        dentries_high: p.and_then(|p| p.lockup_dentries_high),
+        dentries: best.map(|b| b.2),
+        dentries_low: p.filter(|p| p.interval).and(low),
+        dentries_high: high,
         interval: p.is_some_and(|p| p.interval),
         predicted_wait_seconds: p.and_then(|p| p.predicted_longest_stretch_seconds),
-        predicted_wait_high_seconds: p.and_then(|p| p.predicted_longest_stretch_high_seconds),
+        predicted_wait_high_seconds: fold(&|p, _| p.predicted_longest_stretch_high_seconds, f64::max),
         ratio: p.and_then(|p| p.lockup_ratio),
-        ratio_high: p.and_then(|p| p.lockup_ratio_high),
-        dentries_to_incident: p.and_then(|p| p.dentries_to_lockup),
-        level: p.map_or(Level::Ok, |p| p.level),
+        ratio_high,
+        dentries_to_incident: low.map(|l| l - n as f64),
+        level,
     }
 }
 
@@ -271,8 +290,8 @@ mod tests {
             ran: vec![Victim::Umount, Victim::Stat],
             largest_size: 8_000_000,
             fits: vec![
-                WaitFit { who: "umount".into(), watches: Watches::Victims, fit: lin(0.1), shape: None },
-                WaitFit { who: "stat".into(), watches: Watches::Victims, fit: lin(0.001), shape: None },
+                WaitFit { who: "umount".into(), watches: Watches::Victims, fit: lin(0.1), shape: None, may_wait: None },
+                WaitFit { who: "stat".into(), watches: Watches::Victims, fit: lin(0.001), shape: None, may_wait: None },
             ],
             unaffected: vec![],
             incidents: vec![
@@ -316,7 +335,13 @@ mod tests {
     #[test]
     fn the_pod_startup_slo_is_the_pod_start_victims_and_the_lease_nobodys() {
         let proc = ProcRoot::new(crate::procfs::fixture_dir("6.18"));
-        let fit = |who: &str, s| WaitFit { who: who.into(), watches: Watches::Victims, fit: lin(s), shape: None };
+        let fit = |who: &str, s| WaitFit {
+            who: who.into(),
+            watches: Watches::Victims,
+            fit: lin(s),
+            shape: None,
+            may_wait: None,
+        };
         let v = VictimsCalibration {
             ran: vec![Victim::Umount, Victim::PodStart],
             largest_size: 1_000_000,
@@ -341,6 +366,55 @@ mod tests {
         assert_eq!(inc.first, Some(DeadlineKey::PodStartupSlo));
     }
 
+    /// A victim's waits at 1M–8M fitted as a run fits them: `per_million`
+    /// seconds per million dentries, repetitions spread ×/÷ `spread`.
+    fn fitted(who: &str, per_million: f64, spread: f64) -> WaitFit {
+        use crate::analysis::interval::SizeValues;
+        let sizes: Vec<SizeValues> = [1e6, 2e6, 4e6, 8e6]
+            .iter()
+            .map(|&n| {
+                let y = per_million * n / 1e6;
+                SizeValues { count: n, values: vec![y * spread, y, y / spread] }
+            })
+            .collect();
+        let m = crate::analysis::linearity::choose(&sizes, crate::analysis::run_scatter::VICTIM).unwrap();
+        WaitFit { who: who.into(), watches: Watches::Victims, fit: m.linear.unwrap(), shape: None, may_wait: None }
+    }
+
+    /// Two waiting victims whose intervals overlap: the earlier point names
+    /// the first incident, its low end is the smallest over both, and the
+    /// ratio and level the worst upper end's.
+    #[test]
+    fn the_first_incident_is_on_the_safe_side_of_every_waiting_victim() {
+        let proc = ProcRoot::new(crate::procfs::fixture_dir("6.18"));
+        let (a, b) = (fitted("umount", 0.09, 1.05), fitted("mount", 0.08, 1.6));
+        let v = VictimsCalibration {
+            ran: vec![Victim::Umount],
+            largest_size: 8_000_000,
+            fits: vec![a.clone(), b.clone()],
+            unaffected: vec![],
+            incidents: vec![saved(DeadlineKey::ProbeTimeout, "probe", 1.0, Watches::Victims)],
+        };
+        let n = 6_000_000;
+        let inc = assess(&used(Some(v), VICTIMS_SCHEMA), &stretch(0.05), n, 10, &proc);
+        let r = inc.row(DeadlineKey::ProbeTimeout).unwrap();
+        let alone = |f: &WaitFit| {
+            let m = Model { time_power: None, gap_power: Some(f.fit), governs: Governs::LongestStretch };
+            predict_against(&m, n, Some(1.0))
+        };
+        let (pa, pb) = (alone(&a), alone(&b));
+        let (la, lb) = (pa.lockup_dentries_low.unwrap(), pb.lockup_dentries_low.unwrap());
+        assert!(lb < la && la < pb.lockup_dentries_high.unwrap(), "overlapping: {pa:?} {pb:?}");
+        assert_eq!(r.who.as_deref(), Some("umount"));
+        assert_eq!(r.dentries, pa.lockup_dentries);
+        assert_eq!(r.dentries_low, Some(lb), "the other victim's low end");
+        assert_eq!(r.dentries_to_incident, Some(lb - n as f64));
+        let worst = pa.lockup_ratio_high.unwrap().max(pb.lockup_ratio_high.unwrap());
+        assert_eq!(r.ratio_high, Some(worst));
+        assert_eq!(r.level, pa.level.max(pb.level));
+        assert!(pb.lockup_ratio_high.unwrap() > pa.lockup_ratio_high.unwrap(), "the wider band's upper end");
+    }
+
     #[test]
     fn a_wait_that_does_not_grow_misses_nothing() {
         let proc = ProcRoot::new(crate::procfs::fixture_dir("6.18"));
@@ -348,7 +422,13 @@ mod tests {
         let v = VictimsCalibration {
             ran: vec![Victim::Stat],
             largest_size: 1_000_000,
-            fits: vec![WaitFit { who: "stat".into(), watches: Watches::Victims, fit: flat, shape: None }],
+            fits: vec![WaitFit {
+                who: "stat".into(),
+                watches: Watches::Victims,
+                fit: flat,
+                shape: None,
+                may_wait: None,
+            }],
             unaffected: vec![],
             incidents: vec![saved(DeadlineKey::PodStartupSlo, "pod start", 5.0, Watches::Victims)],
         };

@@ -201,7 +201,7 @@ mod tests {
             exponent_stderr: 0.0,
             band: None,
         };
-        let fit = |who: &str, s| WaitFit { who: who.into(), watches: Watches::Victims, fit: lin(s), shape: None };
+        let fit = |who: &str, s| WaitFit { who: who.into(), watches: Watches::Victims, fit: lin(s), shape: None, may_wait: None };
         let proc = crate::procfs::ProcRoot::new(crate::procfs::fixture_dir("6.18"));
         let env = crate::env::Environment::capture(&proc);
         let ds = super::super::victims::deadlines(&env, &proc);

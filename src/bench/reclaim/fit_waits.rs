@@ -103,9 +103,9 @@ pub(crate) fn fit(points: &[Point], deadline_seconds: f64) -> Result<Fitted> {
     }
     sizes.sort_by(|a, b| a.count.total_cmp(&b.count));
     let values: Vec<SizeValues> = sizes.iter().map(|s| SizeValues { count: s.count, values: s.waits.clone() }).collect();
-    // As the victims' fits (`super::victims::analyse`): the longest gap's
+    // As the victims' fits (`super::victims::analyse`): the victims' own
     // run scatter.
-    let rs = run_scatter::GAP;
+    let rs = run_scatter::VICTIM;
     let reach = linearity::count_reaching(&values, rs, deadline_seconds);
     let fit = reach.and_then(|r| r.model.governing());
     let count = reach.and_then(|r| r.count);
@@ -163,7 +163,7 @@ mod tests {
         assert_eq!(Some(fit), if f.model == Some(Shape::Linear) { f.linear } else { f.power });
         assert!((fit.at(count) - deadline).abs() < 1e-9 * deadline, "{fit:?} at {count}");
         assert!(i.low < count && i.high.is_none_or(|h| count < h), "{count} in {i:?}");
-        assert!(fit.band.is_some_and(|b| b.run_sd == run_scatter::GAP.sd), "the run scatter carried: {fit:?}");
+        assert!(fit.band.is_some_and(|b| b.shift_sd == run_scatter::VICTIM.sd), "the run scatter carried: {fit:?}");
         f
     }
 

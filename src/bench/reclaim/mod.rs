@@ -26,6 +26,8 @@ mod args;
 pub(crate) mod auto;
 mod calibration;
 mod checks;
+#[cfg(test)]
+mod coverage;
 pub(crate) mod child;
 pub(crate) mod command;
 pub(crate) mod fit_waits;

@@ -190,6 +190,9 @@ fn victims_sections(s: &mut Doc, r: &ReclaimResult, h: &str) {
     for u in &a.unaffected {
         let _ = writeln!(s, "\n- {} does not wait for the reclaim: {}", u.victim.name(), u.why);
     }
+    for (who, why) in a.fits.iter().filter_map(|f| Some((&f.who, f.may_wait.as_deref()?))) {
+        let _ = writeln!(s, "\n- {who} may wait for the reclaim: {why}");
+    }
     if let Some(g) = victims::stalls_grid(a) {
         let _ = writeln!(s, "\n{h} Which reclaim path stalls whom\n");
         let _ = writeln!(

@@ -119,6 +119,9 @@ fn victims_block(s: &mut Doc, r: &ReclaimResult) {
     for u in &a.unaffected {
         let _ = writeln!(s, "{} does not wait for the reclaim: {}", u.victim.name(), u.why);
     }
+    for (who, why) in a.fits.iter().filter_map(|f| Some((&f.who, f.may_wait.as_deref()?))) {
+        let _ = writeln!(s, "{who} may wait for the reclaim: {why}");
+    }
     if let Some(g) = victims::stalls_grid(a) {
         let _ = writeln!(
             s,

@@ -10,6 +10,10 @@ use crate::analysis::verdict::{Danger, Governs, PathRow, RankedBy, RowKind, Thre
 use crate::bench::reclaim::{Method, Run, profile};
 use crate::size::human;
 
+/// The widest interval a verdict is said to pin the edge with; past it the
+/// verdict says so (the interval is never narrowed to reach it).
+pub(crate) const WIDEST_INTERVAL: f64 = 2.0;
+
 /// The verdict's lines: what governs, the prediction and what its interval
 /// carries, which model it comes from, and (with `--profile`) the code
 /// behind the longest stretch of `method`.
@@ -45,6 +49,16 @@ pub(crate) fn lines(v: &Verdict, runs: &[Run], method: Option<Method>) -> Vec<St
             "The prediction extrapolates more than 10× beyond the largest size measured ({}); measure larger \
              sizes to narrow it.",
             human(v.largest_size)
+        ));
+    }
+    if let (Some(low), Some(high)) = (v.lockup_count_low, v.lockup_count_high)
+        && high / low > WIDEST_INTERVAL
+    {
+        out.push(format!(
+            "This interval is {:.1}× wide, wider than the {WIDEST_INTERVAL}× a verdict can be acted on: this run \
+             cannot pin the edge more closely (its own scatter, how far runs move on this machine, and the \
+             distance extrapolated are all in it); measure larger sizes (--sizes auto) or more repetitions.",
+            high / low
         ));
     }
     if v.soft_lockups_observed > 0 {
@@ -164,6 +178,32 @@ fn band_lines(v: &Verdict) -> Vec<String> {
             b.run_sd * 100.0,
             b.run_dof,
             b.sizes
+        ));
+    }
+    if b.shift_sd > 0.0 {
+        let exponent = if b.fixed_exponent && b.exponent_sd > 0.0 {
+            let drift = if b.exponent_drift > 0.0 {
+                format!(
+                    " (past its sizes the line grows as N^{:.3}: the walk's exponent as measured at 8M and more)",
+                    1.0 + b.exponent_drift
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                ", and the exponent's uncertainty past the sizes (σ {:.3}, {} degrees of freedom, measured at 8M \
+                 and more), carried to the count: the further the extrapolation, the wider{drift}",
+                b.exponent_sd, b.exponent_dof
+            )
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "The interval is a prediction for this node's next reclaim: besides this run's own fit it carries how \
+             far a whole run moves between runs, {:.1}% (measured per VM build with bench/run-scatter.sh; {} \
+             degrees of freedom, runs − 1), for this run and the next{exponent}.",
+            b.shift_sd * 100.0,
+            b.shift_dof
         ));
     }
     out

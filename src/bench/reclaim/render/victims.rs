@@ -102,7 +102,11 @@ pub(crate) fn stalls_grid(a: &Analysis) -> Option<Grid> {
                 row.push(match (stall, last) {
                     (Some(st), Some(l)) => format!(
                         "{} {}{}",
-                        if st.waits { "waits" } else { "no:" },
+                        match (st.waits, &st.why) {
+                            (true, None) => "waits",
+                            (true, Some(_)) => "may wait",
+                            (false, _) => "no:",
+                        },
                         secs(l.longest_seconds.median),
                         l.of_stretch.map(|x| format!(" ({x:.2}×)")).unwrap_or_default()
                     ),
