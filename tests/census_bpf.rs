@@ -55,7 +55,7 @@ fn a_bpf_census_finds_every_planted_directory_with_its_exact_count() {
     assert!(b["runs"].as_u64().unwrap() >= 1, "{b}");
     assert!(b["max_steps_per_run"].as_u64().unwrap() <= b["steps_bound"].as_u64().unwrap(), "{b}");
     assert_eq!(b["unrecorded"], 0, "{b}");
-    assert_eq!(b["located"], "runtime_const", "{b}");
+    assert_eq!(b["located"], "fresh_dentries", "{b}");
     // The churn ran beside the walk, and the kernel logged no RCU stall,
     // soft lockup or hung task while it walked (on a machine running only
     // the tests: a lockup another job causes then fails this too).

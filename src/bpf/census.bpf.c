@@ -38,6 +38,30 @@ struct qstr {
 struct inode;
 struct super_block;
 
+struct hlist_bl_node___pp {
+	struct hlist_bl_node *next, **pprev;
+} __attribute__((preserve_access_index));
+
+struct path {
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct path f_path;
+} __attribute__((preserve_access_index));
+
+struct fdtable {
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	struct files_struct *files;
+} __attribute__((preserve_access_index));
+
 struct dentry {
 	struct hlist_bl_node d_hash;
 	struct dentry *d_parent;
@@ -108,6 +132,11 @@ struct {
 	__type(value, struct mem_buf);
 } mem SEC(".maps");
 
+/*
+ * The walk's state lives in a map, not on the stack: values loaded from a
+ * map are unknown to the verifier, so it verifies the loop's callback once
+ * for all iterations instead of tracking each counter's value through them.
+ */
 struct walk {
 	__u64 table;
 	__u64 shift;
@@ -121,6 +150,13 @@ struct walk {
 	__u8 d[DENTRY_READ];
 };
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} state SEC(".maps");
+
 static __always_inline __u64 at64(struct walk *w, __u64 off)
 {
 	return *(__u64 *)&w->d[off & (DENTRY_READ - 8)];
@@ -131,17 +167,18 @@ static __always_inline __u32 at32(struct walk *w, __u64 off)
 	return *(__u32 *)&w->d[off & (DENTRY_READ - 4)];
 }
 
-static long step(__u64 i, struct walk *w)
+static long step(__u64 i, void *unused)
 {
 	__u32 zero = 0;
 	struct stats *st = bpf_map_lookup_elem(&stats, &zero);
+	struct walk *w = bpf_map_lookup_elem(&state, &zero);
 
-	if (!st)
+	if (!st || !w)
 		return 1;
-	w->steps = i + 1;
+	w->steps++;
 	if (!w->node) {
 		/* Between chains: stop where the next chain could overrun the steps or the map. */
-		if (w->next_bucket >= w->end || i + MAX_CHAIN + 2 >= MAX_STEPS || st->created >= w->room)
+		if (w->next_bucket >= w->end || w->steps + MAX_CHAIN + 2 >= MAX_STEPS || st->created >= w->room)
 			return 1;
 		__u64 head = 0;
 		w->bucket = w->next_bucket++;
@@ -233,21 +270,22 @@ SEC("raw_tp")
 int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u32 zero = 0;
-	struct walk w = {
-		.table = ctx->args[0],
-		.next_bucket = ctx->args[1],
-		.end = ctx->args[1] + ctx->args[2],
-		.shift = ctx->args[3] & 31,
-		.room = ctx->args[4],
-	};
-	bpf_loop(MAX_STEPS, step, &w, 0);
+	struct walk *w = bpf_map_lookup_elem(&state, &zero);
 	struct stats *st = bpf_map_lookup_elem(&stats, &zero);
-	if (st) {
-		st->runs++;
-		if (w.steps > st->max_steps)
-			st->max_steps = w.steps;
-	}
-	return w.next_bucket - ctx->args[1];
+	if (!w || !st)
+		return 0;
+	w->table = ctx->args[0];
+	w->next_bucket = ctx->args[1];
+	w->end = ctx->args[1] + ctx->args[2];
+	w->shift = ctx->args[3] & 31;
+	w->room = ctx->args[4];
+	w->node = 0;
+	w->steps = 0;
+	bpf_loop(MAX_STEPS, step, NULL, 0);
+	st->runs++;
+	if (w->steps > st->max_steps)
+		st->max_steps = w->steps;
+	return w->next_bucket - ctx->args[1];
 }
 
 /* args[0]: a kernel address; args[1]: bytes (at most 4096) copied into `mem`. Returns 0 or -errno. */
@@ -262,4 +300,32 @@ int dentrylab_read(struct bpf_raw_tracepoint_args *ctx)
 	if (len > MEM_LEN)
 		return -7;
 	return bpf_probe_read_kernel(b->b, len, (void *)ctx->args[0]);
+}
+
+/*
+ * args[0]: a file descriptor of the calling process. Writes into `mem` its
+ * dentry's address, the dentry's d_hash.pprev (for the first dentry of a
+ * chain: the address of its bucket in dentry_hashtable) and its name hash.
+ * Returns 0 or -errno.
+ */
+SEC("raw_tp")
+int dentrylab_locate(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 zero = 0;
+	struct mem_buf *b = bpf_map_lookup_elem(&mem, &zero);
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct file **fds = BPF_CORE_READ(t, files, fdt, fd);
+	struct file *f = 0;
+	if (!b || !fds)
+		return -22;
+	if (bpf_probe_read_kernel(&f, sizeof(f), fds + (ctx->args[0] & 0xffff)) || !f)
+		return -9;
+	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+	if (!d)
+		return -2;
+	__u64 *out = (__u64 *)b->b;
+	out[0] = (__u64)d;
+	out[1] = (__u64)BPF_CORE_READ((struct hlist_bl_node___pp *)&d->d_hash, pprev);
+	out[2] = BPF_CORE_READ(d, d_name.hash);
+	return 0;
 }

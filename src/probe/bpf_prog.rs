@@ -144,6 +144,18 @@ mod object {
             Ok(())
         }
 
+        /// The dentry of this process's descriptor `fd`: its address, its
+        /// `d_hash.pprev` and its name hash.
+        pub(crate) fn locate_fd(&self, fd: u64) -> Result<(u64, u64, u32)> {
+            let rc = self.run("dentrylab_locate", [fd, 0, 0, 0, 0])?;
+            if rc != 0 {
+                bail!("the census's BPF program cannot read descriptor {fd}'s dentry (error {})", rc as i32);
+            }
+            let v = self.map("mem")?.lookup(&0u32.to_ne_bytes(), MapFlags::ANY)?.unwrap_or_default();
+            let g = |i: usize| v.get(i * 8..i * 8 + 8).map_or(0, |s| u64::from_ne_bytes(s.try_into().unwrap()));
+            Ok((g(0), g(1), g(2) as u32))
+        }
+
         /// Moves every entry of the `dirs` map to `each` ((superblock, parent),
         /// [positive, negative]); how many moved and whether any was left.
         pub(crate) fn drain_dirs(&self, each: &mut dyn FnMut((u64, u64), [u64; 2])) -> Result<(u64, bool)> {
@@ -151,9 +163,18 @@ mod object {
             let mut moved = 0u64;
             let g =
                 |b: &[u8], i: usize| b.get(i * 8..i * 8 + 8).map_or(0, |s| u64::from_ne_bytes(s.try_into().unwrap()));
-            for (k, v) in dirs.lookup_and_delete_batch(4096, MapFlags::ANY, MapFlags::ANY)? {
-                each((g(&k, 0), g(&k, 1)), [g(&v, 0), g(&v, 1)]);
-                moved += 1;
+            // A batch of a hash map may hold fewer entries than asked before
+            // its end, where libbpf-rs's iterator stops: ask again until one
+            // comes back empty (what was moved is deleted).
+            loop {
+                let before = moved;
+                for (k, v) in dirs.lookup_and_delete_batch(4096, MapFlags::ANY, MapFlags::ANY)? {
+                    each((g(&k, 0), g(&k, 1)), [g(&v, 0), g(&v, 1)]);
+                    moved += 1;
+                }
+                if moved == before {
+                    break;
+                }
             }
             Ok((moved, dirs.keys().next().is_some()))
         }
@@ -208,6 +229,9 @@ mod object {
             match *self {}
         }
         pub(crate) fn drain_dirs(&self, _: &mut dyn FnMut((u64, u64), [u64; 2])) -> Result<(u64, bool)> {
+            match *self {}
+        }
+        pub(crate) fn locate_fd(&self, _: u64) -> Result<(u64, u64, u32)> {
             match *self {}
         }
     }

@@ -17,14 +17,13 @@
 //! it exits. Nothing of the kernel's is written.
 //!
 //! The table's address and size: since 6.12 `d_hash()` reads them from
-//! instructions patched at boot (`runtime_const_ptr()` and
-//! `runtime_const_shift_right_32()`, `arch/x86/include/asm/runtime-const.h`),
-//! whose sites are listed between `__start_runtime_ptr_dentry_hashtable`
-//! and `__stop_…` (and `…_shift_d_hash_shift`) in `/proc/kallsyms`: each
-//! entry is an `s32` offset from itself to the site, and the site holds the
-//! 8-byte address (a `movabs` immediate) or the 1-byte shift (a `shr`
-//! immediate). Older kernels keep them in the data symbols
-//! `dentry_hashtable` and `d_hash_shift`, shown with `CONFIG_KALLSYMS_ALL`.
+//! instructions patched at boot (`runtime_const_ptr()`,
+//! `arch/x86/include/asm/runtime-const.h`), and the sections that list the
+//! patched sites are init memory, freed after boot. So they are found from
+//! fresh dentries ([`vote`]): a dentry just hashed is first on its chain,
+//! and its `d_hash.pprev` is its bucket's address. Kernels that show the
+//! data symbols `dentry_hashtable` and `d_hash_shift` (`CONFIG_KALLSYMS_ALL`)
+//! are read there.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -46,80 +45,79 @@ const MAX_CHAIN: u64 = 4096;
 /// The lowest kernel address on x86-64.
 const KERNEL_MIN: u64 = 0xffff_8000_0000_0000;
 
-/// The symbols the table is found by.
-pub(crate) const SYMBOLS: [&str; 6] = [
-    "__start_runtime_ptr_dentry_hashtable",
-    "__stop_runtime_ptr_dentry_hashtable",
-    "__start_runtime_shift_d_hash_shift",
-    "__stop_runtime_shift_d_hash_shift",
-    "dentry_hashtable",
-    "d_hash_shift",
-];
+/// The data symbols the table is found by, where `/proc/kallsyms` has them.
+pub(crate) const SYMBOLS: [&str; 2] = ["dentry_hashtable", "d_hash_shift"];
 
-/// The sites listed between `start` and `stop` (4-byte entries, each the
-/// offset from itself to its site).
-pub(crate) fn patched_sites(mem: &dyn Memory, start: u64, stop: u64) -> Result<Vec<u64>> {
-    if stop <= start || !(stop - start).is_multiple_of(4) || stop - start > 4096 {
-        bail!("the runtime-constant section {start:#x}..{stop:#x} is not a list of 4-byte entries");
+/// How many fresh dentries the table is found from.
+const FRESH: usize = 16;
+
+/// The table's address and shift from fresh dentries: a dentry just hashed
+/// is first on its chain (`hlist_bl_add_head_rcu()` in `__d_rehash()`), so
+/// its `d_hash.pprev` is its bucket's address, `table + 8 * (hash >> shift)`.
+/// For the true shift every sample gives the same table; for any other, the
+/// samples disagree. `None` unless more than half agree on one.
+pub(crate) fn vote(samples: &[(u64, u32)]) -> Option<(u64, u32)> {
+    let mut best: Option<(u64, u32, usize)> = None;
+    for shift in 4..32u32 {
+        let mut counts: HashMap<u64, usize> = HashMap::new();
+        for &(pprev, hash) in samples {
+            *counts.entry(pprev.wrapping_sub(8 * u64::from(hash >> shift))).or_default() += 1;
+        }
+        if let Some((table, n)) = counts.into_iter().max_by_key(|&(t, n)| (n, std::cmp::Reverse(t)))
+            && best.is_none_or(|(_, _, b)| n > b)
+        {
+            best = Some((table, shift, n));
+        }
     }
-    (start..stop)
-        .step_by(4)
-        .map(|e| {
-            let v =
-                mem.read_u32(e).map_err(|err| anyhow!("cannot read the runtime-constant entry at {e:#x} ({err:?})"))?;
-            Ok(e.wrapping_add_signed(i64::from(v as i32)))
-        })
-        .collect()
+    best.filter(|&(_, _, n)| n * 2 > samples.len()).map(|(t, s, _)| (t, s))
 }
 
-/// The one value every site holds, or an error naming the disagreement.
-fn agreed<T: PartialEq + Copy + std::fmt::LowerHex>(what: &str, values: &[T]) -> Result<T> {
-    let first = *values.first().with_context(|| format!("no patched site of {what}"))?;
-    if let Some(other) = values.iter().find(|&&v| v != first) {
-        bail!("the {} patched sites of {what} disagree ({first:#x} and {other:#x})", values.len());
-    }
-    Ok(first)
+/// Makes [`FRESH`] files in a directory of its own under the temporary
+/// directory, reads each one's dentry through its descriptor, and votes.
+fn locate_by_fresh_dentries(bpf: &Bpf) -> Result<(u64, u32)> {
+    use std::os::fd::AsRawFd;
+    let dir = std::env::temp_dir().join(format!("dentrylab-census-{}", std::process::id()));
+    std::fs::create_dir(&dir).with_context(|| format!("cannot make {}", dir.display()))?;
+    let read = || -> Result<Vec<(u64, u32)>> {
+        let mut samples = Vec::new();
+        for i in 0..FRESH {
+            let f = std::fs::File::create(dir.join(format!("f{i}")))?;
+            let (_, pprev, hash) = bpf.locate_fd(f.as_raw_fd() as u64)?;
+            samples.push((pprev, hash));
+        }
+        Ok(samples)
+    };
+    let samples = read();
+    let _ = std::fs::remove_dir_all(&dir);
+    let samples = samples?;
+    vote(&samples).with_context(|| {
+        format!("the dentry hash table cannot be found: {FRESH} fresh dentries agree on no table and shift")
+    })
 }
 
-/// The table's address and hash shift, and how they were found.
-pub(crate) fn locate(mem: &dyn Memory, syms: &Symbols) -> Result<(u64, u32, &'static str)> {
-    let s = |n: &str| syms.get(n);
-    let (table, shift, how) = if let (Some(p0), Some(p1), Some(s0), Some(s1)) = (
-        s("__start_runtime_ptr_dentry_hashtable"),
-        s("__stop_runtime_ptr_dentry_hashtable"),
-        s("__start_runtime_shift_d_hash_shift"),
-        s("__stop_runtime_shift_d_hash_shift"),
-    ) {
-        let tables = patched_sites(mem, p0, p1)?
-            .into_iter()
-            .map(|a| mem.read_u64(a).map_err(|e| anyhow!("cannot read the patched address at {a:#x} ({e:?})")))
-            .collect::<Result<Vec<u64>>>()?;
-        let shifts = patched_sites(mem, s0, s1)?
-            .into_iter()
-            .map(|a| {
-                let mut b = [0u8; 1];
-                mem.read(a, &mut b).map_err(|e| anyhow!("cannot read the patched shift at {a:#x} ({e:?})"))?;
-                Ok(u32::from(b[0]))
-            })
-            .collect::<Result<Vec<u32>>>()?;
-        (agreed("dentry_hashtable", &tables)?, agreed("d_hash_shift", &shifts)?, "runtime_const")
-    } else if let (Some(t), Some(sh)) = (s("dentry_hashtable"), s("d_hash_shift")) {
-        let table = mem.read_u64(t).map_err(|e| anyhow!("cannot read dentry_hashtable at {t:#x} ({e:?})"))?;
-        let shift = mem.read_u32(sh).map_err(|e| anyhow!("cannot read d_hash_shift at {sh:#x} ({e:?})"))?;
+/// The table's address and hash shift, and how they were found: the data
+/// symbols (`CONFIG_KALLSYMS_ALL`), else fresh dentries ([`vote`]).
+pub(crate) fn locate(bpf: &Bpf, syms: &Symbols) -> Result<(u64, u32, &'static str)> {
+    let (table, shift, how) = if let (Some(t), Some(sh)) = (syms.get("dentry_hashtable"), syms.get("d_hash_shift")) {
+        let table = bpf.read_u64(t).map_err(|e| anyhow!("cannot read dentry_hashtable at {t:#x} ({e:?})"))?;
+        let shift = bpf.read_u32(sh).map_err(|e| anyhow!("cannot read d_hash_shift at {sh:#x} ({e:?})"))?;
         (table, shift, "kallsyms")
     } else {
-        bail!(
-            "/proc/kallsyms has neither __start_runtime_ptr_dentry_hashtable (kernels since 6.12) nor \
-             dentry_hashtable (CONFIG_KALLSYMS_ALL): the dentry hash table cannot be found"
-        );
+        let (t, s) = locate_by_fresh_dentries(bpf)?;
+        (t, s, "fresh_dentries")
     };
+    check_located(table, shift)?;
+    Ok((table, shift, how))
+}
+
+fn check_located(table: u64, shift: u32) -> Result<()> {
     if !(4..32).contains(&shift) {
         bail!("d_hash_shift reads {shift}: not a hash shift (expected 4 to 31)");
     }
     if table < KERNEL_MIN || !table.is_multiple_of(8) {
         bail!("dentry_hashtable reads {table:#x}: not a kernel address");
     }
-    Ok((table, shift, how))
+    Ok(())
 }
 
 /// The table, walked by the BPF program.
@@ -276,76 +274,21 @@ impl Walker for BpfCensus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::memory::ReadError;
 
-    /// Kernel memory as a map of byte addresses.
-    struct Fake(HashMap<u64, u8>);
-
-    impl Fake {
-        fn put(&mut self, a: u64, bytes: &[u8]) {
-            for (i, b) in bytes.iter().enumerate() {
-                self.0.insert(a + i as u64, *b);
-            }
-        }
-    }
-
-    impl Memory for Fake {
-        fn read(&self, vaddr: u64, buf: &mut [u8]) -> Result<(), ReadError> {
-            for (i, b) in buf.iter_mut().enumerate() {
-                *b = *self.0.get(&(vaddr + i as u64)).ok_or(ReadError::Unmapped)?;
-            }
-            Ok(())
-        }
-    }
-
-    fn syms(pairs: &[(&str, u64)]) -> Symbols {
-        let mut s = Symbols::default();
-        for (n, a) in pairs {
-            s.addresses.insert((*n).into(), *a);
-        }
-        s
-    }
-
-    /// Sites laid out as `.long 1b - 8 - .` and `.long 1b - 1 - .` lay them
-    /// out: each entry the signed distance from itself to its immediate.
+    /// Fresh dentries of a 4M-bucket table at a 32 MiB-aligned address (as
+    /// read on this project's 6.18 VM), and one that was not first on its
+    /// chain (its pprev is the previous dentry's `next`).
     #[test]
-    fn the_table_is_read_from_the_patched_instructions() {
-        let (p0, s0) = (0xffff_ffff_83b2_4730u64, 0xffff_ffff_83b2_4718u64);
-        let table = 0xffff_8881_0000_0000u64;
-        let mut m = Fake(HashMap::new());
-        for (i, site) in [0xffff_ffff_816f_df80u64, 0xffff_ffff_816f_e010].iter().enumerate() {
-            let e = p0 + 4 * i as u64;
-            m.put(e, &((site.wrapping_sub(e)) as i64 as i32).to_le_bytes());
-            m.put(*site, &table.to_le_bytes());
-        }
-        for (i, site) in [0xffff_ffff_816f_df90u64, 0xffff_ffff_816f_e020].iter().enumerate() {
-            let e = s0 + 4 * i as u64;
-            m.put(e, &((site.wrapping_sub(e)) as i64 as i32).to_le_bytes());
-            m.put(*site, &[10]);
-        }
-        let s = syms(&[
-            ("__start_runtime_ptr_dentry_hashtable", p0),
-            ("__stop_runtime_ptr_dentry_hashtable", p0 + 8),
-            ("__start_runtime_shift_d_hash_shift", s0),
-            ("__stop_runtime_shift_d_hash_shift", s0 + 8),
-        ]);
-        assert_eq!(locate(&m, &s).unwrap(), (table, 10, "runtime_const"));
-        // One site patched with another address: refused, naming both.
-        m.put(0xffff_ffff_816f_e010, &(table + 8).to_le_bytes());
-        let e = format!("{:#}", locate(&m, &s).unwrap_err());
-        assert!(e.contains("2 patched sites of dentry_hashtable disagree"), "{e}");
-    }
-
-    #[test]
-    fn older_kernels_read_the_data_symbols_and_none_is_one_line() {
-        let mut m = Fake(HashMap::new());
-        m.put(0xffff_ffff_8300_0000, &0xffff_8881_0000_0000u64.to_le_bytes());
-        m.put(0xffff_ffff_8300_0010, &12u32.to_le_bytes());
-        let s = syms(&[("dentry_hashtable", 0xffff_ffff_8300_0000), ("d_hash_shift", 0xffff_ffff_8300_0010)]);
-        assert_eq!(locate(&m, &s).unwrap(), (0xffff_8881_0000_0000, 12, "kallsyms"));
-        let e = format!("{:#}", locate(&m, &syms(&[])).unwrap_err());
-        assert!(e.contains("CONFIG_KALLSYMS_ALL") && e.lines().count() == 1, "{e}");
-        m.put(0xffff_ffff_8300_0010, &40u32.to_le_bytes());
-        assert!(format!("{:#}", locate(&m, &s).unwrap_err()).contains("not a hash shift"));
+    fn fresh_dentries_agree_on_the_table_and_its_shift() {
+        let table = 0xffff_8886_25c0_0000u64;
+        let hashes = [0x33dd_9fc5u32, 0xb7c2_02f8, 0x089c_9aaf, 0x58c4_b4f8, 0x1006_b27a, 0x9b56_41c1];
+        let mut s: Vec<(u64, u32)> = hashes.iter().map(|&h| (table + 8 * u64::from(h >> 10), h)).collect();
+        s.push((0xffff_8881_b827_7548, 0x1234_5678));
+        assert_eq!(vote(&s), Some((table, 10)));
+        // Half or fewer agreeing: no table.
+        let few: Vec<(u64, u32)> = (0..6u64).map(|i| (0xffff_8881_0000_0000 + i * 4104, i as u32 * 77)).collect();
+        assert_eq!(vote(&few[..2]), None);
+        assert!(check_located(table, 40).is_err() && check_located(0x1000, 10).is_err());
+        assert!(check_located(table, 10).is_ok());
     }
 }
