@@ -51,24 +51,15 @@ fn refusal(args: &[&str]) -> String {
 
 #[test]
 fn no_kcore_is_one_line_saying_what_to_do() {
-    let err = refusal(&["--kcore", "/nonexistent/kcore"]);
+    let err = refusal(&["--backend", "kcore", "--kcore", "/nonexistent/kcore"]);
     for n in ["/nonexistent/kcore does not exist", "CONFIG_PROC_KCORE", "dentrylab vm --kernel"] {
         assert!(err.contains(n), "{err} lacks {n:?}");
     }
-    // This machine's own kernel: the same line when it has no /proc/kcore,
-    // from census and from the commands' --census check, before any work.
+    // This machine's own kernel: the same line when it has no /proc/kcore
+    // and the kcore walk is asked for (auto walks by BPF here: tests/census_bpf.rs).
     if !std::path::Path::new("/proc/kcore").exists() {
-        let err = refusal(&[]);
+        let err = refusal(&["--backend", "kcore"]);
         assert!(err.contains("/proc/kcore does not exist"), "{err}");
-        for args in
-            [&["reclaim", "--sizes", "10k", "--census", "--no-save"][..], &["containers", "--count", "1", "--census"]]
-        {
-            let out = bin().args(args).output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-            assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
-            assert!(err.contains("/proc/kcore does not exist"), "{args:?}: {err}");
-        }
     }
 }
 
@@ -85,13 +76,13 @@ fn no_btf_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let kcore = dir.path().join("kcore");
     std::fs::write(&kcore, fake_kcore()).unwrap();
-    let err = refusal(&["--kcore", kcore.to_str().unwrap(), "--btf", "/nonexistent/vmlinux"]);
+    let err = refusal(&["--backend", "kcore", "--kcore", kcore.to_str().unwrap(), "--btf", "/nonexistent/vmlinux"]);
     for n in ["/nonexistent/vmlinux does not exist", "no BTF", "CONFIG_DEBUG_INFO_BTF"] {
         assert!(err.contains(n), "{err} lacks {n:?}");
     }
     // Not an ELF core: one line naming the file.
     std::fs::write(&kcore, b"not a core").unwrap();
-    let err = refusal(&["--kcore", kcore.to_str().unwrap()]);
+    let err = refusal(&["--backend", "kcore", "--kcore", kcore.to_str().unwrap()]);
     assert!(err.contains("ELF"), "{err}");
 }
 
@@ -302,4 +293,30 @@ fn a_guest_containers_run_names_the_directory_its_containers_filled() {
     assert_eq!(c["kind"], "negative", "{c}");
     assert_eq!(c["top_directory"], c["workload_directory"], "{c}");
     assert!(c["workload_directory"].as_str().unwrap().ends_with("/image/tmp"), "{c}");
+}
+
+/// Both backends in the same Debian guest kernel (one boot each, `vm` runs
+/// one command per boot): the same planted tree, every directory found with
+/// the same exact count by the BPF walk and by the kcore walk.
+#[test]
+fn a_guest_census_by_bpf_and_by_kcore_agree_on_every_planted_directory() {
+    let plant = "ext4:negative:20k+ext4:hardlink:5k+ext4:negative:5k:dirs=50";
+    let mut counts = Vec::new();
+    for backend in ["bpf", "kcore"] {
+        let Some((_, row)) = guest_row(&["--accel", "tcg"], &["census", "--backend", backend, "--plant", plant]) else {
+            return;
+        };
+        let r = &row["result"];
+        assert_eq!(r["walk"]["backend"], backend, "{r}");
+        assert_eq!(r["walk"]["buckets_walked"], r["walk"]["buckets_total"], "{r}");
+        let planted = r["planted"].as_array().unwrap();
+        assert!(planted.iter().all(|c| c["ok"] == true), "{backend}: {planted:?}");
+        let c: Vec<(u64, u64)> = planted
+            .iter()
+            .map(|c| (c["found"]["found"].as_u64().unwrap(), c["other"]["found"].as_u64().unwrap()))
+            .collect();
+        counts.push(c);
+    }
+    assert_eq!(counts[0].len(), 52);
+    assert_eq!(counts[0], counts[1], "the two backends disagree");
 }

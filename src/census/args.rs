@@ -10,15 +10,29 @@ pub(crate) const ABOUT: &str = "Where the node's dentries are: every hashed dent
 buckets) counted positive and negative, per filesystem (type, device, mount point) and per parent directory \
 (named by its path), the top K directories by negative and by total children, per filesystem and overall, and \
 what the hash table does not hold (nr_dentry less what was found).\n\n\
-Reads the running kernel's memory read-only through /proc/kcore: dentry_hashtable and d_hash_shift are found in \
-/proc/kallsyms, and the layouts of struct dentry, qstr, hlist_bl_node, super_block and file_system_type in the \
-kernel's own BTF (/sys/kernel/btf/vmlinux): no debug info, no module, no BPF. The walk is racy by nature: every \
-pointer is checked before it is followed, chains are bounded, and what fails is skipped and counted (rejected \
-reads). Needs root, a kernel with /proc/kcore (CONFIG_PROC_KCORE) and BTF, and kernel.kptr_restrict letting root \
-see addresses; each missing piece is one line (exit 1).\n\n\
+Two backends walk the same table and give the same result (--backend; auto picks bpf where the kernel allows \
+it). bpf: a BPF program, loaded from this binary and never attached, walks a range of buckets per run inside \
+the kernel under rcu_read_lock() (BPF_PROG_TEST_RUN of a raw tracepoint program), the way the kernel's own \
+lookups walk it, at most 2^20 steps per run; its offsets are relocated against the kernel's BTF (CO-RE); the \
+table is found from dentries it makes (a fresh dentry's d_hash.pprev is its bucket). Needs root \
+(CAP_BPF and CAP_PERFMON) and BTF. kcore: user space reads the kernel's memory read-only through /proc/kcore, \
+racy by nature: every pointer is checked before it is followed, chains are bounded, and what fails is skipped \
+and counted (rejected reads); needs root, /proc/kcore (CONFIG_PROC_KCORE), BTF and the data symbols of \
+CONFIG_KALLSYMS_ALL. Neither loads a module or writes kernel memory; each missing piece is one line (exit 1).\n\n\
 --sample FRACTION walks that fraction of the buckets: each count is an estimate with its 90% interval. \
 --plant makes directories with known counts in dentrylab's sandbox first and checks what the census found \
 there. The same walk serves 'status --census', 'exporter --census-interval' and the check of 'reclaim --census' and 'containers --census'. See docs/census.md.";
+
+/// Which backend walks the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Choice {
+    /// BPF where the kernel allows it, else /proc/kcore.
+    Auto,
+    /// A BPF program in the kernel, run on demand under RCU.
+    Bpf,
+    /// User space reading /proc/kcore.
+    Kcore,
+}
 
 /// Most directories listed per ranking.
 pub(crate) const MAX_TOP: u32 = 1000;
@@ -55,6 +69,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "churn",
           value_parser = clap::value_parser!(u32).range(1..=MAX_CHURN_THREADS as i64))]
     pub churn_threads: u32,
+    /// Which walk: bpf (a BPF program in the kernel, under RCU), kcore (user space reading /proc/kcore), or
+    /// auto: bpf where the kernel allows it, else kcore. The result says which walked.
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Choice::Auto)]
+    pub backend: Choice,
     /// The kernel memory file to read [default: /proc/kcore].
     #[arg(long, value_name = "FILE", default_value = "/proc/kcore", hide = true)]
     pub kcore: PathBuf,

@@ -1,8 +1,10 @@
-//! `dentrylab census`: where the node's dentries are. Reads the running
-//! kernel's memory read-only through `/proc/kcore` (`probe::kcore`), finds
-//! the dentry hash table through `/proc/kallsyms` (`procfs::kallsyms`),
-//! learns the structures' layouts from the kernel's BTF (`probe::btf`),
-//! walks the table's chains (`probe::census`) and ranks the directories by
+//! `dentrylab census`: where the node's dentries are. Walks the running
+//! kernel's dentry hash table with a BPF program under RCU
+//! (`probe::census_bpf`) or from user space through `/proc/kcore`
+//! (`probe::kcore`, `probe::census`), whichever [`Source::backend`] picks,
+//! finds the table through `/proc/kallsyms` (`procfs::kallsyms`), learns
+//! the structures' layouts from the kernel's BTF (`probe::btf`) and ranks
+//! the directories by
 //! their negative and total children, per filesystem and overall, each
 //! count with its 90% interval on a sampled walk (`analysis::census`).
 //!
@@ -28,11 +30,14 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::census::{Estimate, estimate};
+use crate::probe::bpf_prog::Bpf;
 use crate::probe::btf::Layout;
-use crate::probe::census::{Census, Rejected, Roots, Tally};
+use crate::probe::census::{BpfWalk, Census, Rejected, Roots, Tally, Walker};
+use crate::probe::census_bpf::{self, BpfCensus};
 use crate::probe::kcore::Kcore;
+use crate::procfs::kmsg::Alert;
 use crate::procfs::{ProcRoot, kallsyms, mountinfo};
-pub(crate) use args::Args;
+pub(crate) use args::{Args, Choice};
 pub(crate) use plant::Expected;
 pub(crate) use rank::{DirRow, FsRow};
 
@@ -67,6 +72,9 @@ fn check_layout(src: &Source, tally: &Tally) -> Result<()> {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Walk {
+    /// Which walked: "bpf" or "kcore".
+    #[serde(default = "kcore")]
+    pub backend: String,
     /// "full" or "sample".
     pub mode: String,
     /// Buckets walked ÷ buckets in the table.
@@ -76,9 +84,21 @@ pub(crate) struct Walk {
     pub dentries_walked: u64,
     pub seconds: f64,
     pub dentries_per_second: f64,
+    /// CPU time of the walking thread during the walk (user and system:
+    /// a BPF run counts as system time).
+    #[serde(default)]
+    pub cpu_seconds: f64,
     pub rejected: Rejected,
+    /// Superblocks known: on the kernel's list (kcore), or met by the walk (bpf).
     pub superblocks: u64,
     pub superblocks_rejected: u64,
+    /// The BPF walk's runs: how long one held RCU at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf: Option<BpfWalk>,
+}
+
+fn kcore() -> String {
+    "kcore".into()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -105,6 +125,10 @@ pub(crate) struct CensusResult {
     /// With --churn: the rate asked for and the rate reached during the walk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<ChurnReport>,
+    /// The kernel log during the walk: RCU stalls, soft lockups, hung tasks
+    /// (none is clean), and whether /dev/kmsg could be watched.
+    pub kernel_log_watched: bool,
+    pub kernel_alerts: Vec<Alert>,
 }
 
 /// What `--churn` did.
@@ -140,12 +164,16 @@ const SYMBOLS: [&str; 4] = ["dentry_hashtable", "d_hash_shift", "super_blocks", 
 pub(crate) struct Source {
     pub kcore: PathBuf,
     pub btf: PathBuf,
+    pub backend: Choice,
 }
 
 impl Source {
-    /// `PROC/kcore` and the kernel's own BTF.
+    /// `PROC/kcore` and the kernel's own BTF; either backend for the real
+    /// `/proc`, only kcore for another proc root (the BPF walk reads the
+    /// running kernel, whatever the proc root says).
     pub(crate) fn of(proc: &ProcRoot) -> Source {
-        Source { kcore: proc.path("kcore"), btf: PathBuf::from(BTF) }
+        let backend = if proc.root() == std::path::Path::new("/proc") { Choice::Auto } else { Choice::Kcore };
+        Source { kcore: proc.path("kcore"), btf: PathBuf::from(BTF), backend }
     }
 }
 
@@ -167,10 +195,79 @@ pub(crate) struct Survey {
     pub churn: Option<plant::ChurnSpec>,
 }
 
-/// Checks that the census can run here: the one-line refusals of
-/// [`open_kernel`], before a command spends time on anything else.
+/// Checks that the census can run here: the one-line refusals of the
+/// backend [`open`] picks, before a command spends time on anything else.
 pub(crate) fn available(src: &Source, proc: &ProcRoot) -> Result<()> {
-    open_kernel(src, proc).map(|_| ())
+    if let Opened::Bpf(census, _) = open(src, proc)? {
+        keep(census);
+    }
+    Ok(())
+}
+
+/// A backend ready to walk.
+enum Opened {
+    Kcore(Kcore, Layout, Roots),
+    Bpf(Box<BpfCensus>, Layout),
+}
+
+/// The backend `src.backend` asks for; `auto`: bpf, else kcore, else one
+/// line with both reasons.
+fn open(src: &Source, proc: &ProcRoot) -> Result<Opened> {
+    let kcore = || open_kernel(src, proc).map(|(k, l, r)| Opened::Kcore(k, l, r));
+    match src.backend {
+        Choice::Kcore => kcore(),
+        Choice::Bpf => open_bpf(src, proc),
+        Choice::Auto => open_bpf(src, proc).or_else(|b| {
+            kcore().map_err(|k| anyhow::anyhow!("no census backend can run here: bpf: {b:#}; kcore: {k:#}"))
+        }),
+    }
+}
+
+fn no_btf(btf: &std::path::Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} does not exist: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF), which the census needs to learn \
+         struct dentry's layout; use a kernel built with it (Debian's 6.1 and later are)",
+        btf.display()
+    )
+}
+
+fn addresses_hidden(proc: &ProcRoot) -> anyhow::Error {
+    let k = proc.read_line("sys/kernel/kptr_restrict").unwrap_or_else(|_| "?".into());
+    anyhow::anyhow!(
+        "/proc/kallsyms shows every address as 0: kernel.kptr_restrict is {k}, which hides kernel addresses \
+         from this process; as root, sysctl kernel.kptr_restrict=1 lets root see them (0: everyone)"
+    )
+}
+
+/// The BPF backend's one-line refusals: no BTF, the kernel refusing the
+/// program (its errno), addresses hidden, no symbol to find the table by.
+fn open_bpf(src: &Source, proc: &ProcRoot) -> Result<Opened> {
+    if !src.btf.exists() {
+        return Err(no_btf(&src.btf));
+    }
+    let layout = Layout::load(&src.btf)?;
+    if src.btf == std::path::Path::new(BTF)
+        && let Some(mut loaded) = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        && loaded.reset().is_ok()
+    {
+        return Ok(Opened::Bpf(loaded, layout));
+    }
+    let bpf = Bpf::load(&src.btf)?;
+    let syms = kallsyms::parse(proc.open("kallsyms")?, &census_bpf::SYMBOLS)?;
+    if syms.hidden() {
+        return Err(addresses_hidden(proc));
+    }
+    Ok(Opened::Bpf(Box::new(BpfCensus::open(bpf, layout, &syms)?), layout))
+}
+
+/// The BPF walk last used in this process, kept loaded for the next one
+/// (the exporter's walk every `--census-interval`): loaded once, freed when
+/// the process exits.
+static LOADED: std::sync::Mutex<Option<Box<BpfCensus>>> = std::sync::Mutex::new(None);
+
+/// Keeps `census` loaded for the next walk of this process.
+fn keep(census: Box<BpfCensus>) {
+    *LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(census);
 }
 
 /// The one-line refusals, checked before anything else is done.
@@ -188,20 +285,12 @@ fn open_kernel(a: &Source, proc: &ProcRoot) -> Result<(Kcore, Layout, Roots)> {
         anyhow::anyhow!("{e:#}{}", if root { "" } else { ": the census reads kernel memory and needs root" })
     })?;
     if !a.btf.exists() {
-        bail!(
-            "{} does not exist: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF), which the census needs to learn \
-             struct dentry's layout; use a kernel built with it (Debian's 6.1 and later are)",
-            a.btf.display()
-        );
+        return Err(no_btf(&a.btf));
     }
     let layout = Layout::load(&a.btf)?;
     let syms = kallsyms::parse(proc.open("kallsyms")?, &SYMBOLS)?;
     if syms.hidden() {
-        let k = proc.read_line("sys/kernel/kptr_restrict").unwrap_or_else(|_| "?".into());
-        bail!(
-            "/proc/kallsyms shows every address as 0: kernel.kptr_restrict is {k}, which hides kernel addresses \
-             from this process; as root, sysctl kernel.kptr_restrict=1 lets root see them (0: everyone)"
-        );
+        return Err(addresses_hidden(proc));
     }
     let need = |n: &str| {
         syms.get(n).with_context(|| {
@@ -241,7 +330,7 @@ pub(crate) fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
 
 /// Runs the census (planting first with `--plant`).
 pub(crate) fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult> {
-    let src = Source { kcore: a.kcore.clone(), btf: a.btf.clone() };
+    let src = Source { kcore: a.kcore.clone(), btf: a.btf.clone(), backend: a.backend };
     // The refusals come before any planting.
     available(&src, proc)?;
     let plants = a.plants();
@@ -271,48 +360,83 @@ pub(crate) fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<Censu
 
 /// Walks the chosen blocks, saying after the first 2% how long the rest
 /// will take; the tally and the seconds the walk took.
-fn walk_blocks(census: &Census, chosen: &[u64], say: &dyn Fn(&str)) -> (Tally, f64) {
+fn walk_blocks(census: &mut dyn Walker, chosen: &[u64], say: &dyn Fn(&str)) -> Result<(Tally, f64)> {
     let mut tally = Tally::default();
     let t0 = Instant::now();
     let pilot = (chosen.len() / 50).max(1);
-    for (i, &b) in chosen.iter().enumerate() {
-        census.walk(b * BLOCK, BLOCK, &mut tally);
-        if i + 1 == pilot && chosen.len() > pilot {
+    // Adjacent blocks are one range: the BPF walk takes a range per run.
+    let mut i = 0;
+    while i < chosen.len() {
+        let mut j = i + 1;
+        while j < chosen.len() && chosen[j] == chosen[j - 1] + 1 && j != pilot {
+            j += 1;
+        }
+        census.walk(chosen[i] * BLOCK, (j - i) as u64 * BLOCK, &mut tally)?;
+        i = j;
+        if i == pilot && chosen.len() > pilot {
             let per = t0.elapsed().as_secs_f64() / pilot as f64;
             say(&format!(
-                "census: {} dentries in the first {} blocks; the walk will take about {:.0} s more",
-                tally.walked,
+                "census: the first {} blocks walked; the walk will take about {:.0} s more",
                 pilot,
                 per * (chosen.len() - pilot) as f64
             ));
         }
     }
-    (tally, t0.elapsed().as_secs_f64())
+    census.finish(&mut tally)?;
+    Ok((tally, t0.elapsed().as_secs_f64()))
 }
 
 /// Walks the table (all of it, or a sample) and ranks what it found. The
 /// superblocks are read after everything `survey.expected` names exists.
 pub(crate) fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dyn Fn(&str)) -> Result<CensusResult> {
-    let (kcore, layout, roots) = open_kernel(src, proc)?;
-    let census = Census::open(&kcore, layout, roots)?;
+    match open(src, proc)? {
+        Opened::Kcore(kcore, layout, roots) => {
+            let mut census = Census::open(&kcore, layout, roots)?;
+            survey_with(&mut census, layout, src, proc, survey, say)
+        }
+        Opened::Bpf(mut census, layout) => {
+            let r = survey_with(&mut *census, layout, src, proc, survey, say);
+            keep(census);
+            r
+        }
+    }
+}
+
+fn survey_with(
+    census: &mut dyn Walker,
+    layout: Layout,
+    src: &Source,
+    proc: &ProcRoot,
+    survey: &Survey,
+    say: &dyn Fn(&str),
+) -> Result<CensusResult> {
     let churn = survey.churn.as_ref().map(plant::Churn::start);
-    let nblocks = census.buckets.div_ceil(BLOCK);
+    let nblocks = census.buckets().div_ceil(BLOCK);
     let seed =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
     let chosen = blocks(nblocks, survey.fraction, seed);
     say(&format!(
-        "census: {} of {} hash buckets ({}), {} superblocks",
+        "census ({}): {} of {} hash buckets ({}), {} superblocks known before the walk",
+        census.backend().name(),
         chosen.len() as u64 * BLOCK,
-        census.buckets,
+        census.buckets(),
         if survey.fraction >= 1.0 {
             "full walk".to_string()
         } else {
             format!("a {:.3}% sample", survey.fraction * 100.0)
         },
-        census.superblocks.len()
+        census.superblocks().len()
     ));
     let ops0 = churn.as_ref().map(plant::Churn::operations);
-    let (tally, seconds) = walk_blocks(&census, &chosen, say);
+    let kmsg = crate::probe::kmsg::KmsgWatch::start(None);
+    let t0 = crate::sys::monotonic_ns();
+    let cpu0 = crate::sys::thread_cpu_times();
+    let walked = walk_blocks(census, &chosen, say);
+    let cpu1 = crate::sys::thread_cpu_times();
+    let cpu_seconds = ((cpu1.0 + cpu1.1).saturating_sub(cpu0.0 + cpu0.1)).as_secs_f64();
+    let (kernel_alerts, _) = kmsg.take_between(t0, crate::sys::monotonic_ns());
+    let kernel_log_watched = kmsg.unavailable.is_none();
+    let (tally, seconds) = walked?;
     check_layout(src, &tally)?;
     let churn = churn.map(|c| {
         let during = c.operations() - ops0.unwrap_or(0);
@@ -328,7 +452,7 @@ pub(crate) fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dy
             per_cpu_second: s.operations as f64 / s.cpu_seconds.max(1e-9),
         }
     });
-    let fraction = (tally.buckets as f64 / census.buckets as f64).min(1.0);
+    let fraction = (tally.buckets as f64 / census.buckets() as f64).min(1.0);
     let nr_dentry = proc.dentry_state().map(|d| d.nr_dentry).unwrap_or(0);
     let mounts = mountinfo::parse(proc.open("self/mountinfo")?)?;
     let found: u64 = tally.by_parent.values().map(|c| c[0] + c[1]).sum();
@@ -337,23 +461,26 @@ pub(crate) fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dy
     // exact).
     let hashed = estimate(found, fraction).with_rejected(tally.rejected.total() + tally.rejected.left_out, fraction);
     let mut paths = HashMap::new();
-    let ranked = rank::rank(&census, &tally, &mounts, fraction, survey.top, survey.fs.as_deref(), &mut paths);
-    let checks = rank::check(&census, &tally, &mounts, fraction, &survey.expected, &mut paths);
+    let ranked = rank::rank(census, &tally, &mounts, fraction, survey.top, survey.fs.as_deref(), &mut paths);
+    let checks = rank::check(census, &tally, &mounts, fraction, &survey.expected, &mut paths);
     Ok(CensusResult {
         header: crate::result::Header::new("census"),
         kernel: proc.read_line("sys/kernel/osrelease").unwrap_or_default(),
         layout,
         walk: Walk {
+            backend: census.backend().name().into(),
             mode: if fraction >= 1.0 { "full" } else { "sample" }.into(),
             fraction,
-            buckets_total: census.buckets,
+            buckets_total: census.buckets(),
             buckets_walked: tally.buckets,
             dentries_walked: tally.walked,
             seconds,
             dentries_per_second: tally.walked as f64 / seconds.max(1e-9),
+            cpu_seconds,
             rejected: tally.rejected,
-            superblocks: census.superblocks.len() as u64,
-            superblocks_rejected: census.superblocks_rejected,
+            superblocks: census.superblocks().len() as u64,
+            superblocks_rejected: census.superblocks_rejected(),
+            bpf: census.details(),
         },
         nr_dentry,
         hashed,
@@ -364,6 +491,8 @@ pub(crate) fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dy
         planted: checks,
         churn_operations: churn.as_ref().map(|c| c.operations),
         churn,
+        kernel_log_watched,
+        kernel_alerts,
     })
 }
 
@@ -398,7 +527,7 @@ mod tests {
         .unwrap();
         let (k, b) = (root.join("kcore"), root.join("btf"));
         let t = T::parse_from(["census", "--kcore", k.to_str().unwrap(), "--btf", b.to_str().unwrap()]);
-        let src = Source { kcore: t.a.kcore, btf: t.a.btf };
+        let src = Source { kcore: t.a.kcore, btf: t.a.btf, backend: Choice::Kcore };
         let e = open_kernel(&src, &ProcRoot::new(root.join("proc"))).err().expect("refused");
         format!("{e:#}")
     }

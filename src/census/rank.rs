@@ -11,10 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::plant::{Check, Expected};
 use crate::analysis::census::{Estimate, estimate};
-use crate::probe::census::{Census, Superblock, Tally};
+use crate::probe::census::{PathCache, Superblock, Tally, Walker};
 use crate::procfs::mountinfo::Mount;
 
-type PathCache = HashMap<u64, Option<(String, u64)>>;
 /// A directory: (superblock, dentry) and its [positive, negative] children.
 type DirCount = ((u64, u64), [u64; 2]);
 
@@ -59,7 +58,7 @@ fn mount_of<'m>(sb: &Superblock, mounts: &'m [Mount]) -> Option<&'m Mount> {
 
 /// A directory's path as this process sees it.
 pub(crate) fn display_path(
-    census: &Census,
+    census: &dyn Walker,
     sb: &Superblock,
     dir: u64,
     mounts: &[Mount],
@@ -83,8 +82,8 @@ pub(crate) fn display_path(
     }
 }
 
-fn row(census: &Census, key: (u64, u64), c: [u64; 2], f: f64, mounts: &[Mount], cache: &mut PathCache) -> DirRow {
-    let sb = &census.superblocks[&key.0];
+fn row(census: &dyn Walker, key: (u64, u64), c: [u64; 2], f: f64, mounts: &[Mount], cache: &mut PathCache) -> DirRow {
+    let sb = &census.superblocks()[&key.0];
     DirRow {
         path: display_path(census, sb, key.1, mounts, cache),
         fs_type: sb.fs_type.clone(),
@@ -98,7 +97,7 @@ fn row(census: &Census, key: (u64, u64), c: [u64; 2], f: f64, mounts: &[Mount], 
 /// Filesystems (by total, with their top directories), the top
 /// directories by negative children and by total children.
 pub(crate) fn rank(
-    census: &Census,
+    census: &dyn Walker,
     tally: &Tally,
     mounts: &[Mount],
     f: f64,
@@ -106,7 +105,7 @@ pub(crate) fn rank(
     fs: Option<&str>,
     cache: &mut PathCache,
 ) -> (Vec<FsRow>, Vec<DirRow>, Vec<DirRow>) {
-    let keep = |sb: u64| fs.is_none_or(|t| census.superblocks.get(&sb).is_some_and(|s| s.fs_type == t));
+    let keep = |sb: u64| fs.is_none_or(|t| census.superblocks().get(&sb).is_some_and(|s| s.fs_type == t));
     let mut dirs: Vec<DirCount> = tally.by_parent.iter().filter(|(k, _)| keep(k.0)).map(|(k, v)| (*k, *v)).collect();
     // Ties broken by address only to make the order stable.
     dirs.sort_by_key(|(k, c)| (std::cmp::Reverse(c[0] + c[1]), *k));
@@ -125,7 +124,7 @@ pub(crate) fn rank(
     let mut fss: Vec<FsRow> = per_sb
         .into_iter()
         .map(|(sb, (c, ds))| {
-            let s = &census.superblocks[&sb];
+            let s = &census.superblocks()[&sb];
             FsRow {
                 fs_type: s.fs_type.clone(),
                 dev: dev_string(s.dev),
@@ -151,7 +150,7 @@ fn mount_holding<'m>(path: &Path, mounts: &'m [Mount]) -> Option<&'m Mount> {
 /// For each expected directory (planted, or a workload's), what the census
 /// found there.
 pub(crate) fn check(
-    census: &Census,
+    census: &dyn Walker,
     tally: &Tally,
     mounts: &[Mount],
     f: f64,
@@ -165,7 +164,7 @@ pub(crate) fn check(
         // Every directory of that filesystem, by its path.
         let mut by_path: HashMap<String, [u64; 2]> = HashMap::new();
         for (k, c) in &tally.by_parent {
-            let Some(sb) = census.superblocks.get(&k.0) else { continue };
+            let Some(sb) = census.superblocks().get(&k.0) else { continue };
             if Some(sb.dev) == dev {
                 by_path.insert(display_path(census, sb, k.1, mounts, cache), *c);
             }

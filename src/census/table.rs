@@ -44,20 +44,51 @@ fn dirs(out: &mut String, title: &str, rows: &[DirRow], exact: bool) {
     }
 }
 
+/// The BPF runs and the kernel log during the walk.
+fn walk_notes(out: &mut String, r: &CensusResult) {
+    let w = &r.walk;
+    if let Some(b) = &w.bpf {
+        let _ = writeln!(
+            out,
+            "bpf: {} runs under RCU, at most {} steps each (bound {}), the longest {:.1} ms; {} map drains, {} unrecorded; table found by {}",
+            b.runs,
+            b.max_steps_per_run,
+            b.steps_bound,
+            b.longest_run_seconds * 1e3,
+            b.drains,
+            b.unrecorded,
+            b.located
+        );
+    }
+    let _ = writeln!(
+        out,
+        "kernel log during the walk: {}",
+        if !r.kernel_log_watched {
+            "not watched (/dev/kmsg unreadable)".to_string()
+        } else if r.kernel_alerts.is_empty() {
+            "clean (no RCU stall, soft lockup or hung task)".to_string()
+        } else {
+            r.kernel_alerts.iter().map(|a| a.message.clone()).collect::<Vec<_>>().join("; ")
+        }
+    );
+}
+
 pub(crate) fn text(r: &CensusResult) -> String {
     let w = &r.walk;
     let exact = w.mode == "full";
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "census of {} ({}): {} of {} hash buckets, {} dentries in {:.2} s ({:.0} dentries/s)",
+        "census of {} ({}, walked by {}): {} of {} hash buckets, {} dentries in {:.2} s ({:.0} dentries/s, {:.2} s of CPU)",
         r.kernel,
         if exact { "full walk".to_string() } else { format!("{:.3}% sample", w.fraction * 100.0) },
+        w.backend,
         w.buckets_walked,
         w.buckets_total,
         w.dentries_walked,
         w.seconds,
-        w.dentries_per_second
+        w.dentries_per_second,
+        w.cpu_seconds
     );
     let rj = &w.rejected;
     let _ = writeln!(
@@ -74,6 +105,7 @@ pub(crate) fn text(r: &CensusResult) -> String {
         w.superblocks,
         w.superblocks_rejected
     );
+    walk_notes(&mut out, r);
     let _ = writeln!(
         out,
         "hashed dentries: {}; nr_dentry {}; not on a hash chain (or changed during the walk): {:.0}{}",

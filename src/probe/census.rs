@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::btf::Layout;
 use super::kcore::{Kcore, ReadError};
+use super::memory::Memory;
 
 /// Longest chain followed. A kernel's chains hold a few dentries (the
 /// table has about one bucket per dentry of memory's worth); a longer one
@@ -99,7 +100,7 @@ impl Rejected {
             + self.wrong_bucket
     }
 
-    fn add(&mut self, o: &Rejected) {
+    pub(crate) fn add(&mut self, o: &Rejected) {
         self.bad_pointer += o.bad_pointer;
         self.unreadable += o.unreadable;
         self.unknown_superblock += o.unknown_superblock;
@@ -215,18 +216,6 @@ impl<'k> Census<'k> {
         p.is_multiple_of(8) && p >= self.direct_map.0 && p < self.direct_map.1
     }
 
-    fn read_cstr(&self, addr: u64, max: usize) -> Option<String> {
-        let mut buf = vec![0u8; max];
-        // A string may end near the end of a mapping: read less then.
-        let mut n = max;
-        while n > 0 && self.kcore.read(addr, &mut buf[..n]).is_err() {
-            n /= 2;
-        }
-        let s = &buf[..n];
-        let end = s.iter().position(|&b| b == 0)?;
-        Some(String::from_utf8_lossy(&s[..end]).into_owned())
-    }
-
     fn read_superblocks(&mut self, head: u64) -> anyhow::Result<()> {
         let l = self.layout;
         let mut next = self.kcore.read_u64(head).map_err(|e| anyhow::anyhow!("cannot read super_blocks ({e:?})"))?;
@@ -237,26 +226,11 @@ impl<'k> Census<'k> {
                 break;
             }
             let sb = next - l.s_list;
-            let mut id = vec![0u8; l.s_id_len as usize];
-            let fields = (
-                self.kcore.read_u32(sb + l.s_dev),
-                self.kcore.read_u64(sb + l.s_type),
-                self.kcore.read(sb + l.s_id, &mut id),
-                self.kcore.read_u64(next),
-            );
-            let (Ok(dev), Ok(ty), Ok(()), Ok(n)) = fields else {
+            let (Some(s), Ok(n)) = (superblock_at(self.kcore, &l, sb), self.kcore.read_u64(next)) else {
                 self.superblocks_rejected += 1;
                 break;
             };
-            let fs_type = self
-                .kcore
-                .read_u64(ty + l.fs_name)
-                .ok()
-                .and_then(|p| self.read_cstr(p, 64))
-                .unwrap_or_else(|| "?".into());
-            let end = id.iter().position(|&b| b == 0).unwrap_or(id.len());
-            let id = String::from_utf8_lossy(&id[..end]).into_owned();
-            self.superblocks.insert(sb, Superblock { addr: sb, dev, fs_type, id });
+            self.superblocks.insert(sb, s);
             next = n;
         }
         Ok(())
@@ -356,40 +330,149 @@ impl<'k> Census<'k> {
         Read::Whole
     }
 
-    /// The path of directory `d` from its superblock's root, rebuilt from
-    /// `d_parent` and `d_name`; `None` when a read fails, the chain leaves
-    /// the superblock or is deeper than MAX_DEPTH.
-    pub(crate) fn path(&self, sb: u64, mut d: u64, cache: &mut HashMap<u64, Option<(String, u64)>>) -> Option<String> {
-        let l = self.layout;
-        let mut parts = Vec::new();
-        for _ in 0..MAX_DEPTH {
-            let entry = cache.entry(d).or_insert_with(|| {
-                if !self.valid(d) {
-                    return None;
-                }
-                let mut buf = vec![0u8; l.dentry_read_len() as usize];
-                self.kcore.read(d, &mut buf).ok()?;
-                let g = |o: u64| u64::from_le_bytes(buf[o as usize..o as usize + 8].try_into().unwrap());
-                if g(l.d_sb) != sb {
-                    return None;
-                }
-                let len = u32::from_le_bytes(buf[(l.d_name + l.qstr_len) as usize..][..4].try_into().unwrap());
-                if len > NAME_MAX {
-                    return None;
-                }
-                let mut name = vec![0u8; len as usize];
-                self.kcore.read(g(l.d_name + l.qstr_name), &mut name).ok()?;
-                Some((String::from_utf8_lossy(&name).into_owned(), g(l.d_parent)))
-            });
-            let (name, parent) = entry.clone()?;
-            if parent == d {
-                parts.reverse();
-                return Some(format!("/{}", parts.join("/")));
+    /// The path of directory `d` from its superblock's root ([`path_of`]).
+    pub(crate) fn path(&self, sb: u64, d: u64, cache: &mut PathCache) -> Option<String> {
+        path_of(self.kcore, &self.layout, &|p| self.valid(p), sb, d, cache)
+    }
+}
+
+/// Directory names already read: dentry → (name, parent), `None` when unreadable.
+pub(crate) type PathCache = HashMap<u64, Option<(String, u64)>>;
+
+/// The superblock at `sb`: its `s_dev`, its type's name and `s_id`;
+/// `None` when a field cannot be read.
+pub(crate) fn superblock_at(mem: &dyn Memory, l: &Layout, sb: u64) -> Option<Superblock> {
+    let mut id = vec![0u8; l.s_id_len as usize];
+    let dev = mem.read_u32(sb + l.s_dev).ok()?;
+    let ty = mem.read_u64(sb + l.s_type).ok()?;
+    mem.read(sb + l.s_id, &mut id).ok()?;
+    let fs_type = mem.read_u64(ty + l.fs_name).ok().and_then(|p| mem.read_cstr(p, 64)).unwrap_or_else(|| "?".into());
+    let end = id.iter().position(|&b| b == 0).unwrap_or(id.len());
+    let id = String::from_utf8_lossy(&id[..end]).into_owned();
+    Some(Superblock { addr: sb, dev, fs_type, id })
+}
+
+/// The path of directory `d` from its superblock's root, rebuilt from
+/// `d_parent` and `d_name`; `None` when a read fails, the chain leaves
+/// the superblock or is deeper than MAX_DEPTH. `valid`: a pointer that may
+/// be followed.
+pub(crate) fn path_of(
+    mem: &dyn Memory,
+    l: &Layout,
+    valid: &dyn Fn(u64) -> bool,
+    sb: u64,
+    mut d: u64,
+    cache: &mut PathCache,
+) -> Option<String> {
+    let mut parts = Vec::new();
+    for _ in 0..MAX_DEPTH {
+        let entry = cache.entry(d).or_insert_with(|| {
+            if !valid(d) {
+                return None;
             }
-            parts.push(name);
-            d = parent;
+            let mut buf = vec![0u8; l.dentry_read_len() as usize];
+            mem.read(d, &mut buf).ok()?;
+            let g = |o: u64| u64::from_le_bytes(buf[o as usize..o as usize + 8].try_into().unwrap());
+            if g(l.d_sb) != sb {
+                return None;
+            }
+            let len = u32::from_le_bytes(buf[(l.d_name + l.qstr_len) as usize..][..4].try_into().unwrap());
+            if len > NAME_MAX {
+                return None;
+            }
+            let mut name = vec![0u8; len as usize];
+            mem.read(g(l.d_name + l.qstr_name), &mut name).ok()?;
+            Some((String::from_utf8_lossy(&name).into_owned(), g(l.d_parent)))
+        });
+        let (name, parent) = entry.clone()?;
+        if parent == d {
+            parts.reverse();
+            return Some(format!("/{}", parts.join("/")));
         }
+        parts.push(name);
+        d = parent;
+    }
+    None
+}
+
+/// What the BPF walk did, beside the counts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub(crate) struct BpfWalk {
+    /// How the table was found: "runtime_const" (the patched instructions) or "kallsyms" (the data symbols).
+    pub located: String,
+    /// Runs of the walk program, and the most steps one took (of at most `steps_bound`).
+    pub runs: u64,
+    pub max_steps_per_run: u64,
+    pub steps_bound: u64,
+    /// The longest run as this process timed it (the system call around it): how long RCU was held at most.
+    pub longest_run_seconds: f64,
+    /// Times the `dirs` map was drained into user space (the last one at the end).
+    pub drains: u64,
+    /// Dentries not counted because the map refused an entry.
+    pub unrecorded: u64,
+}
+
+/// Which way the table was walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Backend {
+    /// A BPF program in the kernel, under RCU (`census_bpf`).
+    Bpf,
+    /// User space reading `/proc/kcore`.
+    Kcore,
+}
+
+impl Backend {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Backend::Bpf => "bpf",
+            Backend::Kcore => "kcore",
+        }
+    }
+}
+
+/// A walk of the table, whichever backend reads it: what ranking and
+/// naming need.
+pub(crate) trait Walker {
+    fn backend(&self) -> Backend;
+    fn buckets(&self) -> u64;
+    /// Walks buckets `[first, first + count)` into `tally` (a backend may
+    /// hold counts back until [`Walker::finish`]).
+    fn walk(&mut self, first: u64, count: u64, tally: &mut Tally) -> anyhow::Result<()>;
+    /// After the last walk: adds what was held back, and learns the
+    /// superblocks the walk met if it did not know them before.
+    fn finish(&mut self, tally: &mut Tally) -> anyhow::Result<()>;
+    fn superblocks(&self) -> &HashMap<u64, Superblock>;
+    fn superblocks_rejected(&self) -> u64;
+    fn path(&self, sb: u64, d: u64, cache: &mut PathCache) -> Option<String>;
+    /// The backend's own account of the walk (the BPF runs), if any.
+    fn details(&self) -> Option<BpfWalk> {
         None
+    }
+}
+
+impl Walker for Census<'_> {
+    fn backend(&self) -> Backend {
+        Backend::Kcore
+    }
+    fn buckets(&self) -> u64 {
+        self.buckets
+    }
+    fn walk(&mut self, first: u64, count: u64, tally: &mut Tally) -> anyhow::Result<()> {
+        Census::walk(self, first, count, tally);
+        Ok(())
+    }
+    fn finish(&mut self, _: &mut Tally) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn superblocks(&self) -> &HashMap<u64, Superblock> {
+        &self.superblocks
+    }
+    fn superblocks_rejected(&self) -> u64 {
+        self.superblocks_rejected
+    }
+    fn path(&self, sb: u64, d: u64, cache: &mut PathCache) -> Option<String> {
+        Census::path(self, sb, d, cache)
     }
 }
 

@@ -85,8 +85,9 @@ pub(crate) fn text(c: &NodeCensus) -> String {
     let exact = w.mode == "full";
     let _ = writeln!(
         s,
-        "\ncensus ({}): {} dentries walked in {:.2} s, {} rejected reads; counts {}",
+        "\ncensus ({}, {}): {} dentries walked in {:.2} s, {} rejected reads; counts {}",
         if exact { "full walk".to_string() } else { format!("{:.3}% sample of the hash buckets", w.fraction * 100.0) },
+        w.backend,
         w.dentries_walked,
         w.seconds,
         w.rejected.total(),
@@ -148,7 +149,11 @@ mod tests {
         let t = text(&c);
         assert!(t.contains("full walk") && t.contains("1 rejected reads") && t.contains("/mnt/t/a"), "{t}");
         // Half the buckets: estimates with their interval.
-        let source = crate::census::Source { kcore: dir.path().join("kcore"), btf: dir.path().join("btf") };
+        let source = crate::census::Source {
+            kcore: dir.path().join("kcore"),
+            btf: dir.path().join("btf"),
+            backend: crate::census::Choice::Kcore,
+        };
         let c = collect(&Options { source, fraction: 0.5, top: 1 }, &proc);
         let w = c.walk.as_ref().unwrap();
         assert_eq!((w.mode.as_str(), w.fraction), ("sample", 0.5));

@@ -1,0 +1,200 @@
+//! `census --backend bpf` on this host's own kernel: planted directories
+//! found with their exact counts by the walk inside the kernel (beside a
+//! churn of creates and unlinks, the kernel log clean), a sample's
+//! intervals holding their counts, the refusal as nobody (one line, the
+//! kernel's errno), and a SIGKILL leaving no program or map of ours loaded.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, has, is_root, kernel_lock, run_json};
+
+/// A BPF census needs root, BTF, the BPF system call and the symbols the
+/// table is found by; a plant needs mkfs.ext4.
+macro_rules! require_bpf_census {
+    () => {
+        require!(is_root(), "needs root to load BPF programs and to mount");
+        require!(std::path::Path::new("/sys/kernel/btf/vmlinux").exists(), "needs a kernel with BTF");
+        require!(has("mkfs.ext4"), "needs mkfs.ext4 (see .ci/run for its package)");
+    };
+}
+
+fn planted(r: &serde_json::Value) -> &Vec<serde_json::Value> {
+    r["planted"].as_array().unwrap()
+}
+
+#[test]
+fn a_bpf_census_finds_every_planted_directory_with_its_exact_count() {
+    require_bpf_census!();
+    let _k = kernel_lock();
+    // The churn goes to the first planted filesystem (tmpfs: an unlink frees
+    // its dentry), so dentries are freed under the walk.
+    let plant = "tmpfs:hardlink:2k+ext4:negative:20k+ext4:hardlink:5k+ext4:negative:5k:dirs=50";
+    let r = run_json(&["census", "--backend", "bpf", "--top", "5", "--plant", plant, "--churn", "20k"]);
+    let w = &r["walk"];
+    assert_eq!(w["backend"], "bpf", "{w}");
+    assert_eq!(w["mode"], "full", "{w}");
+    assert_eq!(w["buckets_walked"], w["buckets_total"], "{w}");
+    // 1 + 1 + 1 + 50 planted directories, each found with its exact count.
+    let p = planted(&r);
+    assert_eq!(p.len(), 53, "{r}");
+    let bad: Vec<_> = p.iter().filter(|c| c["ok"] != true).collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    let found = |c: &serde_json::Value| c["found"]["found"].as_u64().unwrap();
+    assert_eq!((found(&p[0]), found(&p[1]), found(&p[2])), (2_000, 20_000, 5_000), "{r}");
+    assert!(p[3..].iter().all(|c| found(c) == 100 && c["other"]["found"] == 0), "{r}");
+    // Named by path under the sandbox's mount point; the ranking's first
+    // directory holds at least the 20k planted negatives.
+    assert!(p[1]["path"].as_str().unwrap().starts_with('/'), "{r}");
+    assert!(r["top_negative"][0]["negative"]["found"].as_u64().unwrap() >= 20_000, "{r}");
+    // Every run stayed inside its step bound; the map never refused an entry.
+    let b = &w["bpf"];
+    assert!(b["runs"].as_u64().unwrap() >= 1, "{b}");
+    assert!(b["max_steps_per_run"].as_u64().unwrap() <= b["steps_bound"].as_u64().unwrap(), "{b}");
+    assert_eq!(b["unrecorded"], 0, "{b}");
+    assert_eq!(b["located"], "fresh_dentries", "{b}");
+    // The churn ran beside the walk, and the kernel logged no RCU stall,
+    // soft lockup or hung task while it walked (on a machine running only
+    // the tests: a lockup another job causes then fails this too).
+    assert!(r["churn"]["during_walk"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["kernel_log_watched"], true, "{r}");
+    assert_eq!(r["kernel_alerts"].as_array().unwrap().len(), 0, "{r}");
+}
+
+#[test]
+fn a_bpf_sample_holds_the_planted_counts_in_its_intervals() {
+    require_bpf_census!();
+    let _k = kernel_lock();
+    let r = run_json(&["census", "--backend", "bpf", "--sample", "25%", "--plant", "ext4:negative:40k"]);
+    let w = &r["walk"];
+    assert_eq!((w["backend"].as_str(), w["mode"].as_str()), (Some("bpf"), Some("sample")), "{w}");
+    let frac = w["fraction"].as_f64().unwrap();
+    assert!(frac > 0.2 && frac < 0.3, "{w}");
+    let c = &planted(&r)[0];
+    let (lo, hi) = (c["found"]["low"].as_f64().unwrap(), c["found"]["high"].as_f64().unwrap());
+    assert!(lo < 40_000.0 && 40_000.0 < hi, "the 90% interval misses 40,000 (1 run in 10 may): {c}");
+}
+
+#[test]
+fn as_nobody_the_bpf_census_is_one_line_with_the_kernels_errno() {
+    require!(is_root(), "needs root to switch to nobody with setpriv");
+    require!(has("setpriv"), "needs setpriv (see .ci/run for its package)");
+    for backend in ["bpf", "auto"] {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_dentrylab")])
+            .args(["census", "--backend", backend])
+            .output()
+            .expect("setpriv (util-linux) runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{backend}: {err}");
+        assert_eq!(err.lines().count(), 1, "{backend}: one line: {err}");
+        assert!(o.stdout.is_empty(), "{backend}");
+        for n in ["refused the census's BPF program", "Operation not permitted", "unprivileged_bpf_disabled"] {
+            assert!(err.contains(n), "{backend}: {err} lacks {n:?}");
+        }
+    }
+}
+
+#[test]
+fn bad_backend_is_one_line_and_exit_2() {
+    common::usage_error("census", &["--backend", "ebpf"], &["--backend", "ebpf"]);
+}
+
+/// The BPF objects (`prog_id:` and `map_id:` of its fdinfo) process `pid` holds.
+fn bpf_ids(pid: u32) -> Vec<(&'static str, u64)> {
+    let mut ids = Vec::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return ids };
+    for e in dir.flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        for l in text.lines() {
+            for (key, kind) in [("prog_id:", "prog"), ("map_id:", "map")] {
+                if let Some(v) = l.strip_prefix(key) {
+                    ids.push((kind, v.trim().parse().unwrap()));
+                }
+            }
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Whether the kernel still has BPF object `kind` `id` (bpftool finds it).
+fn loaded(kind: &str, id: u64) -> bool {
+    Command::new("bpftool")
+        .args([kind, "show", "id", &id.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("bpftool runs")
+        .success()
+}
+
+#[test]
+fn a_sigkill_leaves_no_program_or_map_of_ours_loaded() {
+    require_bpf_census!();
+    require!(has("bpftool"), "needs bpftool (see .ci/run for its package)");
+    let _k = kernel_lock();
+    // A churn that never lets the walk end soon: the census is killed mid-walk.
+    let mut child = bin()
+        .args(["census", "--backend", "bpf", "--plant", "tmpfs:hardlink:1k", "--churn", "1k"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // "census (bpf): …" comes once the programs are loaded, before the walk.
+    let said = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("census (bpf)"));
+    assert!(said.is_some(), "the census never said it walks by bpf");
+    // Stopped where it stands (mid-walk), so what it holds can be read.
+    let target = nix::unistd::Pid::from_raw(pid as i32);
+    nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let ids = bpf_ids(pid);
+    let progs = ids.iter().filter(|(k, _)| *k == "prog").count();
+    let maps = ids.iter().filter(|(k, _)| *k == "map").count();
+    assert!(progs >= 2 && maps >= 3, "the census holds its 2 programs and 3 maps: {ids:?}");
+    assert!(ids.iter().all(|(k, id)| loaded(k, *id)), "bpftool sees them while it runs: {ids:?}");
+    nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    // Freed once the last descriptor closed (after an RCU grace period).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut left: Vec<_> = ids.clone();
+    while !left.is_empty() && Instant::now() < deadline {
+        left.retain(|(k, id)| loaded(k, *id));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(left.is_empty(), "still loaded after SIGKILL: {left:?}");
+}
+
+#[test]
+fn no_btf_refuses_the_bpf_census_in_one_line() {
+    let o = bin().args(["census", "--backend", "bpf", "--btf", "/nonexistent/vmlinux"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/vmlinux does not exist") && err.contains("CONFIG_DEBUG_INFO_BTF"), "{err}");
+}
+
+/// The node tools pick the same way: `status --census` and the check of
+/// `reclaim --census` walk by BPF on this host.
+#[test]
+fn status_and_reclaim_census_walk_by_bpf_here() {
+    require_bpf_census!();
+    let _k = kernel_lock();
+    let state = tempfile::tempdir().unwrap();
+    let j = run_json(&["status", "--census", "--census-sample", "5%", "--state-dir", state.path().to_str().unwrap()]);
+    assert_eq!(j["census"]["walk"]["backend"], "bpf", "{}", j["census"]);
+    let r = run_json(&["reclaim", "--sizes", "10k", "--reps", "1", "--unobserved-reps", "0", "--census", "--no-save"]);
+    let runs = r["runs"].as_array().unwrap();
+    let checked: Vec<_> = runs.iter().filter(|x| !x["census"].is_null()).collect();
+    assert_eq!(checked.len(), 1, "one repetition checked: {r}");
+    let c = &checked[0]["census"];
+    assert_eq!(c["ok"], true, "{c}");
+    let created = checked[0]["create"]["entries"].as_u64().unwrap();
+    assert_eq!((c["created"].as_u64(), c["found"].as_u64()), (Some(created), Some(created)), "{c}");
+    assert_eq!(c["top_directory"], c["workload_directory"], "{c}");
+}
