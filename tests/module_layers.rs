@@ -477,3 +477,88 @@ fn cycle_finder_finds_a_cycle_and_passes_a_chain() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0].starts_with("src/analysis/: fit -> interval -> run_scatter -> fit"), "{bad:?}");
 }
+
+// ---------------------------------------------------------------------------
+// Between benchmarks: a benchmark (a line of `each_benchmark!` in
+// `src/bench/mod.rs`) uses `bench/common/` (and the shared `layers/`), never
+// another benchmark's folder. And `report/` names no benchmark: each
+// benchmark renders its own results, which `report` reaches through the
+// registry's readers.
+
+/// Edges between benchmarks that remain, each with why; the test fails on
+/// any other, and on one of these once it is gone (so the list shrinks).
+const BENCHMARK_EDGES_LEFT: &[(&str, &str, &str)] = &[(
+    "mitigate",
+    "containers",
+    "mitigate --workload containers drives containers' harness (child.rs, life.rs), not yet in bench/common",
+)];
+
+/// The benchmarks of the registry, from `each_benchmark!`'s `module => Type,` lines.
+fn benchmarks(src: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(src.join("bench/mod.rs")).unwrap();
+    let start = text.find("macro_rules! each_benchmark").expect("each_benchmark! in src/bench/mod.rs");
+    let body = &text[start..];
+    let body = &body[..body.find("};").unwrap_or(body.len())];
+    body.lines()
+        .filter_map(|l| l.trim().strip_suffix(',').and_then(|l| l.split_once("=>")).map(|(m, _)| m.trim().to_string()))
+        .filter(|m| !m.is_empty() && m.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .collect()
+}
+
+/// One line per edge from one benchmark's folder into another's, not in `left`.
+fn benchmark_violations(bench: &Edges, names: &[String], left: &[(&str, &str, &str)]) -> Vec<String> {
+    let mut out = vec![];
+    for ((from, to), files) in bench {
+        if names.contains(from) && names.contains(to) && !left.iter().any(|(f, t, _)| f == from && t == to) {
+            let files = files.iter().cloned().collect::<Vec<_>>().join(", ");
+            out.push(format!("bench/{from} -> bench/{to} in {files}: move what both use into bench/common"));
+        }
+    }
+    for (f, t, why) in left {
+        if !bench.contains_key(&(f.to_string(), t.to_string())) {
+            out.push(format!("{f} -> {t} is gone ({why}): remove it from BENCHMARK_EDGES_LEFT"));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_benchmark_imports_another() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let names = benchmarks(&src);
+    assert!(names.len() >= 8 && names.contains(&"reclaim".to_string()), "benchmarks read from each_benchmark!: {names:?}");
+    let all = folder_edges(&src);
+    let bad = benchmark_violations(&all["bench"], &names, BENCHMARK_EDGES_LEFT);
+    assert!(bad.is_empty(), "benchmark(s) importing another benchmark:\n  {}", bad.join("\n  "));
+}
+
+#[test]
+fn benchmark_checker_names_an_edge() {
+    let mut e = Edges::new();
+    e.entry(("reclaim".into(), "gvisor".into())).or_default().insert("bench/reclaim/victims.rs".into());
+    e.entry(("reclaim".into(), "common".into())).or_default().insert("bench/reclaim/checks.rs".into());
+    let names = ["reclaim".to_string(), "gvisor".to_string()];
+    let bad = benchmark_violations(&e, &names, &[]);
+    assert_eq!(bad, ["bench/reclaim -> bench/gvisor in bench/reclaim/victims.rs: move what both use into bench/common"]);
+    let bad = benchmark_violations(&Edges::new(), &names, &[("reclaim", "gvisor", "why")]);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+}
+
+/// Top-level edges that the layers would allow but the design forbids.
+const FORBIDDEN: &[(&str, &str, &str)] =
+    &[("report", "bench", "each benchmark renders its own results; report reads them through the registry")];
+
+#[test]
+fn report_names_no_benchmark() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let edges = edges(&src);
+    let bad: Vec<String> = FORBIDDEN
+        .iter()
+        .filter_map(|(f, t, why)| {
+            edges.get(&(f.to_string(), t.to_string())).map(|files| {
+                format!("{f} -> {t} in {} ({why})", files.iter().cloned().collect::<Vec<_>>().join(", "))
+            })
+        })
+        .collect();
+    assert!(bad.is_empty(), "forbidden import(s):\n  {}", bad.join("\n  "));
+}

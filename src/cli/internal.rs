@@ -55,7 +55,7 @@ pub(crate) enum Internal {
     ReclaimChild(SpecArg),
     /// Puts a sysctl (watchdog_thresh) back when dentrylab ends, however it ends.
     #[command(name = crate::sys::guardian::SYSCTL_GUARD_COMMAND)]
-    SysctlGuard(bench::reclaim::sysctl_guard::GuardArgs),
+    SysctlGuard(crate::sys::guardian::SysctlGuardArgs),
     /// Removes dentrylab's memory cgroups when dentrylab ends, however it ends.
     #[command(name = crate::sandbox::cgroup::GUARD_COMMAND)]
     CgroupGuard(crate::sandbox::cgroup::GuardArgs),

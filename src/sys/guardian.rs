@@ -128,6 +128,26 @@ impl Drop for Guardian {
     }
 }
 
+/// `__sysctl-guard PATH VALUE`: the guardian [`Guardian::sysctl`] starts,
+/// which puts a sysctl back when dentrylab ends, however it ends (used by
+/// `reclaim --watchdog-check` and `mitigate`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct SysctlGuardArgs {
+    /// The sysctl file to restore.
+    pub path: PathBuf,
+    /// The value to write back.
+    pub value: String,
+}
+
+impl SysctlGuardArgs {
+    /// In the guardian: once dentrylab has ended, write the value back.
+    pub(crate) fn run(&self) -> Result<()> {
+        wait_for_parent_end()?;
+        std::fs::write(&self.path, format!("{}\n", self.value))
+            .with_context(|| format!("guardian: cannot restore {}", self.path.display()))
+    }
+}
+
 /// In the guardian: ignore the signals that end a session, then block
 /// until dentrylab has ended (end-of-file on standard input).
 pub(crate) fn wait_for_parent_end() -> Result<()> {

@@ -22,7 +22,6 @@ pub(crate) mod command;
 pub(crate) mod containers;
 pub(crate) mod knobs;
 pub(crate) mod limits;
-pub mod mariadb;
 pub(crate) mod one;
 pub(crate) mod oom;
 pub(crate) mod render;
@@ -230,7 +229,7 @@ pub(crate) fn validate(opts: &Options) -> Result<()> {
         return usage(format!("--mariadb-option: only for --workload mariadb (not {})", opts.workload.name()));
     }
     if opts.workload == Workload::Mariadb {
-        mariadb::locate()?;
+        crate::bench::common::mariadb::locate()?;
     }
     if opts.workload == Workload::Containers && opts.container_ops > crate::bench::containers::MAX_OPS {
         return usage(format!(

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Options, Sample, Workload};
 use crate::bench::containers::ContainerRun;
-use crate::bench::mitigate::mariadb::{self, Server};
+use crate::bench::common::mariadb::{self, Server};
 use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
 use crate::probe::oom::LogMark;
 use crate::procfs::ProcRoot;

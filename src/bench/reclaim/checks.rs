@@ -168,11 +168,11 @@ fn victims_check(opts: &Options) -> Result<()> {
     }
     if opts.victims.contains(&crate::probe::victims::Victim::Container) {
         // Missing: a usage error naming how to build it.
-        crate::bench::gvisor::runsc::find(None)?;
+        crate::bench::common::runsc::find(None)?;
     }
     if opts.victims.contains(&crate::probe::victims::Victim::Mariadb) {
         // Missing: a usage error naming how to install it.
-        crate::bench::mitigate::mariadb::locate_for("--victims mariadb")?;
+        crate::bench::common::mariadb::locate_for("--victims mariadb")?;
     }
     Ok(())
 }

@@ -39,7 +39,6 @@ pub(crate) mod render;
 mod repetition;
 pub(crate) mod schedule;
 mod sweep;
-pub(crate) mod sysctl_guard;
 pub(crate) mod victim_db;
 pub(crate) mod victims;
 pub(crate) mod watchdog;

@@ -393,22 +393,22 @@ pub(crate) fn start(
 /// cgroups), one container id per call, from sandbox start to exit.
 fn container_run(scratch: std::path::PathBuf) -> anyhow::Result<crate::probe::victims::ContainerRun> {
     use anyhow::Context;
-    let runsc = crate::bench::gvisor::runsc::find(None)?;
+    let runsc = crate::bench::common::runsc::find(None)?;
     let volume = scratch.join("volume");
     std::fs::create_dir_all(&volume).with_context(|| format!("cannot make {}", volume.display()))?;
     let n = std::sync::atomic::AtomicU64::new(0);
     Ok(std::sync::Arc::new(move || {
         let id =
             format!("dentrylab-victim-{}-{}", std::process::id(), n.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        let run = crate::bench::gvisor::runsc::Run {
+        let run = crate::bench::common::runsc::Run {
             runsc: &runsc,
-            dcache: crate::bench::gvisor::runsc::Dcache::PerMount,
+            dcache: crate::bench::common::runsc::Dcache::PerMount,
             scratch: &scratch,
             volume: &volume,
             id,
             extra_flags: &[],
         };
-        crate::bench::gvisor::runsc::run(&run, &["/bin/true".to_string()]).map(|_| ())
+        crate::bench::common::runsc::run(&run, &["/bin/true".to_string()]).map(|_| ())
     }))
 }
 

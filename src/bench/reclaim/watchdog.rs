@@ -14,7 +14,7 @@ use super::{ReclaimResult, Run};
 use crate::analysis::fit;
 use crate::procfs::kmsg::Kind as AlertKind;
 
-pub(crate) use super::lowered::{RCU_STALL_TIMEOUT_MAX, RcuTimeout, guard_main, lower};
+pub(crate) use super::lowered::{RCU_STALL_TIMEOUT_MAX, RcuTimeout, lower};
 
 mod summary;
 
