@@ -39,7 +39,7 @@ pub(crate) enum Internal {
     #[command(name = bench::mitigate::containers::WORKER_COMMAND)]
     MitigateContainers(SpecArg),
     /// One container of 'containers'.
-    #[command(name = bench::containers::child::CHILD_COMMAND)]
+    #[command(name = bench::common::container::child::CHILD_COMMAND)]
     ContainerChild(SpecArg),
     /// The guest's init (PID 1 of the initramfs 'vm' builds).
     #[command(name = bench::vm::init::INIT_COMMAND)]
@@ -73,7 +73,7 @@ impl Internal {
             Internal::ScaleWorker(a) => a.run(),
             Internal::GvisorWorker(a) => bench::gvisor::worker::worker_main(&a.spec),
             Internal::MitigateContainers(a) => bench::mitigate::containers::worker_main(&a.spec),
-            Internal::ContainerChild(a) => bench::containers::child::child_main(&a.spec),
+            Internal::ContainerChild(a) => bench::common::container::child::child_main(&a.spec),
             Internal::VmInit => bench::vm::init::main(),
             Internal::VmGuard { paths } => bench::vm::guard_main(&paths),
             Internal::ReclaimChild(a) => bench::reclaim::child::child_main(&a.spec),

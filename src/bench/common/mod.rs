@@ -11,6 +11,7 @@
 //! them.
 
 pub(crate) mod benchmark;
+pub(crate) mod container;
 pub mod mariadb;
 pub(crate) mod profile;
 pub mod runsc;

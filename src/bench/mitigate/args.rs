@@ -41,7 +41,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "MIX", value_parser = |s: &str| s.parse::<Mix>())]
     pub container_workload: Option<Mix>,
     /// containers: operations per container, as 'containers --ops' (default: 1k; suffixes k, M; 0: the harness alone).
-    #[arg(long, value_parser = crate::bench::containers::parse_op_count, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::bench::common::container::parse_op_count, allow_hyphen_values = true)]
     pub container_ops: Option<u64>,
     /// Filesystem of the workload: ext4 or xfs (tmpfs with --setting memory-limit=… alone).
     #[arg(long, default_value = "ext4", value_parser = |s: &str| s.parse::<FsType>())]

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::bench::containers::ContainerRun;
-use crate::bench::containers::life::{self, Watch};
+use crate::bench::common::container::ContainerRun;
+use crate::bench::common::container::life::{self, Watch};
 use crate::probe::gap::DEFAULT_INTERVAL;
 use crate::procfs::ProcRoot;
 use crate::sys;

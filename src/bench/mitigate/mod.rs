@@ -231,11 +231,11 @@ pub(crate) fn validate(opts: &Options) -> Result<()> {
     if opts.workload == Workload::Mariadb {
         crate::bench::common::mariadb::locate()?;
     }
-    if opts.workload == Workload::Containers && opts.container_ops > crate::bench::containers::MAX_OPS {
+    if opts.workload == Workload::Containers && opts.container_ops > crate::bench::common::container::MAX_OPS {
         return usage(format!(
             "--container-ops {}: at most {} operations per container",
             opts.container_ops,
-            crate::size::human(crate::bench::containers::MAX_OPS)
+            crate::size::human(crate::bench::common::container::MAX_OPS)
         ));
     }
     Ok(())

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{Options, Sample, Workload};
-use crate::bench::containers::ContainerRun;
+use crate::bench::common::container::ContainerRun;
 use crate::bench::common::mariadb::{self, Server};
 use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
 use crate::probe::oom::LogMark;
