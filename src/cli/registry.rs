@@ -54,14 +54,22 @@ macro_rules! registry {
         /// ([`Benchmark::MINIMAL_ARGS`]), in the registry's order.
         pub const MINIMAL_ARGS: &[&[&str]] = &[$(<crate::bench::$module::$bench as Benchmark>::MINIMAL_ARGS,)*];
 
-        /// How `report` reads each benchmark's saved results.
+        /// How `report` reads each benchmark's saved results, in the
+        /// registry's order, then files of their own schema (`vm`'s matrix).
         pub(crate) fn readers() -> Vec<Reader> {
-            vec![$(reader::<crate::bench::$module::$bench>(),)*]
+            vec![$(reader::<crate::bench::$module::$bench>(),)* vm_reader()]
         }
     };
 }
 
 crate::bench::each_benchmark!(registry);
+
+/// How `report` reads a saved `vm` matrix: its own schema (a string, not
+/// a result's version number), rendered by the matrix itself.
+fn vm_reader() -> Reader {
+    use crate::bench::vm::matrix::{MatrixFile, VM_MATRIX_SCHEMA, VM_MATRIX_SCHEMA_PREFIX};
+    Reader::of_schema::<MatrixFile>(VM_MATRIX_SCHEMA, VM_MATRIX_SCHEMA_PREFIX, "matrix", "matrices")
+}
 
 /// The reader of `B`'s results: its renderer, or a refusal naming it.
 fn reader<B: Benchmark>() -> Reader {
@@ -84,7 +92,9 @@ mod tests {
             assert_eq!(super::NAMES.iter().filter(|n| *n == name).count(), 1, "{name} twice");
         }
         let readers = super::readers();
-        assert_eq!(readers.iter().map(|r| r.benchmark).collect::<Vec<_>>(), super::NAMES);
+        let names: Vec<&str> = readers.iter().map(|r| r.benchmark).collect();
+        assert_eq!(names[..super::NAMES.len()], *super::NAMES);
+        assert_eq!(names[super::NAMES.len()..], ["vm"]);
     }
 
     /// Each benchmark's fewest valid arguments parse as its command (the

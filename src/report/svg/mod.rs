@@ -12,17 +12,11 @@
 //! space: a log axis plots log10(v) and gets its own ticks.
 //!
 //! In: figure specs and plain series. Out: SVG text. Imported only by
-//! `report`. Inside, one way: `axis` below `kinds` below `matrix` (the `vm`
-//! matrix chart, drawn from its own file); `figures` re-exports the fit
-//! lines it shares; `flame` on its own.
+//! `report`. Inside, one way: `axis` below `kinds`; `flame` on its own.
 
 mod axis;
-mod figures;
 mod flame;
 mod kinds;
-mod matrix;
-
-pub(crate) use matrix::matrix_longest_gap;
 
 use anyhow::Result;
 use plotters::prelude::*;
