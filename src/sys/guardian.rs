@@ -139,6 +139,14 @@ pub(crate) struct SysctlGuardArgs {
     pub value: String,
 }
 
+/// The sysctl guardian's internal command.
+pub(crate) const SYSCTL_GUARD_ENTRY: super::internal::Entry<SysctlGuardArgs> = super::internal::Entry {
+    name: SYSCTL_GUARD_COMMAND,
+    about: "Puts a sysctl (watchdog_thresh) back when dentrylab ends, however it ends",
+    aliases: &[],
+    run: |a| a.run(),
+};
+
 impl SysctlGuardArgs {
     /// In the guardian: once dentrylab has ended, write the value back.
     pub(crate) fn run(&self) -> Result<()> {

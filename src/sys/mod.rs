@@ -5,6 +5,7 @@
 //! guardian processes. Imports only `error`; imported by any module above.
 
 pub(crate) mod guardian;
+pub(crate) mod internal;
 pub(crate) mod loopdev;
 
 use std::os::fd::BorrowedFd;

@@ -19,6 +19,7 @@ impl Benchmark for Gvisor {
     const LONG_ABOUT: Option<&'static str> = Some(LONG_ABOUT);
     const DISPLAY_ORDER: usize = 6;
     const MINIMAL_ARGS: &'static [&'static str] = &["--runsc", "/bin/true"];
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] = &[&super::worker::WORKER_ENTRY];
 
     const REPORTS: bool = false;
 

@@ -55,6 +55,7 @@ impl Benchmark for Reclaim {
 
     const ABOUT: &'static str = "Sweep sizes: create dentries, reclaim them, time and probe the reclaim, fit, extrapolate, verdict";
     const DISPLAY_ORDER: usize = 0;
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] = &[&super::child::CHILD_ENTRY, &super::fit_waits::FIT_WAITS_ENTRY];
 
     fn plan(a: Self::Args, cx: &Context) -> Result<Plan> {
         let (cpu, control_cpu) = common::choose_cpus(a.reclaim.cpu)?;

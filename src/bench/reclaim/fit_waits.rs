@@ -20,7 +20,18 @@ use crate::analysis::linearity::{self, LinearityTest, Shape};
 use crate::analysis::run_scatter;
 
 /// Its name under `__internal`.
-pub(crate) const FIT_WAITS_COMMAND: &str = "fit-waits";
+pub(crate) const FIT_WAITS_COMMAND: &str = "__fit-waits";
+
+/// Its internal command; it also answers to `fit-waits`, its name before
+/// every internal command took the `__` prefix (deploy/local's script
+/// calls it so).
+pub(crate) const FIT_WAITS_ENTRY: crate::sys::internal::Entry<FitWaitsArgs> = crate::sys::internal::Entry {
+    name: FIT_WAITS_COMMAND,
+    about: "Fits (N, wait) points, JSON on stdin, as 'reclaim --victims' fits its victims' waits, and prints the fit \
+            and the count reaching --deadline (for deploy/local/kubelet-victim.py)",
+    aliases: &["fit-waits"],
+    run: |a| a.run(),
+};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct FitWaitsArgs {

@@ -17,7 +17,7 @@ pub(crate) mod render;
 
 pub(crate) use args::Args;
 pub(crate) use command::Scale;
-pub(crate) use procs::{SCALE_WORKER, WorkerArgs};
+
 
 use std::path::Path;
 use std::sync::Barrier;

@@ -32,6 +32,25 @@ pub(crate) const SCHEMA: &str = "dentrylab.vm-matrix/1";
 /// The hidden subcommand of the guardian that removes a run's temporary
 /// directories when dentrylab ends, however it ends.
 pub(crate) const GUARD_COMMAND: &str = "__vm-guard";
+
+/// `vm`'s internal commands (it is not a benchmark of the registry, so
+/// `cli::registry` adds these to the benchmarks').
+pub(crate) const INTERNAL: &[&dyn crate::sys::internal::InternalCommand] = &[&init::INIT_ENTRY, &GUARD_ENTRY];
+
+/// The arguments of [`GUARD_COMMAND`].
+#[derive(Debug, clap::Args)]
+pub(crate) struct GuardArgs {
+    /// Directories to remove.
+    pub paths: Vec<PathBuf>,
+}
+
+/// The guardian's internal command.
+const GUARD_ENTRY: crate::sys::internal::Entry<GuardArgs> = crate::sys::internal::Entry {
+    name: GUARD_COMMAND,
+    about: "Removes a 'vm' run's temporary directories when dentrylab ends, however it ends",
+    aliases: &[],
+    run: |a| guard_main(&a.paths),
+};
 /// How long a KVM test boot may take before TCG is used instead.
 const KVM_TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
