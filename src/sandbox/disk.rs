@@ -36,7 +36,7 @@ pub(super) fn backing_bytes(fs: FsType, need: &Capacity) -> u64 {
     let want = want.div_ceil(MIB) * MIB;
     match fs {
         FsType::Xfs => want.max(XFS_MIN_BYTES),
-        _ => want,
+        FsType::Tmpfs | FsType::Ext4 => want,
     }
 }
 

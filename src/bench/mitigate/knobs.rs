@@ -133,19 +133,19 @@ impl Knob {
                 }
                 Ok(Value::Bytes(b))
             }
-            _ => {
-                let (lo, hi) = match self {
-                    Knob::VfsCachePressure => (0, MAX_PRESSURE),
-                    Knob::VfsCachePressureDenom => (1, MAX_PRESSURE),
-                    _ => (0, 1),
-                };
-                let v: u64 = s.parse().map_err(|_| format!("{}={s}: not a whole number", self.name()))?;
-                if !(lo..=hi).contains(&v) {
-                    return Err(format!("{}={v}: out of range, use {lo} to {hi}", self.name()));
-                }
-                Ok(Value::Number(v))
-            }
+            Knob::VfsCachePressure => self.number(s, 0, MAX_PRESSURE),
+            Knob::VfsCachePressureDenom => self.number(s, 1, MAX_PRESSURE),
+            Knob::DentryNegative => self.number(s, 0, 1),
         }
+    }
+
+    /// A whole-number value from `lo` to `hi`.
+    fn number(self, s: &str, lo: u64, hi: u64) -> Result<Value, String> {
+        let v: u64 = s.parse().map_err(|_| format!("{}={s}: not a whole number", self.name()))?;
+        if !(lo..=hi).contains(&v) {
+            return Err(format!("{}={v}: out of range, use {lo} to {hi}", self.name()));
+        }
+        Ok(Value::Number(v))
     }
 }
 
