@@ -31,6 +31,8 @@ pub(crate) mod command;
 pub(crate) mod fit_waits;
 pub(crate) mod lowered;
 mod measure;
+#[cfg(test)]
+mod mock_sweep;
 pub(crate) mod methods;
 pub(crate) mod overlay;
 pub(crate) mod placement;
