@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Run;
+use super::repetition::Run;
 use crate::probe::victims::Victim;
 use crate::size::human;
 use crate::stats::median;

@@ -12,7 +12,7 @@ use super::methods::{self, StageSpec};
 use super::placement;
 use super::profile;
 use super::schedule::Slot;
-use super::{Method, Options, Run, fit_count};
+use super::{methods::Method, options::Options, repetition::Run, repetition::fit_count};
 use crate::probe::counters::Counts;
 use crate::probe::gap::GapProbe;
 use crate::probe::kmsg::KmsgWatch;

@@ -9,11 +9,13 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::Value;
 
+use super::analyse::{fit_runs, summarise};
 use super::measure::At;
-use super::methods::mock::{self, Mock};
+use super::methods::Method;
+use super::methods::mock::{self, FREES, Mock, WALKS};
 use super::schedule::Slot;
 use super::sweep::{Executor, run_on};
-use super::{Options, ReclaimResult, Run, fit_count};
+use super::{options::Options, result::ReclaimResult, repetition::Run, repetition::fit_count};
 use crate::procfs::ProcRoot;
 use crate::render::Render;
 use crate::sandbox::Privilege;
@@ -187,4 +189,87 @@ fn shapes_name_what_differs() {
     let mut diff = Vec::new();
     differences("", &shape(&a), &shape(&b), &mut diff);
     assert_eq!(diff, [".b[0].c: \"string\" in the mock's, \"number\" in the real run's", ".d: only in the real run's"]);
+}
+
+// The mock path alone, through its own `Staging`, and the analysis of
+// what it took (these were `methods::mock`'s tests: below the analysis,
+// `methods` may not import it).
+
+fn fixture() -> ReclaimResult {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/reclaim-small.json");
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Three sizes × three repetitions of `path`, each staged, reclaimed
+/// and finished through the path's own `Staging`, on the fixture's
+/// run as a template (its counters and probe are the fixture's).
+fn sweep(path: &'static Mock) -> Vec<Run> {
+    let template = fixture().runs[0].clone();
+    let proc = ProcRoot::new("/proc");
+    let mut runs = Vec::new();
+    for target in [20_000u64, 40_000, 80_000] {
+        for rep in 0..3u32 {
+            let mut staged = path.staged(target, 1.0 + 0.01 * f64::from(rep));
+            let done = staged.reclaim(&proc).unwrap();
+            assert!(staged.reclaim(&proc).is_err(), "a second reclaim must be refused");
+            assert!(!staged.finish().unwrap());
+            let method = path.method();
+            let freed = if method.frees() { target as i64 } else { 0 };
+            let mut r = template.clone();
+            r.target = target;
+            r.rep = rep;
+            r.method = method;
+            r.freed = freed;
+            r.freed_fraction = freed as f64 / target as f64;
+            r.reclaim_seconds = done.took.as_secs_f64();
+            r.reclaim_sys_seconds = done.sys.as_secs_f64();
+            r.ns_per_dentry = r.reclaim_seconds * 1e9 / fit_count(method, freed, target);
+            r.probe.max_gap_seconds = r.reclaim_seconds;
+            r.create.entries = target;
+            runs.push(r);
+        }
+    }
+    runs
+}
+
+#[test]
+fn the_analysis_fits_what_the_path_took() {
+    let runs = sweep(&FREES);
+    let mut opts = fixture().options;
+    opts.methods = vec![FREES.method()];
+    let sizes = summarise(&runs, &[], &[], &opts);
+    assert_eq!(sizes.len(), 3);
+    for s in &sizes {
+        assert_eq!(s.method, FREES.method());
+        assert_eq!(s.reps, 3);
+        // The middle repetition's scale is 1.01.
+        assert!((s.ns_per_dentry.median - 250.0 * 1.01).abs() < 0.01, "{}", s.ns_per_dentry.median);
+        assert!((s.freed_fraction - 1.0).abs() < 1e-12);
+    }
+    let fits = fit_runs(&runs, &[]);
+    let lin = fits.time_linear.expect("a linear time fit");
+    assert!((lin.slope * 1e9 - 250.0 * 1.01).abs() < 1.0, "slope {} ns/dentry", lin.slope * 1e9);
+    let pow = fits.time_power.expect("a power time fit");
+    assert!((pow.exponent - 1.0).abs() < 0.01, "exponent {}", pow.exponent);
+    assert!(!fits.time_unobserved);
+}
+
+#[test]
+fn a_walk_is_counted_at_its_target() {
+    let runs = sweep(&WALKS);
+    assert!(runs.iter().all(|r| r.freed == 0 && r.fit_count() == r.target as f64));
+    let mut opts = fixture().options;
+    opts.methods = vec![WALKS.method()];
+    let sizes = summarise(&runs, &[], &[], &opts);
+    assert!(sizes.iter().all(|s| (s.ns_per_dentry.median - 40.0 * 1.01).abs() < 0.01));
+    let lin = fit_runs(&runs, &[]).time_linear.expect("a linear time fit");
+    assert!((lin.slope * 1e9 - 40.0 * 1.01).abs() < 1.0, "slope {} ns/dentry", lin.slope * 1e9);
+}
+
+#[test]
+fn a_path_outside_the_registry_is_no_method() {
+    assert!("mock".parse::<Method>().is_err());
+    assert_eq!(serde_json::to_string(&FREES.method()).unwrap(), "\"mock\"");
+    assert!(serde_json::from_str::<Method>("\"mock\"").is_err());
+    assert_ne!(FREES.method(), WALKS.method());
 }

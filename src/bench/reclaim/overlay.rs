@@ -9,7 +9,7 @@
 
 use anyhow::{Result, bail};
 
-use super::Options;
+use super::options::Options;
 use super::methods::{Reclaimed, Staged};
 use crate::bench::layers::{self, StackTeardown};
 use crate::error::UsageError;

@@ -15,10 +15,7 @@
 use anyhow::Result;
 
 use super::schedule::{self, Slot};
-use super::{
-    Options, ReclaimResult, Refusal, Run, Unobserved, analyse, auto, checks, fit_runs, measure, placement, profile,
-    victims,
-};
+use super::{options::Options, result::ReclaimResult, result::Refusal, repetition::Run, repetition::Unobserved, analyse, auto, checks, analyse::fit_runs, measure, pinning, profile, victims};
 use crate::env::Environment;
 use crate::probe::kmsg::KmsgWatch;
 use crate::probe::victims::Database;
@@ -101,7 +98,7 @@ pub(super) fn run_on(opts: &Options, proc: &ProcRoot, exec: &mut dyn Executor) -
     let (fits, verdict) =
         per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
-    let pinning_cost = placement::cost(&unobserved, &unpinned);
+    let pinning_cost = pinning::cost(&unobserved, &unpinned);
     let deadlines = victims::deadlines(&environment, proc);
     let victims = victims::analyse(&victim_runs, &sizes, fits.gap_governing(), &deadlines);
     Ok(ReclaimResult {

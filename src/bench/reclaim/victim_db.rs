@@ -11,7 +11,7 @@
 use anyhow::{Context, Result};
 use mysql::prelude::Queryable;
 
-use super::Options;
+use super::options::Options;
 use crate::bench::common::mariadb::{self, Server};
 use crate::probe::victims::{Database, Query, Victim};
 use crate::sandbox::Sandbox;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Method, Run, SizeSummary};
+use super::{methods::Method, repetition::Run, summary::SizeSummary};
 use crate::analysis::interval::SizeValues;
 use crate::analysis::victims::{self, CallStats, Deadline, Incident, WaitFit, Watches};
 use crate::env::Environment;
@@ -25,13 +25,8 @@ use crate::stats::{Spread, median};
 /// How long the victims run before the reclaim: their control.
 pub(crate) const CONTROL_WINDOW: Duration = Duration::from_secs(1);
 
-/// What the victims recorded in one repetition, with the reclaim's window.
-#[derive(Debug, Clone)]
-pub(crate) struct Observed {
-    pub records: Vec<Record>,
-    pub start_ns: u64,
-    pub end_ns: u64,
-}
+/// What the victims recorded in one repetition (a repetition's own record).
+pub(crate) use super::repetition::Observed;
 
 /// One victim in one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -369,7 +364,7 @@ pub(crate) fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
 /// guardian (the handler starts it when that victim is asked for), and the
 /// `mariadb` victim queries `db` (the sweep's server, [`super::victim_db`]).
 pub(crate) fn start(
-    opts: &super::Options,
+    opts: &super::options::Options,
     sandbox: &crate::sandbox::Sandbox,
     db: Option<&crate::probe::victims::Database>,
 ) -> anyhow::Result<crate::probe::victims::Victims> {
