@@ -528,7 +528,10 @@ fn benchmark_violations(bench: &Edges, names: &[String], left: &[(&str, &str, &s
 fn no_benchmark_imports_another() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let names = benchmarks(&src);
-    assert!(names.len() >= 8 && names.contains(&"reclaim".to_string()), "benchmarks read from each_benchmark!: {names:?}");
+    assert!(
+        names.len() >= 8 && names.contains(&"reclaim".to_string()),
+        "benchmarks read from each_benchmark!: {names:?}"
+    );
     let all = folder_edges(&src);
     let bad = benchmark_violations(&all["bench"], &names, BENCHMARK_EDGES_LEFT);
     assert!(bad.is_empty(), "benchmark(s) importing another benchmark:\n  {}", bad.join("\n  "));
@@ -541,7 +544,10 @@ fn benchmark_checker_names_an_edge() {
     e.entry(("reclaim".into(), "common".into())).or_default().insert("bench/reclaim/checks.rs".into());
     let names = ["reclaim".to_string(), "gvisor".to_string()];
     let bad = benchmark_violations(&e, &names, &[]);
-    assert_eq!(bad, ["bench/reclaim -> bench/gvisor in bench/reclaim/victims.rs: move what both use into bench/common"]);
+    assert_eq!(
+        bad,
+        ["bench/reclaim -> bench/gvisor in bench/reclaim/victims.rs: move what both use into bench/common"]
+    );
     let bad = benchmark_violations(&Edges::new(), &names, &[("reclaim", "gvisor", "why")]);
     assert_eq!(bad.len(), 1, "{bad:?}");
 }
@@ -557,9 +563,9 @@ fn report_names_no_benchmark() {
     let bad: Vec<String> = FORBIDDEN
         .iter()
         .filter_map(|(f, t, why)| {
-            edges.get(&(f.to_string(), t.to_string())).map(|files| {
-                format!("{f} -> {t} in {} ({why})", files.iter().cloned().collect::<Vec<_>>().join(", "))
-            })
+            edges
+                .get(&(f.to_string(), t.to_string()))
+                .map(|files| format!("{f} -> {t} in {} ({why})", files.iter().cloned().collect::<Vec<_>>().join(", ")))
         })
         .collect();
     assert!(bad.is_empty(), "forbidden import(s):\n  {}", bad.join("\n  "));
@@ -591,7 +597,9 @@ fn upward_imports(src: &Path, folder: &[&str]) -> BTreeSet<(String, String)> {
         }
         let text = std::fs::read_to_string(f).unwrap();
         for p in paths_in(&text, &me) {
-            if p.len() > folder.len() && p[..folder.len()] == folder[..] && !modules.contains(&p[..=folder.len()].to_vec())
+            if p.len() > folder.len()
+                && p[..folder.len()] == folder[..]
+                && !modules.contains(&p[..=folder.len()].to_vec())
             {
                 out.insert((rel.display().to_string(), p[folder.len()].clone()));
             }

@@ -142,13 +142,15 @@ pub(crate) fn parse(text: &str, source: &str, readers: &[Reader]) -> Result<Load
 fn parse_own(text: &str, schema: &str, readers: &[Reader]) -> std::result::Result<Loaded, String> {
     let owns = || readers.iter().filter_map(|r| r.own.map(|o| (r, o)));
     if let Some((r, o)) = owns().find(|(_, o)| o.schema == schema) {
-        let Some((parse, part)) = r.kind else { return Err(format!("this dentrylab cannot render {schema} files yet")) };
+        let Some((parse, part)) = r.kind else {
+            return Err(format!("this dentrylab cannot render {schema} files yet"));
+        };
         return parse(text).map(|l| Loaded(l, part)).map_err(|e| format!("not a valid {schema} {}: {e}", o.one));
     }
     let version = |s: &str, o: &OwnSchema| s.strip_prefix(o.prefix).and_then(|v| v.parse::<u32>().ok());
-    if let Some((_, o)) = owns().find(|(_, o)| {
-        version(schema, o).is_some_and(|v| version(o.schema, o).is_some_and(|current| v > current))
-    }) {
+    if let Some((_, o)) = owns()
+        .find(|(_, o)| version(schema, o).is_some_and(|v| version(o.schema, o).is_some_and(|current| v > current)))
+    {
         return Err(format!(
             "{} schema {schema:?} is newer than this dentrylab reads ({}): render it with the dentrylab that wrote \
              it, or a newer one",
@@ -156,7 +158,9 @@ fn parse_own(text: &str, schema: &str, readers: &[Reader]) -> std::result::Resul
         ));
     }
     let also: String = owns().map(|(_, o)| format!(" and {} {}", o.schema, o.many)).collect();
-    Err(format!("unknown schema {schema:?} (not a version number): this dentrylab reads results of schema {SCHEMA}{also}"))
+    Err(format!(
+        "unknown schema {schema:?} (not a version number): this dentrylab reads results of schema {SCHEMA}{also}"
+    ))
 }
 
 /// Reads and parses result files.

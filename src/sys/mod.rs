@@ -256,10 +256,7 @@ pub(crate) fn which_or(tool: &str, extra: &[&str]) -> Option<std::path::PathBuf>
 }
 
 /// The first executable file named `tool` in `dirs`, in order.
-pub(crate) fn which_in(
-    tool: &str,
-    dirs: impl IntoIterator<Item = std::path::PathBuf>,
-) -> Option<std::path::PathBuf> {
+pub(crate) fn which_in(tool: &str, dirs: impl IntoIterator<Item = std::path::PathBuf>) -> Option<std::path::PathBuf> {
     dirs.into_iter().map(|d| d.join(tool)).find(|p| is_executable(p))
 }
 

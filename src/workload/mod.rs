@@ -417,7 +417,10 @@ mod tests {
         for &k in <Kind as strum::VariantArray>::VARIANTS {
             assert_eq!(k.name().parse::<Kind>(), Ok(k));
         }
-        assert_eq!("dir".parse::<Kind>().unwrap_err(), "unknown kind \"dir\": use one of hardlink, file, negative, unlinked");
+        assert_eq!(
+            "dir".parse::<Kind>().unwrap_err(),
+            "unknown kind \"dir\": use one of hardlink, file, negative, unlinked"
+        );
     }
 
     #[test]

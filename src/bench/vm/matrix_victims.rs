@@ -6,11 +6,11 @@
 //! waited, when the row's kernel has `/proc/PID/stack`). `matrix` lays
 //! it out under the matrix; a row that ran no victims has no line here.
 
-use crate::render::Grid;
 use crate::bench::reclaim::victims::{Outcome, VictimRun, VictimSize};
 use crate::bench::reclaim::{Method, ReclaimResult};
 use crate::duration::secs;
 use crate::probe::victims::{SAMPLE_AFTER, Victim};
+use crate::render::Grid;
 use crate::size::human;
 
 /// A matrix whose rows hold reclaim results (`matrix::VmMatrix`, named

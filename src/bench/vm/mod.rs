@@ -7,8 +7,8 @@
 //! for `report`. Inside, one way: `chart` and `matrix_victims` below
 //! `matrix`.
 
-mod chart;
 pub(crate) mod channel;
+mod chart;
 pub(crate) mod init;
 pub(crate) mod initramfs;
 pub(crate) mod kernel;
@@ -149,8 +149,12 @@ impl Matrix {
             .rows
             .iter()
             .map(|row| {
-                let result =
-                    row.result.as_ref().map(|raw| serde_json::from_str::<Option<Box<R>>>(raw.get())).transpose()?.flatten();
+                let result = row
+                    .result
+                    .as_ref()
+                    .map(|raw| serde_json::from_str::<Option<Box<R>>>(raw.get()))
+                    .transpose()?
+                    .flatten();
                 Ok(Row {
                     kernel_spec: row.kernel_spec.clone(),
                     kernel_release: row.kernel_release.clone(),

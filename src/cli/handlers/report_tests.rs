@@ -78,13 +78,9 @@ fn scale_results_render() {
     let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["report.md", "scale-throughput.svg"]);
     let md = &files[0].contents;
-    for op in [
-        "### stat\n",
-        "### stat-missing",
-        "### open-close",
-        "### create-unlink-shared",
-        "### create-unlink-private",
-    ] {
+    for op in
+        ["### stat\n", "### stat-missing", "### open-close", "### create-unlink-shared", "### create-unlink-private"]
+    {
         assert!(md.contains(op), "{op} missing");
     }
     assert!(md.contains("| Threads | ops/s |"));
