@@ -146,7 +146,9 @@ impl Worker {
             .with_context(|| format!("cannot open {}/{dir_name}", root.display()))?;
         let path = match op {
             Op::StatMissing => format!("{}/missing", deep_dirs()),
-            _ => format!("{}/file", deep_dirs()),
+            Op::Stat | Op::OpenClose | Op::CreateUnlinkShared | Op::CreateUnlinkPrivate => {
+                format!("{}/file", deep_dirs())
+            }
         };
         let mut w = Worker {
             op,
