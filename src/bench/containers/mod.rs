@@ -34,6 +34,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::common::container::child::{self, Output, Report};
+use crate::bench::common::container::life::{self, Running, Watch};
+pub(crate) use crate::bench::common::container::{ContainerRun, MAX_OPS};
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
@@ -43,9 +46,6 @@ use crate::stats::GapStats;
 use crate::sys;
 use crate::workload::container::{self as work, Mix, Outcome};
 pub(crate) use args::Args;
-pub(crate) use crate::bench::common::container::{ContainerRun, MAX_OPS};
-use crate::bench::common::container::child::{self, Output, Report};
-use crate::bench::common::container::life::{self, Running, Watch};
 pub(crate) use command::Containers;
 pub(crate) use summary::{Projection, Summary};
 

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::Options;
-use crate::bench::common::runsc::Dcache;
 use super::worker::Workload;
+use crate::bench::common::runsc::Dcache;
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {

@@ -23,9 +23,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::common::runsc::{self, Dcache, Observed};
 use crate::error::UsageError;
 use crate::result::Header;
-use crate::bench::common::runsc::{self, Dcache, Observed};
 use worker::{Phase, WorkerSpec, Workload};
 
 /// Name of the hidden subcommand that runs [`worker::worker_main`].

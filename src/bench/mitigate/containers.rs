@@ -29,12 +29,13 @@ use crate::workload::container::{self as work, Mix};
 pub(crate) const WORKER_COMMAND: &str = "__mitigate-containers";
 
 /// The containers worker's internal command.
-pub(crate) const WORKER_ENTRY: crate::sys::internal::Entry<crate::sys::internal::SpecArg> = crate::sys::internal::Entry {
-    name: WORKER_COMMAND,
-    about: "The containers worker of 'mitigate --workload containers'",
-    aliases: &[],
-    run: |a| worker_main(&a.spec),
-};
+pub(crate) const WORKER_ENTRY: crate::sys::internal::Entry<crate::sys::internal::SpecArg> =
+    crate::sys::internal::Entry {
+        name: WORKER_COMMAND,
+        about: "The containers worker of 'mitigate --workload containers'",
+        aliases: &[],
+        run: |a| worker_main(&a.spec),
+    };
 /// The mix when `--container-workload` is not given (as `containers --workload mixed`).
 pub(crate) const DEFAULT_MIX: &str = "mixed";
 /// Operations per container when `--container-ops` is not given: a

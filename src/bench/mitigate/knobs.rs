@@ -327,7 +327,13 @@ mod tests {
     fn knob_names_come_from_the_enum() {
         assert_eq!(
             Knob::NAMES,
-            ["vm.vfs_cache_pressure", "vm.vfs_cache_pressure_denom", "fs.dentry-negative", "drop-caches-every", "memory-limit"]
+            [
+                "vm.vfs_cache_pressure",
+                "vm.vfs_cache_pressure_denom",
+                "fs.dentry-negative",
+                "drop-caches-every",
+                "memory-limit"
+            ]
         );
         for &k in <Knob as strum::VariantArray>::VARIANTS {
             assert_eq!(Knob::from_name(k.name()), Some(k));

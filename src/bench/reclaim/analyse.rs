@@ -3,7 +3,10 @@
 //! probe's overhead), the weighted fits with their noise-floor filter, and
 //! the comparison of reclaim paths.
 
-use super::{summary::Fits, methods::Method, summary::MethodAnalysis, options::Options, repetition::Run, summary::SizeSummary, repetition::Unobserved};
+use super::{
+    methods::Method, options::Options, repetition::Run, repetition::Unobserved, summary::Fits, summary::MethodAnalysis,
+    summary::SizeSummary,
+};
 use crate::analysis::fit;
 use crate::analysis::fit::PowerFit;
 use crate::analysis::interval::{self, GapSize, SizeValues};

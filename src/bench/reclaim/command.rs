@@ -53,9 +53,11 @@ impl Benchmark for Reclaim {
     type Plan = Plan;
     type Result = ReclaimResult;
 
-    const ABOUT: &'static str = "Sweep sizes: create dentries, reclaim them, time and probe the reclaim, fit, extrapolate, verdict";
+    const ABOUT: &'static str =
+        "Sweep sizes: create dentries, reclaim them, time and probe the reclaim, fit, extrapolate, verdict";
     const DISPLAY_ORDER: usize = 0;
-    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] = &[&super::child::CHILD_ENTRY, &super::fit_waits::FIT_WAITS_ENTRY];
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] =
+        &[&super::child::CHILD_ENTRY, &super::fit_waits::FIT_WAITS_ENTRY];
 
     fn plan(a: Self::Args, cx: &Context) -> Result<Plan> {
         let (cpu, control_cpu) = common::choose_cpus(a.reclaim.cpu)?;

@@ -113,7 +113,8 @@ pub(crate) fn fit(points: &[Point], deadline_seconds: f64) -> Result<Fitted> {
         }
     }
     sizes.sort_by(|a, b| a.count.total_cmp(&b.count));
-    let values: Vec<SizeValues> = sizes.iter().map(|s| SizeValues { count: s.count, values: s.waits.clone() }).collect();
+    let values: Vec<SizeValues> =
+        sizes.iter().map(|s| SizeValues { count: s.count, values: s.waits.clone() }).collect();
     // As the victims' fits (`super::victims::analyse`): the longest gap's
     // run scatter.
     let rs = run_scatter::GAP;
@@ -156,7 +157,8 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(include_str!("../../../docs/results/kubelet-victim-6.18.json")).unwrap();
         let reps = v["reps"].as_array().unwrap();
-        let points: Vec<Point> = reps.iter().map(|r| (r["size"].as_f64().unwrap(), r[wait].as_f64().unwrap())).collect();
+        let points: Vec<Point> =
+            reps.iter().map(|r| (r["size"].as_f64().unwrap(), r[wait].as_f64().unwrap())).collect();
         let bases: Vec<f64> = reps.iter().map(|r| r["control"][base].as_f64().unwrap()).collect();
         (serde_json::to_string(&points).unwrap(), 5.0 - crate::stats::median(&bases))
     }

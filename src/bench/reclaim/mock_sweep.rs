@@ -15,7 +15,7 @@ use super::methods::Method;
 use super::methods::mock::{self, FREES, Mock, WALKS};
 use super::schedule::Slot;
 use super::sweep::{Executor, run_on};
-use super::{options::Options, result::ReclaimResult, repetition::Run, repetition::fit_count};
+use super::{options::Options, repetition::Run, repetition::fit_count, result::ReclaimResult};
 use crate::procfs::ProcRoot;
 use crate::render::Render;
 use crate::sandbox::Privilege;

@@ -7,7 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Placement {
     /// Pinned to `cpu` alone (sched_setaffinity), or free to run on any of

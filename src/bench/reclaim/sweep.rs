@@ -15,7 +15,10 @@
 use anyhow::Result;
 
 use super::schedule::{self, Slot};
-use super::{options::Options, result::ReclaimResult, result::Refusal, repetition::Run, repetition::Unobserved, analyse, auto, checks, analyse::fit_runs, measure, pinning, profile, victims};
+use super::{
+    analyse, analyse::fit_runs, auto, checks, measure, options::Options, pinning, profile, repetition::Run,
+    repetition::Unobserved, result::ReclaimResult, result::Refusal, victims,
+};
 use crate::env::Environment;
 use crate::probe::kmsg::KmsgWatch;
 use crate::probe::victims::Database;
@@ -65,7 +68,12 @@ impl Executor for Kernel<'_> {
 
 /// Runs the sweep. The sandbox must already be entered; `db` is the
 /// `mariadb` victim's server ([`super::victim_db`]), when it runs.
-pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Option<&Database>) -> Result<ReclaimResult> {
+pub(crate) fn run(
+    opts: &Options,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    db: Option<&Database>,
+) -> Result<ReclaimResult> {
     let mut kernel = Kernel { sandbox, proc, kmsg: KmsgWatch::start(Some(opts.cpu)), db };
     run_on(opts, proc, &mut kernel)
 }

@@ -4,7 +4,7 @@
 //! only: `report::svg` draws them.
 
 use crate::analysis::fit::PowerFit;
-use crate::bench::reclaim::{result::ReclaimResult, profile::longest};
+use crate::bench::reclaim::{profile::longest, result::ReclaimResult};
 use crate::render::FigureSpec;
 use crate::render::plot::*;
 use crate::size::human;
