@@ -58,13 +58,7 @@ pub(crate) mod victim_db;
 pub(crate) mod victims;
 pub(crate) mod watchdog;
 
-pub(crate) use analyse::fit_runs;
-pub(crate) use args::Args;
-pub(crate) use checks::{MAX_CONTEND, validate};
 pub(crate) use command::Reclaim;
 pub(crate) use methods::Method;
-pub(crate) use options::{MAX_PREDICTED_GAP_SECONDS, Options};
-pub(crate) use repetition::{COUNT_TOLERANCE, Run, Unobserved, fit_count};
-pub(crate) use result::{ReclaimResult, Refusal};
-pub(crate) use summary::{Fits, MethodAnalysis, SizeSummary};
-pub(crate) use sweep::run;
+pub(crate) use repetition::Run;
+pub(crate) use result::ReclaimResult;
