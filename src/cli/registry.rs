@@ -116,7 +116,7 @@ mod tests {
     fn internal_commands_are_registered_once_with_the_prefix() {
         let all = super::internal_commands();
         let names: Vec<&str> = all.iter().map(|c| c.name()).collect();
-        assert!(names.len() >= 12, "{names:?}");
+        assert!(names.len() >= 11, "{names:?}");
         for c in &all {
             assert!(c.name().starts_with("__"), "{} lacks the __ prefix", c.name());
             assert_eq!(names.iter().filter(|n| **n == c.name()).count(), 1, "{} twice", c.name());
