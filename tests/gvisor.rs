@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// runsc as `dentrylab gvisor` would find it, or where the install script puts it.
 fn runsc() -> Option<PathBuf> {
-    if let Ok(p) = dentrylab::bench::gvisor::runsc::find(None) {
+    if let Ok(p) = dentrylab::bench::common::runsc::find(None) {
         return Some(p);
     }
     let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/gvisor/bin/runsc");

@@ -408,7 +408,7 @@ fn mariadb_runs_a_real_server_and_stops_it() {
     require_root!();
     let _g = kernel_lock();
     assert!(
-        dentrylab::bench::mitigate::mariadb::locate().is_ok(),
+        dentrylab::bench::common::mariadb::locate().is_ok(),
         "mariadbd is not installed: .ci/run installs mariadb-server"
     );
     // The server's files were on the run's filesystem: its umount freed

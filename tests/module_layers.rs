@@ -159,6 +159,8 @@ fn top_level_imports_go_down_the_layers() {
         edges.len(),
         src.display()
     );
+    let modules: BTreeSet<&str> = edges.keys().flat_map(|(f, t)| [f.as_str(), t.as_str()]).collect();
+    eprintln!("top level: {} modules (the crate roots included), {} import edges", modules.len(), edges.len());
     let bad = violations(&edges, LAYERS);
     assert!(
         bad.is_empty(),
@@ -434,6 +436,9 @@ fn files_inside_each_folder_import_one_way() {
     let all = folder_edges(&src);
     let n: usize = all.values().map(|e| e.len()).sum();
     assert!(n > 30, "found only {n} edges inside folders under {}: is the scanner broken?", src.display());
+    for (folder, e) in &all {
+        eprintln!("src/{folder}/: {} import edges between its children", e.len());
+    }
     let bad = folder_cycles(&all);
     assert!(bad.is_empty(), "import cycle(s) inside a folder (types below, users above):\n  {}", bad.join("\n  "));
 }
@@ -476,4 +481,163 @@ fn cycle_finder_finds_a_cycle_and_passes_a_chain() {
     let bad = folder_cycles(&all);
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0].starts_with("src/analysis/: fit -> interval -> run_scatter -> fit"), "{bad:?}");
+}
+
+// ---------------------------------------------------------------------------
+// Between benchmarks: a benchmark (a line of `each_benchmark!` in
+// `src/bench/mod.rs`) uses `bench/common/` (and the shared `layers/`), never
+// another benchmark's folder. And `report/` names no benchmark: each
+// benchmark renders its own results, which `report` reaches through the
+// registry's readers.
+
+/// Edges between benchmarks that remain, each with why; the test fails on
+/// any other, and on one of these once it is gone (so the list shrinks).
+/// None today: what two benchmarks share is in `bench/common/`.
+const BENCHMARK_EDGES_LEFT: &[(&str, &str, &str)] = &[];
+
+/// The benchmarks of the registry, from `each_benchmark!`'s `module => Type,` lines.
+fn benchmarks(src: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(src.join("bench/mod.rs")).unwrap();
+    let start = text.find("macro_rules! each_benchmark").expect("each_benchmark! in src/bench/mod.rs");
+    let body = &text[start..];
+    let body = &body[..body.find("};").unwrap_or(body.len())];
+    body.lines()
+        .filter_map(|l| l.trim().strip_suffix(',').and_then(|l| l.split_once("=>")).map(|(m, _)| m.trim().to_string()))
+        .filter(|m| !m.is_empty() && m.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .collect()
+}
+
+/// One line per edge from one benchmark's folder into another's, not in `left`.
+fn benchmark_violations(bench: &Edges, names: &[String], left: &[(&str, &str, &str)]) -> Vec<String> {
+    let mut out = vec![];
+    for ((from, to), files) in bench {
+        if names.contains(from) && names.contains(to) && !left.iter().any(|(f, t, _)| f == from && t == to) {
+            let files = files.iter().cloned().collect::<Vec<_>>().join(", ");
+            out.push(format!("bench/{from} -> bench/{to} in {files}: move what both use into bench/common"));
+        }
+    }
+    for (f, t, why) in left {
+        if !bench.contains_key(&(f.to_string(), t.to_string())) {
+            out.push(format!("{f} -> {t} is gone ({why}): remove it from BENCHMARK_EDGES_LEFT"));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_benchmark_imports_another() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let names = benchmarks(&src);
+    assert!(
+        names.len() >= 8 && names.contains(&"reclaim".to_string()),
+        "benchmarks read from each_benchmark!: {names:?}"
+    );
+    let all = folder_edges(&src);
+    let bad = benchmark_violations(&all["bench"], &names, BENCHMARK_EDGES_LEFT);
+    assert!(bad.is_empty(), "benchmark(s) importing another benchmark:\n  {}", bad.join("\n  "));
+}
+
+#[test]
+fn benchmark_checker_names_an_edge() {
+    let mut e = Edges::new();
+    e.entry(("reclaim".into(), "gvisor".into())).or_default().insert("bench/reclaim/victims.rs".into());
+    e.entry(("reclaim".into(), "common".into())).or_default().insert("bench/reclaim/checks.rs".into());
+    let names = ["reclaim".to_string(), "gvisor".to_string()];
+    let bad = benchmark_violations(&e, &names, &[]);
+    assert_eq!(
+        bad,
+        ["bench/reclaim -> bench/gvisor in bench/reclaim/victims.rs: move what both use into bench/common"]
+    );
+    let bad = benchmark_violations(&Edges::new(), &names, &[("reclaim", "gvisor", "why")]);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+}
+
+/// Top-level edges that the layers would allow but the design forbids.
+const FORBIDDEN: &[(&str, &str, &str)] =
+    &[("report", "bench", "each benchmark renders its own results; report reads them through the registry")];
+
+#[test]
+fn report_names_no_benchmark() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let edges = edges(&src);
+    let bad: Vec<String> = FORBIDDEN
+        .iter()
+        .filter_map(|(f, t, why)| {
+            edges
+                .get(&(f.to_string(), t.to_string()))
+                .map(|files| format!("{f} -> {t} in {} ({why})", files.iter().cloned().collect::<Vec<_>>().join(", ")))
+        })
+        .collect();
+    assert!(bad.is_empty(), "forbidden import(s):\n  {}", bad.join("\n  "));
+}
+
+// ---------------------------------------------------------------------------
+// Upward imports inside a folder: a child that names an item of its
+// folder's own file (`super::Options` in `bench/reclaim/sweep.rs`, where
+// `reclaim/mod.rs` holds shared types and re-exports its children). The
+// folder-cycle test does not see these (the folder's own file is no node),
+// so a folder whose own file is both the types' home and the children's
+// parent hides its cycles there.
+
+/// (file, item) of every path in `folder`'s descendants (its own file
+/// aside) that names an item of the folder's own file.
+fn upward_imports(src: &Path, folder: &[&str]) -> BTreeSet<(String, String)> {
+    let mut files = vec![];
+    rust_files(&src.join(folder.join("/")), &mut files);
+    let mut all = vec![];
+    rust_files(src, &mut all);
+    let modules: BTreeSet<Vec<String>> = all.iter().map(|f| module_of(f.strip_prefix(src).unwrap())).collect();
+    let folder: Vec<String> = folder.iter().map(|s| s.to_string()).collect();
+    let mut out = BTreeSet::new();
+    for f in &files {
+        let rel = f.strip_prefix(src).unwrap();
+        let me = module_of(rel);
+        if me == folder {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        for p in paths_in(&text, &me) {
+            if p.len() > folder.len()
+                && p[..folder.len()] == folder[..]
+                && !modules.contains(&p[..=folder.len()].to_vec())
+            {
+                out.insert((rel.display().to_string(), p[folder.len()].clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Upward imports left inside `bench/reclaim/` (each a child naming an item
+/// of `reclaim/mod.rs`): the test fails when there are more, and asks for
+/// this number to come down when there are fewer, until it is 0.
+const RECLAIM_UPWARD_LEFT: usize = 0;
+
+#[test]
+fn bench_reclaim_imports_no_item_of_its_own_file() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let up = upward_imports(&src, &["bench", "reclaim"]);
+    let files: BTreeSet<&str> = up.iter().map(|(f, _)| f.as_str()).collect();
+    let list: Vec<String> = up.iter().map(|(f, i)| format!("{f}: {i}")).collect();
+    eprintln!("bench/reclaim: {} upward imports in {} files", up.len(), files.len());
+    assert!(
+        up.len() <= RECLAIM_UPWARD_LEFT,
+        "{} upward import(s) inside bench/reclaim/ (at most {RECLAIM_UPWARD_LEFT}): import the child that defines \
+         the item instead:\n  {}",
+        up.len(),
+        list.join("\n  ")
+    );
+    assert_eq!(up.len(), RECLAIM_UPWARD_LEFT, "fewer upward imports now: lower RECLAIM_UPWARD_LEFT to {}", up.len());
+}
+
+#[test]
+fn upward_scanner_finds_an_item_of_the_folder_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("b/r")).unwrap();
+    std::fs::write(src.join("b/r/mod.rs"), "mod x;\nmod y;\npub struct T;\n").unwrap();
+    std::fs::write(src.join("b/r/x.rs"), "use super::T;\nuse super::y::U;\n").unwrap();
+    std::fs::write(src.join("b/r/y.rs"), "pub struct U;\n").unwrap();
+    let up = upward_imports(src, &["b", "r"]);
+    assert_eq!(up.into_iter().collect::<Vec<_>>(), [("b/r/x.rs".to_string(), "T".to_string())]);
 }

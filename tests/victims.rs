@@ -419,7 +419,7 @@ fn has_thread(pid: u32, name: &str) -> bool {
 
 /// MariaDB's server where `dentrylab` looks for it.
 fn mariadbd_present() -> bool {
-    dentrylab::bench::mitigate::mariadb::locate().is_ok()
+    dentrylab::bench::common::mariadb::locate().is_ok()
 }
 
 /// The mariadb victim queries a real server, started for the run, in the

@@ -17,8 +17,23 @@ pub(crate) const WARN_RATIO: f64 = 0.5;
 /// Ratio from which the level is `danger`: the prediction reaches the threshold.
 pub(crate) const DANGER_RATIO: f64 = 1.0;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum Level {
     #[default]
     Ok,
@@ -27,14 +42,12 @@ pub(crate) enum Level {
 }
 
 impl Level {
-    pub(crate) const NAMES: &'static [&'static str] = &["warn", "danger"];
+    /// The levels `--fail-on` takes: every level's name (from the enum:
+    /// strum) but the first, `ok`, which cannot fail.
+    pub(crate) const NAMES: &'static [&'static str] = <Level as strum::VariantNames>::VARIANTS.split_at(1).1;
 
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            Level::Ok => "ok",
-            Level::Warn => "warn",
-            Level::Danger => "danger",
-        }
+        self.into()
     }
 
     /// The level of a ratio; `None` (no threshold, no prediction) is `Ok`.
@@ -51,11 +64,11 @@ impl Level {
 impl std::str::FromStr for Level {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "warn" => Ok(Level::Warn),
-            "danger" => Ok(Level::Danger),
-            _ => Err(format!("unknown level {s:?}: use one of {}", Level::NAMES.join(", "))),
-        }
+        <Level as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
+            .find(|l| *l != Level::Ok && l.name() == s)
+            .ok_or_else(|| format!("unknown level {s:?}: use one of {}", Level::NAMES.join(", ")))
     }
 }
 
@@ -166,6 +179,16 @@ pub(crate) fn predict_against(m: &Model, dentries: u64, threshold: Option<f64>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--fail-on`'s levels come from the enum (strum), without `ok`.
+    #[test]
+    fn level_names_come_from_the_enum() {
+        assert_eq!(Level::NAMES, ["warn", "danger"]);
+        assert_eq!(Level::Ok.name(), "ok");
+        assert_eq!("warn".parse::<Level>(), Ok(Level::Warn));
+        assert_eq!("danger".parse::<Level>(), Ok(Level::Danger));
+        assert_eq!("ok".parse::<Level>().unwrap_err(), "unknown level \"ok\": use one of warn, danger");
+    }
 
     fn lin(ns: f64) -> PowerFit {
         PowerFit { coefficient: ns * 1e-9, exponent: 1.0, r2: 1.0, exponent_stderr: f64::NAN, band: None }

@@ -17,7 +17,7 @@
 //! `mitigate`, `layers`' grid and shared options in `reclaim` and
 //! `create`), never the other way round.
 
-pub(crate) mod common;
+pub mod common;
 pub(crate) mod layers;
 pub(crate) mod vm;
 

@@ -80,10 +80,7 @@ pub(crate) enum Command {
     Census(crate::census::Args),
     /// Internal: dentrylab re-executing itself (children, workers, guardians, the guest's init).
     #[command(name = crate::sys::INTERNAL_COMMAND, hide = true)]
-    Internal {
-        #[command(subcommand)]
-        command: internal::Internal,
-    },
+    Internal(internal::Internal),
 }
 
 /// Runs a parsed command: a benchmark through the generic handler (with
@@ -100,7 +97,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report(a) => handlers::report::run(a),
         Command::Vm(a) => handlers::vm::run(a),
         Command::Census(a) => handlers::census::run(a),
-        Command::Internal { command } => command.run(),
+        Command::Internal(command) => command.run(),
     }
 }
 

@@ -19,6 +19,7 @@ use super::handlers;
 use crate::bench::common::{Benchmark, Context};
 use crate::render::Render;
 use crate::report::document::Reader;
+use crate::sys::internal::InternalCommand;
 
 macro_rules! registry {
     ($($module:ident => $bench:ident,)*) => {
@@ -54,14 +55,34 @@ macro_rules! registry {
         /// ([`Benchmark::MINIMAL_ARGS`]), in the registry's order.
         pub const MINIMAL_ARGS: &[&[&str]] = &[$(<crate::bench::$module::$bench as Benchmark>::MINIMAL_ARGS,)*];
 
-        /// How `report` reads each benchmark's saved results.
+        /// Every internal command: the benchmarks' own
+        /// ([`Benchmark::INTERNAL`]), in the registry's order, then `vm`'s
+        /// and the guardians' (`sys`, `sandbox`).
+        pub(crate) fn internal_commands() -> Vec<&'static dyn InternalCommand> {
+            let mut all: Vec<&'static dyn InternalCommand> = Vec::new();
+            $(all.extend_from_slice(<crate::bench::$module::$bench as Benchmark>::INTERNAL);)*
+            all.extend_from_slice(crate::bench::vm::INTERNAL);
+            all.push(&crate::sys::guardian::SYSCTL_GUARD_ENTRY);
+            all.push(&crate::sandbox::cgroup::GUARD_ENTRY);
+            all
+        }
+
+        /// How `report` reads each benchmark's saved results, in the
+        /// registry's order, then files of their own schema (`vm`'s matrix).
         pub(crate) fn readers() -> Vec<Reader> {
-            vec![$(reader::<crate::bench::$module::$bench>(),)*]
+            vec![$(reader::<crate::bench::$module::$bench>(),)* vm_reader()]
         }
     };
 }
 
 crate::bench::each_benchmark!(registry);
+
+/// How `report` reads a saved `vm` matrix: its own schema (a string, not
+/// a result's version number), rendered by the matrix itself.
+fn vm_reader() -> Reader {
+    use crate::bench::vm::matrix::{MatrixFile, VM_MATRIX_SCHEMA, VM_MATRIX_SCHEMA_PREFIX};
+    Reader::of_schema::<MatrixFile>(VM_MATRIX_SCHEMA, VM_MATRIX_SCHEMA_PREFIX, "matrix", "matrices")
+}
 
 /// The reader of `B`'s results: its renderer, or a refusal naming it.
 fn reader<B: Benchmark>() -> Reader {
@@ -84,7 +105,41 @@ mod tests {
             assert_eq!(super::NAMES.iter().filter(|n| *n == name).count(), 1, "{name} twice");
         }
         let readers = super::readers();
-        assert_eq!(readers.iter().map(|r| r.benchmark).collect::<Vec<_>>(), super::NAMES);
+        let names: Vec<&str> = readers.iter().map(|r| r.benchmark).collect();
+        assert_eq!(names[..super::NAMES.len()], *super::NAMES);
+        assert_eq!(names[super::NAMES.len()..], ["vm"]);
+    }
+
+    /// Every internal command once, named with the `__` prefix, its
+    /// arguments a valid clap command.
+    #[test]
+    fn internal_commands_are_registered_once_with_the_prefix() {
+        let all = super::internal_commands();
+        let names: Vec<&str> = all.iter().map(|c| c.name()).collect();
+        assert!(names.len() >= 11, "{names:?}");
+        for c in &all {
+            assert!(c.name().starts_with("__"), "{} lacks the __ prefix", c.name());
+            assert_eq!(names.iter().filter(|n| **n == c.name()).count(), 1, "{} twice", c.name());
+            c.command().debug_assert();
+        }
+        for n in ["__reclaim-child", "__sysctl-guard", "__cgroup-guard", "__vm-init", "__scale-worker", "__fit-waits"] {
+            assert!(names.contains(&n), "{n} missing from {names:?}");
+        }
+    }
+
+    /// No two commands share a place in `dentrylab --help`: the benchmarks'
+    /// [`Benchmark::DISPLAY_ORDER`] and the other commands' `display_order`
+    /// are written in several files.
+    #[test]
+    fn display_orders_do_not_clash() {
+        let cli = super::super::Cli::command();
+        let mut seen = std::collections::BTreeMap::new();
+        for c in cli.get_subcommands().filter(|c| !c.is_hide_set()) {
+            if let Some(other) = seen.insert(c.get_display_order(), c.get_name().to_string()) {
+                panic!("{} and {other} both have display order {}", c.get_name(), c.get_display_order());
+            }
+        }
+        assert!(seen.len() >= 13, "{seen:?}");
     }
 
     /// Each benchmark's fewest valid arguments parse as its command (the

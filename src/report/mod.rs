@@ -5,23 +5,22 @@
 //! opened (the JSON is the result as it is). They consume what a benchmark yields through
 //! [`crate::render::Render`], generically: a [`Doc`] of prose and
 //! [`Grid`]s, and figure specs; no benchmark's table or figure is written
-//! here. The same input always gives the same output. Outside the trait:
-//! `node` (`status` for people) and `matrix` (the `vm` matrix file, its
-//! own schema).
+//! here, and no benchmark is named: a saved result is read by the reader
+//! the registry (`cli::registry`) gives for its benchmark or schema (the
+//! `vm` matrix renders itself, `bench::vm::matrix`). The same input always
+//! gives the same output. Outside the trait: `node` (`status` for people).
 //!
-//! In: result structs (`bench`, `status`), or their saved JSON. Out: text,
-//! Markdown, JSON and SVG. Imports `render`, `bench`, `status`, `analysis`
-//! and below; imported only by `cli`. Inside, one way: `plain` (the text
-//! grid), `svg`, `node` and `incident` (`status`'s first incident) below
-//! `markdown`, below `matrix_victims`, below `table` and `matrix`, below
-//! `document`, below `emit`.
+//! In: `Render` results, `status`'s result, or their saved JSON. Out:
+//! text, Markdown, JSON and SVG. Imports `render`, `status`, `analysis`
+//! and below, never `bench` (`tests/module_layers.rs` checks it);
+//! imported only by `cli`. Inside, one way: `plain` (the text grid),
+//! `svg`, `node` and `incident` (`status`'s first incident) below
+//! `markdown`, below `table`, below `document`, below `emit`.
 
 pub(crate) mod document;
 pub(crate) mod emit;
 pub(crate) mod incident;
 pub(crate) mod markdown;
-pub(crate) mod matrix;
-pub(crate) mod matrix_victims;
 pub(crate) mod node;
 pub(crate) mod plain;
 pub(crate) mod svg;

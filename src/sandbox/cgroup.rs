@@ -259,6 +259,14 @@ pub(crate) struct GuardArgs {
     pub pid: u32,
 }
 
+/// The cgroup guardian's internal command.
+pub(crate) const GUARD_ENTRY: crate::sys::internal::Entry<GuardArgs> = crate::sys::internal::Entry {
+    name: GUARD_COMMAND,
+    about: "Removes dentrylab's memory cgroups when dentrylab ends, however it ends",
+    aliases: &[],
+    run: |a| a.run(),
+};
+
 impl GuardArgs {
     pub(crate) fn run(&self) -> Result<()> {
         guard_main(&self.parent, self.pid)

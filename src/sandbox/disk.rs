@@ -36,7 +36,7 @@ pub(super) fn backing_bytes(fs: FsType, need: &Capacity) -> u64 {
     let want = want.div_ceil(MIB) * MIB;
     match fs {
         FsType::Xfs => want.max(XFS_MIN_BYTES),
-        _ => want,
+        FsType::Tmpfs | FsType::Ext4 => want,
     }
 }
 
@@ -71,7 +71,7 @@ pub(super) fn mkfs_command(fs: FsType, device: &Path, need: &Capacity) -> Comman
 fn package(fs: FsType) -> &'static str {
     match fs {
         FsType::Xfs => "xfsprogs",
-        _ => "e2fsprogs",
+        FsType::Ext4 | FsType::Tmpfs => "e2fsprogs",
     }
 }
 
@@ -126,7 +126,7 @@ pub(super) fn mount_device(dev: &loopdev::LoopDevice, target: &Path, fs: FsType)
     // write them all into the backing file's memory).
     let data = match fs {
         FsType::Ext4 => Some("noinit_itable"),
-        _ => None,
+        FsType::Xfs | FsType::Tmpfs => None,
     };
     mount2(Some(&dev_path), target, Some(fs.to_string().as_str()), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, data)
         .with_context(|| format!("cannot mount {fs} from {} on {}", dev_path.display(), target.display()))

@@ -40,8 +40,20 @@ pub(crate) mod victim;
 const SCRATCH: &str = "/tmp";
 
 /// The filesystem that holds the dentries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub(crate) enum FsType {
     Tmpfs,
     /// ext4 on a loop device over a sparse file in the scratch tmpfs.
@@ -51,7 +63,8 @@ pub(crate) enum FsType {
 }
 
 impl FsType {
-    pub(crate) const NAMES: &'static [&'static str] = &["tmpfs", "ext4", "xfs"];
+    /// Every filesystem's name, in declaration order (from the enum: strum).
+    pub(crate) const NAMES: &'static [&'static str] = <FsType as strum::VariantNames>::VARIANTS;
 
     /// Whether the filesystem lives on a (loop) block device.
     pub(crate) fn is_disk(self) -> bool {
@@ -61,23 +74,18 @@ impl FsType {
 
 impl std::fmt::Display for FsType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            FsType::Tmpfs => "tmpfs",
-            FsType::Ext4 => "ext4",
-            FsType::Xfs => "xfs",
-        })
+        f.write_str((*self).into())
     }
 }
 
 impl std::str::FromStr for FsType {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "tmpfs" => Ok(FsType::Tmpfs),
-            "ext4" => Ok(FsType::Ext4),
-            "xfs" => Ok(FsType::Xfs),
-            _ => Err(format!("unknown filesystem {s:?}: use one of {}", FsType::NAMES.join(", "))),
-        }
+        <FsType as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
+            .find(|f| <&str>::from(*f) == s)
+            .ok_or_else(|| format!("unknown filesystem {s:?}: use one of {}", FsType::NAMES.join(", ")))
     }
 }
 
@@ -330,4 +338,20 @@ fn enter_user_namespace() -> Result<()> {
     std::fs::write("/proc/self/uid_map", format!("0 {uid} 1")).context("cannot write /proc/self/uid_map")?;
     std::fs::write("/proc/self/gid_map", format!("0 {gid} 1")).context("cannot write /proc/self/gid_map")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod names_tests {
+    use super::FsType;
+
+    /// The filesystems' names come from the enum (strum), as `--fs` and
+    /// the results always named them.
+    #[test]
+    fn fs_names_come_from_the_enum() {
+        assert_eq!(FsType::NAMES, ["tmpfs", "ext4", "xfs"]);
+        for &f in <FsType as strum::VariantArray>::VARIANTS {
+            assert_eq!(f.to_string().parse::<FsType>(), Ok(f));
+            assert_eq!(serde_json::to_value(f).unwrap(), f.to_string());
+        }
+    }
 }

@@ -377,7 +377,8 @@ pub(crate) fn exit_code(level: Level, fail_on: Option<Level>) -> u8 {
     match fail_on {
         Some(f) if level >= f && level != Level::Ok => match level {
             Level::Danger => EXIT_DANGER,
-            _ => EXIT_WARN,
+            Level::Warn => EXIT_WARN,
+            Level::Ok => 0,
         },
         _ => 0,
     }

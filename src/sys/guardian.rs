@@ -128,6 +128,34 @@ impl Drop for Guardian {
     }
 }
 
+/// `__sysctl-guard PATH VALUE`: the guardian [`Guardian::sysctl`] starts,
+/// which puts a sysctl back when dentrylab ends, however it ends (used by
+/// `reclaim --watchdog-check` and `mitigate`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct SysctlGuardArgs {
+    /// The sysctl file to restore.
+    pub path: PathBuf,
+    /// The value to write back.
+    pub value: String,
+}
+
+/// The sysctl guardian's internal command.
+pub(crate) const SYSCTL_GUARD_ENTRY: super::internal::Entry<SysctlGuardArgs> = super::internal::Entry {
+    name: SYSCTL_GUARD_COMMAND,
+    about: "Puts a sysctl (watchdog_thresh) back when dentrylab ends, however it ends",
+    aliases: &[],
+    run: |a| a.run(),
+};
+
+impl SysctlGuardArgs {
+    /// In the guardian: once dentrylab has ended, write the value back.
+    pub(crate) fn run(&self) -> Result<()> {
+        wait_for_parent_end()?;
+        std::fs::write(&self.path, format!("{}\n", self.value))
+            .with_context(|| format!("guardian: cannot restore {}", self.path.display()))
+    }
+}
+
 /// In the guardian: ignore the signals that end a session, then block
 /// until dentrylab has ended (end-of-file on standard input).
 pub(crate) fn wait_for_parent_end() -> Result<()> {

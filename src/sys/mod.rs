@@ -5,6 +5,7 @@
 //! guardian processes. Imports only `error`; imported by any module above.
 
 pub(crate) mod guardian;
+pub(crate) mod internal;
 pub(crate) mod loopdev;
 
 use std::os::fd::BorrowedFd;
@@ -241,13 +242,33 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
-/// The first executable file named `tool` in the directories of `PATH`.
+/// The first executable file named `tool` in the directories of `PATH`:
+/// the crate's one PATH lookup ([`which_or`] and [`which_in`] are its
+/// other forms).
 pub fn which(tool: &str) -> Option<std::path::PathBuf> {
+    which_in(tool, path_dirs())
+}
+
+/// `tool` on the `PATH`, else in one of `extra` (for programs in sbin
+/// directories a user's `PATH` may lack).
+pub(crate) fn which_or(tool: &str, extra: &[&str]) -> Option<std::path::PathBuf> {
+    which_in(tool, path_dirs().into_iter().chain(extra.iter().map(std::path::PathBuf::from)))
+}
+
+/// The first executable file named `tool` in `dirs`, in order.
+pub(crate) fn which_in(tool: &str, dirs: impl IntoIterator<Item = std::path::PathBuf>) -> Option<std::path::PathBuf> {
+    dirs.into_iter().map(|d| d.join(tool)).find(|p| is_executable(p))
+}
+
+/// The directories of `PATH` (none when it is unset).
+fn path_dirs() -> Vec<std::path::PathBuf> {
+    std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default()
+}
+
+/// `p` is a file with an execute bit.
+pub(crate) fn is_executable(p: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(tool))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A TCP listener on `addr` with an explicit accept backlog (the standard

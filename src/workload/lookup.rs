@@ -140,13 +140,15 @@ impl Worker {
         let dir_name = match op {
             Op::CreateUnlinkShared => SHARED.to_string(),
             Op::CreateUnlinkPrivate => private_dir(index),
-            _ => ".".to_string(),
+            Op::Stat | Op::StatMissing | Op::OpenClose => ".".to_string(),
         };
         let dir = openat(rootfd.as_fd(), dir_name.as_str(), dir_flags, Mode::empty())
             .with_context(|| format!("cannot open {}/{dir_name}", root.display()))?;
         let path = match op {
             Op::StatMissing => format!("{}/missing", deep_dirs()),
-            _ => format!("{}/file", deep_dirs()),
+            Op::Stat | Op::OpenClose | Op::CreateUnlinkShared | Op::CreateUnlinkPrivate => {
+                format!("{}/file", deep_dirs())
+            }
         };
         let mut w = Worker {
             op,

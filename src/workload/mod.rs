@@ -33,8 +33,20 @@ use serde::{Deserialize, Serialize};
 use crate::sandbox::Capacity;
 
 /// What kind of dentry to create.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub(crate) enum Kind {
     /// Hard links to one file: one dentry each and no new inode (about 192 bytes), as the node-lockup report.
     Hardlink,
@@ -49,13 +61,11 @@ pub(crate) enum Kind {
 impl std::str::FromStr for Kind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "hardlink" => Ok(Kind::Hardlink),
-            "file" => Ok(Kind::File),
-            "negative" => Ok(Kind::Negative),
-            "unlinked" => Ok(Kind::Unlinked),
-            _ => Err(format!("unknown kind {s:?}: use one of {}", Kind::NAMES.join(", "))),
-        }
+        <Kind as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown kind {s:?}: use one of {}", Kind::NAMES.join(", ")))
     }
 }
 
@@ -63,7 +73,8 @@ impl std::str::FromStr for Kind {
 const LINKS_PER_SOURCE: u64 = 65_000;
 
 impl Kind {
-    pub(crate) const NAMES: &'static [&'static str] = &["hardlink", "file", "negative", "unlinked"];
+    /// Every kind's name, in declaration order (from the enum: strum).
+    pub(crate) const NAMES: &'static [&'static str] = <Kind as strum::VariantNames>::VARIANTS;
 
     /// Memory per dentry assumed before anything was measured, bytes.
     /// On the high side: a hard link measured 227 bytes on tmpfs (6.18: the
@@ -77,12 +88,7 @@ impl Kind {
     }
 
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Hardlink => "hardlink",
-            Kind::File => "file",
-            Kind::Negative => "negative",
-            Kind::Unlinked => "unlinked",
-        }
+        self.into()
     }
 
     /// Whether the dentries are negative, so dentry-state's nr_negative is
@@ -305,9 +311,18 @@ fn fill(
 ) -> Result<u64> {
     let mut name = NameBuf::default();
     let mut done = 0;
-    let mut src = match kind {
-        Kind::Hardlink => Some(hardlink::Source::open(root, worker, first)?),
-        _ => None,
+    /// How this kind makes one entry: every kind its own arm, no default.
+    enum Make {
+        Link(hardlink::Source),
+        File,
+        Negative,
+        Unlinked,
+    }
+    let mut make = match kind {
+        Kind::Hardlink => Make::Link(hardlink::Source::open(root, worker, first)?),
+        Kind::File => Make::File,
+        Kind::Negative => Make::Negative,
+        Kind::Unlinked => Make::Unlinked,
     };
     while done < n {
         if progress.abort.load(Ordering::Relaxed) {
@@ -316,11 +331,11 @@ fn fill(
         let end = (done + BATCH).min(n);
         for i in done..end {
             let nm = name.set(first + i);
-            match (kind, &mut src) {
-                (Kind::Hardlink, Some(src)) => src.link(dir, nm)?,
-                (Kind::Negative, _) => negative::make(dir, nm)?,
-                (Kind::Unlinked, _) => unlinked::make(dir, nm)?,
-                _ => file::make(dir, nm)?,
+            match &mut make {
+                Make::Link(src) => src.link(dir, nm)?,
+                Make::File => file::make(dir, nm)?,
+                Make::Negative => negative::make(dir, nm)?,
+                Make::Unlinked => unlinked::make(dir, nm)?,
             }
         }
         progress.done.fetch_add(end - done, Ordering::Relaxed);
@@ -393,6 +408,20 @@ pub(crate) fn with_progress<T>(total: u64, label: &str, progress: &Arc<Progress>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names come from the enum (strum) and are the ones `--kind`
+    /// always took; each parses back to its kind.
+    #[test]
+    fn kind_names_come_from_the_enum() {
+        assert_eq!(Kind::NAMES, ["hardlink", "file", "negative", "unlinked"]);
+        for &k in <Kind as strum::VariantArray>::VARIANTS {
+            assert_eq!(k.name().parse::<Kind>(), Ok(k));
+        }
+        assert_eq!(
+            "dir".parse::<Kind>().unwrap_err(),
+            "unknown kind \"dir\": use one of hardlink, file, negative, unlinked"
+        );
+    }
 
     #[test]
     fn layout_parses() {

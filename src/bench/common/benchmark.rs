@@ -77,6 +77,10 @@ pub(crate) trait Benchmark {
     /// `tests/outputs.rs` runs each with `--json` into a missing directory.
     const MINIMAL_ARGS: &'static [&'static str] = &[];
 
+    /// Its internal commands (`dentrylab __internal NAME`, hidden): the
+    /// children and workers it re-executes itself as.
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] = &[];
+
     /// Whether `report` renders its saved results (when not, a saved one
     /// is refused with a line naming the benchmark).
     const REPORTS: bool = true;

@@ -1,14 +1,20 @@
 //! The pieces benchmarks share: [`Benchmark`] (what every benchmark is to
 //! the command line), the memory a run may plan with and the refusal of
 //! runs past it, the choice of CPUs, the kinds a filesystem can hold, and
-//! the `--profile` recorder (`profile`).
+//! the `--profile` recorder (`profile`), and the outside programs more
+//! than one benchmark drives: gVisor's `runsc` ([`runsc`]: `gvisor`,
+//! `reclaim --victims runsc`) and MariaDB ([`mariadb`]: `mitigate`,
+//! `reclaim --victims mariadb`).
 //!
 //! In: the proc root, the options. Out: usage errors (exit 2), CPU
 //! numbers, profiles. Imported by every benchmark folder; imports none of
 //! them.
 
 pub(crate) mod benchmark;
+pub(crate) mod container;
+pub mod mariadb;
 pub(crate) mod profile;
+pub mod runsc;
 
 pub(crate) use benchmark::{Benchmark, Context, LockupEdge, OutputPaths, WithJson};
 

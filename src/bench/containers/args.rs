@@ -2,7 +2,8 @@
 //! [`Options`] they give (the CPU, which needs the machine, is chosen by the
 //! caller; `--state-dir` is read by the caller for the projection's edge).
 //! `cli` flattens [`Args`] into its command and adds the output files.
-//! [`parse_op_count`] is shared with `mitigate --container-ops`.
+//! `--ops`' parser is shared with `mitigate --container-ops`
+//! ([`crate::bench::common::container::parse_op_count`]).
 
 use std::path::PathBuf;
 
@@ -22,7 +23,7 @@ pub(crate) struct Args {
     #[arg(long, default_value = "temp-tables", value_parser = |s: &str| s.parse::<Mix>())]
     pub workload: Mix,
     /// Operations per container (suffixes k, M); 0 measures the harness alone.
-    #[arg(long, default_value = super::DEFAULT_OPS, value_parser = parse_op_count, allow_hyphen_values = true)]
+    #[arg(long, default_value = super::DEFAULT_OPS, value_parser = crate::bench::common::container::parse_op_count, allow_hyphen_values = true)]
     pub ops: u64,
     /// Containers started per hour on the node, for the projection to the lockup edge.
     #[arg(long, default_value_t = super::DEFAULT_RATE_PER_HOUR, allow_hyphen_values = true)]
@@ -67,9 +68,4 @@ impl Args {
             census: self.census,
         }
     }
-}
-
-/// A count of operations, where 0 (the harness alone) is allowed.
-pub(crate) fn parse_op_count(s: &str) -> Result<u64, String> {
-    if s.trim() == "0" { Ok(0) } else { crate::size::parse_count(s) }
 }

@@ -19,6 +19,8 @@ impl Benchmark for Containers {
     const LONG_ABOUT: Option<&'static str> = Some(LONG_ABOUT);
     const DISPLAY_ORDER: usize = 10;
     const MINIMAL_ARGS: &'static [&'static str] = &["--count", "2"];
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] =
+        &[&crate::bench::common::container::child::CHILD_ENTRY];
 
     fn plan(a: Self::Args, cx: &Context) -> Result<(Options, Edge)> {
         let (cpu, _) = common::choose_cpus(a.args.cpu)?;

@@ -16,14 +16,13 @@
 //!
 //! In: [`Options`], the calibration's edge, the sandbox. Out:
 //! [`ContainersResult`]. Imported by `cli::handlers`, `report` and
-//! `bench::mitigate` (which runs the same container life in a loop);
-//! `child` is the hidden `container-child` subcommand's side.
+//! `bench::mitigate` (which runs the same container life in a loop, from
+//! `bench::common::container`, which holds the harness: `child`, the
+//! hidden `__container-child` subcommand's side, and `life`).
 
 mod args;
 mod census;
-pub(crate) mod child;
 pub(crate) mod command;
-pub(crate) mod life;
 pub(crate) mod profile;
 pub(crate) mod render;
 pub(crate) mod summary;
@@ -35,25 +34,24 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::common::container::child::{self, Output, Report};
+use crate::bench::common::container::life::{self, Running, Watch};
+pub(crate) use crate::bench::common::container::{ContainerRun, MAX_OPS};
 use crate::env::Environment;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::procfs::dentry_state::DentryState;
 use crate::sandbox::{Capacity, FsType, Privilege, Sandbox};
-use crate::stats::GapStats;
 use crate::sys;
-use crate::workload::container::{self as work, Mix, Outcome};
-pub(crate) use args::{Args, parse_op_count};
-use child::{Output, Report};
+use crate::workload::container::{self as work, Mix};
+pub(crate) use args::Args;
 pub(crate) use command::Containers;
-use life::{Running, Watch};
 pub(crate) use summary::{Projection, Summary};
 
 pub(crate) const DEFAULT_COUNT: &str = "100";
 pub(crate) const MAX_COUNT: u64 = 100_000;
 pub(crate) const MAX_PARALLEL: u32 = 64;
 pub(crate) const DEFAULT_OPS: &str = "10k";
-pub(crate) const MAX_OPS: u64 = 10_000_000;
 /// Containers started per hour for the projection (`--rate`).
 pub(crate) const DEFAULT_RATE_PER_HOUR: f64 = 60.0;
 /// Memory per dentry a container may leave (a negative dentry and its
@@ -94,47 +92,6 @@ pub(crate) struct Edge {
     /// range the calibration allows (equal when it gives no interval).
     pub lockup_dentries: Option<f64>,
     pub lockup_dentries_low: Option<f64>,
-}
-
-/// One container's life.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct ContainerRun {
-    pub id: u32,
-    /// Containers that had run (and were torn down) before this one.
-    pub index: u64,
-    pub outcome: Outcome,
-    /// Start to overlay mounted, in the container.
-    pub setup_seconds: f64,
-    /// Spawn to teardown done, less the workload: what the harness costs.
-    pub harness_seconds: f64,
-    /// dentry-state gained over the workload (nr_dentry, nr_negative).
-    pub created: i64,
-    pub created_negative: i64,
-    /// dentry-state lost over the teardown.
-    pub freed: i64,
-    pub freed_negative: i64,
-    /// created − freed: what stayed on the host.
-    pub left: i64,
-    pub left_negative: i64,
-    /// Exit until reaped (the namespace and the overlay go).
-    pub exit_seconds: f64,
-    /// Removal of the snapshot (upper and work directories).
-    pub remove_seconds: f64,
-    pub teardown_seconds: f64,
-    pub probe: GapStats,
-    /// The host's dentry-state after the teardown.
-    pub host_after: DentryState,
-    /// With `--profile`: what held the CPU in the longest gap of the
-    /// teardown (`longest_gap`) and over the whole teardown (`reclaim`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::bench::common::profile::RunProfile>,
-    /// With `--profile`: why this container has no profile.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_problem: Option<String>,
-    /// With `--profile`: the phase the longest gap lies in (whose task's
-    /// stacks `profile.longest_gap.reclaimer` counts).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_phase: Option<life::Phase>,
 }
 
 /// What the disk filesystem still held when the last container was gone,

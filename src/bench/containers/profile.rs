@@ -38,7 +38,7 @@ pub(crate) fn summarise(runs: &[ContainerRun]) -> Option<ContainersProfile> {
     let p = r.profile.as_ref()?;
     let profiled: Vec<&ContainerRun> = runs.iter().filter(|r| r.profile.is_some()).collect();
     let teardowns = folded::combine(profiled.iter().filter_map(|r| r.profile.as_ref().map(|p| &p.reclaim)));
-    let phase = r.profile_phase.unwrap_or(super::life::Phase::Exit);
+    let phase = r.profile_phase.unwrap_or(crate::bench::common::container::life::Phase::Exit);
     let at = format!("{:.1} ms, container {}, in its {}", r.probe.max_gap_seconds * 1e3, r.id, phase_words(phase));
     let mut verdict = format!("teardown: {}", name_stretch(p, &at, phase.task()));
     if let Some(path) = teardowns.path.as_ref().filter(|p| p.frames.len() >= 2) {
@@ -61,9 +61,9 @@ pub(crate) fn summarise(runs: &[ContainerRun]) -> Option<ContainersProfile> {
     })
 }
 
-fn phase_words(p: super::life::Phase) -> &'static str {
+fn phase_words(p: crate::bench::common::container::life::Phase) -> &'static str {
     match p {
-        super::life::Phase::Exit => "exit",
-        super::life::Phase::Removal => "snapshot removal",
+        crate::bench::common::container::life::Phase::Exit => "exit",
+        crate::bench::common::container::life::Phase::Removal => "snapshot removal",
     }
 }

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::Options;
-use super::runsc::Dcache;
 use super::worker::Workload;
+use crate::bench::common::runsc::Dcache;
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
@@ -47,7 +47,7 @@ pub(crate) struct Args {
 
 impl Args {
     /// The run's options, checked ([`super::validate`]), with the runsc
-    /// binary found ([`super::runsc::find`]: `--runsc`, else
+    /// binary found ([`crate::bench::common::runsc::find`]: `--runsc`, else
     /// `$DENTRYLAB_RUNSC`, else the PATH); a bad value or a missing runsc
     /// is a usage error (exit 2).
     pub(crate) fn options(&self) -> Result<Options> {
@@ -64,7 +64,7 @@ impl Args {
             runsc_flags: self.runsc_flags.clone(),
         };
         super::validate(&o)?;
-        let runsc = super::runsc::find(self.runsc.as_deref())?;
+        let runsc = crate::bench::common::runsc::find(self.runsc.as_deref())?;
         Ok(Options { runsc, ..o })
     }
 }

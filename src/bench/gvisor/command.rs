@@ -15,10 +15,12 @@ impl Benchmark for Gvisor {
     type Plan = Options;
     type Result = GvisorResult;
 
-    const ABOUT: &'static str = "The same workload natively and inside gVisor's runsc: lookups against -dcache sizes, a build-like tree";
+    const ABOUT: &'static str =
+        "The same workload natively and inside gVisor's runsc: lookups against -dcache sizes, a build-like tree";
     const LONG_ABOUT: Option<&'static str> = Some(LONG_ABOUT);
     const DISPLAY_ORDER: usize = 6;
     const MINIMAL_ARGS: &'static [&'static str] = &["--runsc", "/bin/true"];
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] = &[&super::worker::WORKER_ENTRY];
 
     const REPORTS: bool = false;
 

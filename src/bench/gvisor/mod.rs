@@ -13,7 +13,6 @@
 mod args;
 pub(crate) mod command;
 pub(crate) mod render;
-pub mod runsc;
 pub(crate) mod worker;
 
 pub(crate) use args::Args;
@@ -24,9 +23,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::common::runsc::{self, Dcache, Observed};
 use crate::error::UsageError;
 use crate::result::Header;
-use runsc::{Dcache, Observed};
 use worker::{Phase, WorkerSpec, Workload};
 
 /// Name of the hidden subcommand that runs [`worker::worker_main`].
@@ -58,7 +57,7 @@ pub(crate) struct Options {
     pub dirs: u64,
     pub seconds: f64,
     pub rounds: u32,
-    /// The runsc binary (see [`runsc::find`]).
+    /// The runsc binary (see [`crate::bench::common::runsc::find`]).
     pub runsc: PathBuf,
     /// Directory the tree and runsc's scratch go under (on the host filesystem under test).
     pub dir: PathBuf,

@@ -23,6 +23,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::Histogram;
 
+/// The worker's internal command (native or inside runsc).
+pub(crate) const WORKER_ENTRY: crate::sys::internal::Entry<crate::sys::internal::SpecArg> =
+    crate::sys::internal::Entry {
+        name: super::WORKER,
+        about: "The workload process of 'gvisor' (native or inside runsc)",
+        aliases: &[],
+        run: |a| worker_main(&a.spec),
+    };
+
 /// What the worker does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -35,13 +35,13 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = super::DEFAULT_CLIENTS as u32, value_parser = clap::value_parser!(u32).range(1..=super::MAX_CLIENTS as i64))]
     pub clients: u32,
     /// mariadb: NAME=VALUE server option for one more row (repeatable), e.g. tmp_table_size=256M.
-    #[arg(long = "mariadb-option", value_name = "NAME=VALUE", value_parser = super::mariadb::parse_option)]
+    #[arg(long = "mariadb-option", value_name = "NAME=VALUE", value_parser = crate::bench::common::mariadb::parse_option)]
     pub mariadb_options: Vec<(String, String)>,
     /// containers: each container's workload, as 'containers --workload' (default: mixed=temp-tables=60,lookups=30,files=10).
     #[arg(long, value_name = "MIX", value_parser = |s: &str| s.parse::<Mix>())]
     pub container_workload: Option<Mix>,
     /// containers: operations per container, as 'containers --ops' (default: 1k; suffixes k, M; 0: the harness alone).
-    #[arg(long, value_parser = crate::bench::containers::parse_op_count, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::bench::common::container::parse_op_count, allow_hyphen_values = true)]
     pub container_ops: Option<u64>,
     /// Filesystem of the workload: ext4 or xfs (tmpfs with --setting memory-limit=… alone).
     #[arg(long, default_value = "ext4", value_parser = |s: &str| s.parse::<FsType>())]

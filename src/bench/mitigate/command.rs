@@ -21,6 +21,8 @@ impl Benchmark for Mitigate {
     const LONG_ABOUT: Option<&'static str> = Some(LONG_ABOUT);
     const DISPLAY_ORDER: usize = 4;
     const MINIMAL_ARGS: &'static [&'static str] = &["--workload", "lookups"];
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] =
+        &[&super::one::WORKER_ENTRY, &super::containers::WORKER_ENTRY];
 
     fn plan(a: Self::Args, cx: &Context) -> Result<Options> {
         let cpus = sys::allowed_cpus()?;

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::bench::containers::ContainerRun;
-use crate::bench::containers::life::{self, Watch};
+use crate::bench::common::container::ContainerRun;
+use crate::bench::common::container::life::{self, Watch};
 use crate::probe::gap::DEFAULT_INTERVAL;
 use crate::procfs::ProcRoot;
 use crate::sys;
@@ -27,6 +27,15 @@ use crate::workload::container::{self as work, Mix};
 
 /// Hidden subcommand of the worker that runs the containers.
 pub(crate) const WORKER_COMMAND: &str = "__mitigate-containers";
+
+/// The containers worker's internal command.
+pub(crate) const WORKER_ENTRY: crate::sys::internal::Entry<crate::sys::internal::SpecArg> =
+    crate::sys::internal::Entry {
+        name: WORKER_COMMAND,
+        about: "The containers worker of 'mitigate --workload containers'",
+        aliases: &[],
+        run: |a| worker_main(&a.spec),
+    };
 /// The mix when `--container-workload` is not given (as `containers --workload mixed`).
 pub(crate) const DEFAULT_MIX: &str = "mixed";
 /// Operations per container when `--container-ops` is not given: a

@@ -25,40 +25,45 @@ pub(crate) const MAX_PRESSURE: u64 = 100_000;
 /// Smallest `memory-limit` value.
 pub(crate) const MIN_MEMORY_LIMIT: u64 = 4 << 20;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 pub(crate) enum Knob {
     #[serde(rename = "vm.vfs_cache_pressure")]
+    #[strum(serialize = "vm.vfs_cache_pressure")]
     VfsCachePressure,
     #[serde(rename = "vm.vfs_cache_pressure_denom")]
+    #[strum(serialize = "vm.vfs_cache_pressure_denom")]
     VfsCachePressureDenom,
     #[serde(rename = "fs.dentry-negative")]
+    #[strum(serialize = "fs.dentry-negative")]
     DentryNegative,
     /// Not a sysctl: dentrylab writes 2 to /proc/sys/vm/drop_caches on this period.
     #[serde(rename = "drop-caches-every")]
+    #[strum(serialize = "drop-caches-every")]
     DropCachesEvery,
     /// Not a sysctl: the limit of the run's own memory cgroup (per
     /// combination, instead of `--memory-limit`); nothing global.
     #[serde(rename = "memory-limit")]
+    #[strum(serialize = "memory-limit")]
     MemoryLimit,
 }
 
 impl Knob {
-    pub(crate) const NAMES: &'static [&'static str] = &[
-        "vm.vfs_cache_pressure",
-        "vm.vfs_cache_pressure_denom",
-        "fs.dentry-negative",
-        "drop-caches-every",
-        "memory-limit",
-    ];
+    /// Every knob's name, in declaration order (from the enum: strum).
+    pub(crate) const NAMES: &'static [&'static str] = <Knob as strum::VariantNames>::VARIANTS;
 
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            Knob::VfsCachePressure => "vm.vfs_cache_pressure",
-            Knob::VfsCachePressureDenom => "vm.vfs_cache_pressure_denom",
-            Knob::DentryNegative => "fs.dentry-negative",
-            Knob::DropCachesEvery => "drop-caches-every",
-            Knob::MemoryLimit => "memory-limit",
-        }
+        self.into()
     }
 
     /// Whether the knob changes the whole machine (needs `--allow-global`).
@@ -102,15 +107,7 @@ impl Knob {
     }
 
     fn from_name(s: &str) -> Option<Knob> {
-        [
-            Knob::VfsCachePressure,
-            Knob::VfsCachePressureDenom,
-            Knob::DentryNegative,
-            Knob::DropCachesEvery,
-            Knob::MemoryLimit,
-        ]
-        .into_iter()
-        .find(|k| k.name() == s)
+        <Knob as strum::VariantArray>::VARIANTS.iter().copied().find(|k| k.name() == s)
     }
 
     /// Parses one value of this knob: a number in range, or for
@@ -136,19 +133,19 @@ impl Knob {
                 }
                 Ok(Value::Bytes(b))
             }
-            _ => {
-                let (lo, hi) = match self {
-                    Knob::VfsCachePressure => (0, MAX_PRESSURE),
-                    Knob::VfsCachePressureDenom => (1, MAX_PRESSURE),
-                    _ => (0, 1),
-                };
-                let v: u64 = s.parse().map_err(|_| format!("{}={s}: not a whole number", self.name()))?;
-                if !(lo..=hi).contains(&v) {
-                    return Err(format!("{}={v}: out of range, use {lo} to {hi}", self.name()));
-                }
-                Ok(Value::Number(v))
-            }
+            Knob::VfsCachePressure => self.number(s, 0, MAX_PRESSURE),
+            Knob::VfsCachePressureDenom => self.number(s, 1, MAX_PRESSURE),
+            Knob::DentryNegative => self.number(s, 0, 1),
         }
+    }
+
+    /// A whole-number value from `lo` to `hi`.
+    fn number(self, s: &str, lo: u64, hi: u64) -> Result<Value, String> {
+        let v: u64 = s.parse().map_err(|_| format!("{}={s}: not a whole number", self.name()))?;
+        if !(lo..=hi).contains(&v) {
+            return Err(format!("{}={v}: out of range, use {lo} to {hi}", self.name()));
+        }
+        Ok(Value::Number(v))
     }
 }
 
@@ -324,6 +321,25 @@ impl Sysctls {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The knobs' names come from the enum (strum), as their serde names.
+    #[test]
+    fn knob_names_come_from_the_enum() {
+        assert_eq!(
+            Knob::NAMES,
+            [
+                "vm.vfs_cache_pressure",
+                "vm.vfs_cache_pressure_denom",
+                "fs.dentry-negative",
+                "drop-caches-every",
+                "memory-limit"
+            ]
+        );
+        for &k in <Knob as strum::VariantArray>::VARIANTS {
+            assert_eq!(Knob::from_name(k.name()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
+    }
 
     #[test]
     fn grammar() {

@@ -22,7 +22,6 @@ pub(crate) mod command;
 pub(crate) mod containers;
 pub(crate) mod knobs;
 pub(crate) mod limits;
-pub mod mariadb;
 pub(crate) mod one;
 pub(crate) mod oom;
 pub(crate) mod render;
@@ -68,7 +67,17 @@ pub(crate) enum Workload {
 }
 
 impl Workload {
-    pub(crate) const NAMES: &'static [&'static str] = &["temp-tables", "lookups", "files", "mariadb", "containers"];
+    /// Every workload: the steady loops (from their enum: strum), then the
+    /// two that are not loops.
+    pub(crate) fn all() -> Vec<Workload> {
+        let steady = <Steady as strum::VariantArray>::VARIANTS.iter().copied().map(Workload::Steady);
+        steady.chain([Workload::Mariadb, Workload::Containers]).collect()
+    }
+
+    /// Every workload's name, in [`Workload::all`]'s order.
+    pub(crate) fn names() -> Vec<&'static str> {
+        Workload::all().into_iter().map(Workload::name).collect()
+    }
 
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -82,14 +91,10 @@ impl Workload {
 impl std::str::FromStr for Workload {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "temp-tables" => Ok(Workload::Steady(Steady::TempTables)),
-            "lookups" => Ok(Workload::Steady(Steady::Lookups)),
-            "files" => Ok(Workload::Steady(Steady::Files)),
-            "mariadb" => Ok(Workload::Mariadb),
-            "containers" => Ok(Workload::Containers),
-            _ => Err(format!("unknown workload {s:?}: use one of {}", Workload::NAMES.join(", "))),
-        }
+        Workload::all()
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| format!("unknown workload {s:?}: use one of {}", Workload::names().join(", ")))
     }
 }
 
@@ -230,13 +235,13 @@ pub(crate) fn validate(opts: &Options) -> Result<()> {
         return usage(format!("--mariadb-option: only for --workload mariadb (not {})", opts.workload.name()));
     }
     if opts.workload == Workload::Mariadb {
-        mariadb::locate()?;
+        crate::bench::common::mariadb::locate()?;
     }
-    if opts.workload == Workload::Containers && opts.container_ops > crate::bench::containers::MAX_OPS {
+    if opts.workload == Workload::Containers && opts.container_ops > crate::bench::common::container::MAX_OPS {
         return usage(format!(
             "--container-ops {}: at most {} operations per container",
             opts.container_ops,
-            crate::size::human(crate::bench::containers::MAX_OPS)
+            crate::size::human(crate::bench::common::container::MAX_OPS)
         ));
     }
     Ok(())
@@ -420,4 +425,18 @@ pub(crate) fn worker_main(workload: &str, root: &std::path::Path) -> Result<()> 
         }
     });
     w.run(root, &ops)
+}
+
+#[cfg(test)]
+mod workload_tests {
+    use super::Workload;
+
+    /// Every workload once, with the names `--workload` always took.
+    #[test]
+    fn workload_names_are_derived_and_parse_back() {
+        assert_eq!(Workload::names(), ["temp-tables", "lookups", "files", "mariadb", "containers"]);
+        for w in Workload::all() {
+            assert_eq!(w.name().parse::<Workload>(), Ok(w));
+        }
+    }
 }

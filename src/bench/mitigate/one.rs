@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{Options, Sample, Workload};
-use crate::bench::containers::ContainerRun;
-use crate::bench::mitigate::mariadb::{self, Server};
+use crate::bench::common::container::ContainerRun;
+use crate::bench::common::mariadb::{self, Server};
 use crate::probe::gap::{DEFAULT_INTERVAL, GapProbe};
 use crate::probe::oom::LogMark;
 use crate::procfs::ProcRoot;
@@ -23,6 +23,14 @@ use crate::sys;
 
 /// Hidden subcommand of the child that runs a steady workload.
 pub(crate) const WORKER_COMMAND: &str = "__mitigate-worker";
+
+/// The workload process's internal command.
+pub(crate) const WORKER_ENTRY: crate::sys::internal::Entry<super::WorkerArgs> = crate::sys::internal::Entry {
+    name: WORKER_COMMAND,
+    about: "The workload process of 'mitigate'",
+    aliases: &[],
+    run: |a| a.run(),
+};
 /// How often the worker reports its operation count.
 pub(crate) const WORKER_REPORT_EVERY: Duration = Duration::from_millis(100);
 /// The default `--memory-limit` is the cgroup's usage once the workload is

@@ -24,8 +24,20 @@ pub(crate) const FILES_PER_DIR: u64 = 10_000;
 /// Bytes written to each `temp-tables` file.
 pub(crate) const TEMP_TABLE_BYTES: usize = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub(crate) enum Steady {
     TempTables,
     Lookups,
@@ -34,11 +46,7 @@ pub(crate) enum Steady {
 
 impl Steady {
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            Steady::TempTables => "temp-tables",
-            Steady::Lookups => "lookups",
-            Steady::Files => "files",
-        }
+        self.into()
     }
 
     /// Runs the loop in `root` (an empty directory) until the process is

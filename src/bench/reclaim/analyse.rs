@@ -3,7 +3,10 @@
 //! probe's overhead), the weighted fits with their noise-floor filter, and
 //! the comparison of reclaim paths.
 
-use super::{Fits, Method, MethodAnalysis, Options, Run, SizeSummary, Unobserved};
+use super::{
+    methods::Method, options::Options, repetition::Run, repetition::Unobserved, summary::Fits, summary::MethodAnalysis,
+    summary::SizeSummary,
+};
 use crate::analysis::fit;
 use crate::analysis::fit::PowerFit;
 use crate::analysis::interval::{self, GapSize, SizeValues};
@@ -79,7 +82,7 @@ pub(super) fn summarise(
                     .filter(|a| a.kind == AlertKind::SoftLockup)
                     .count(),
                 kernel_messages: rs.iter().map(|r| r.kernel_messages.len()).sum(),
-                unpinned: super::placement::summarise(&free, &quiet, &rs),
+                unpinned: super::pinning::summarise(&free, &quiet, &rs),
             }
         })
         .collect()
@@ -340,7 +343,7 @@ pub(super) fn compare(per_method: &[MethodAnalysis], sizes: &[SizeSummary]) -> O
 mod tests {
     use super::*;
     use crate::analysis::interval::Interval;
-    use crate::bench::reclaim::ReclaimResult;
+    use crate::bench::reclaim::result::ReclaimResult;
 
     /// The recorded `--watchdog-check` runs, refitted with the model that
     /// governs now: every known edge (the smallest size the kernel's own

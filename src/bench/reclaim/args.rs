@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::auto::{Auto, START};
-use super::{Method, Options};
+use super::{methods::Method, options::Options};
 use crate::bench::layers::WorkloadArgs;
 use crate::error::UsageError;
 use crate::probe::gap::Policy;
@@ -45,7 +45,7 @@ pub(crate) struct Args {
     pub victims: Option<VictimList>,
     /// Run every repetition twice: alone, and with T threads doing path lookups in the same filesystem on the
     /// other CPUs during the reclaim.
-    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..=super::MAX_CONTEND as i64))]
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..=super::checks::MAX_CONTEND as i64))]
     pub contend: Option<u32>,
     /// Count to extrapolate the fit to (the nodes of the node-lockup report had 1.5G).
     #[arg(long, default_value = "1.5G", value_parser = crate::size::parse_count, allow_hyphen_values = true)]

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Run;
+use super::repetition::Run;
 use crate::probe::victims::Victim;
 use crate::size::human;
 use crate::stats::median;
@@ -79,7 +79,7 @@ pub(crate) fn next(last: Option<(u64, f64)>, memory_limit: u64, cap: Option<u64>
     };
     let why_limit = |want: u64| match by {
         StoppedBy::Cap => format!("the next size ({}) would pass the cap of {}", human(want), human(limit)),
-        _ => format!(
+        StoppedBy::Memory | StoppedBy::Gap | StoppedBy::SafetyCheck => format!(
             "the next size ({}) would need more than half of the memory available (MemAvailable, or what a memory cgroup's limit leaves when less: at most {} fit)",
             human(want),
             human(limit)

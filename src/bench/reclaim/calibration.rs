@@ -2,7 +2,7 @@
 //! the first method's fits, and what the victims waited for (their fits
 //! and the node's deadlines, each under a [`DeadlineKey`]).
 
-use super::ReclaimResult;
+use super::result::ReclaimResult;
 use super::victims::Analysis;
 use crate::analysis::victims::{Deadline, Incident, WaitFit, Watches};
 use crate::state::{DeadlineKey, NotWaiting, SavedIncident, VictimsCalibration};

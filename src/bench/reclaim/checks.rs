@@ -4,7 +4,7 @@
 
 use anyhow::{Result, bail};
 
-use super::{MAX_PREDICTED_GAP_SECONDS, Options, Run};
+use super::{options::MAX_PREDICTED_GAP_SECONDS, options::Options, repetition::Run};
 use crate::analysis::fit;
 use crate::bench::common::{MAX_MEMORY_SHARE, check_kind};
 use crate::error::UsageError;
@@ -26,7 +26,7 @@ pub(super) fn method_notes(opts: &Options) -> Vec<String> {
             ));
         }
     }
-    out.extend(opts.methods.iter().filter_map(|m| m.path().note(opts)));
+    out.extend(opts.methods.iter().filter_map(|m| m.path().note(&opts.asked())));
     if opts.contend > 0 && opts.methods.iter().any(|m| !m.leaves_mounted()) {
         out.push(
             "umount and ns-exit detach the filesystem before freeing its dentries: from then on the contending \
@@ -46,7 +46,7 @@ pub(super) fn walk_notes(runs: &[Run]) -> Vec<String> {
         .filter_map(|r| {
             let left = r.left_for_umount?;
             let made = r.create.entries as i64;
-            ((left as f64) < made as f64 * (1.0 - super::COUNT_TOLERANCE)).then(|| {
+            ((left as f64) < made as f64 * (1.0 - super::repetition::COUNT_TOLERANCE)).then(|| {
                 format!(
                     "size {} rep {}: the clean-up umount found {left} of the {made} negatives still cached: the \
                      walk covered at most those, but the run is counted at its target",
@@ -123,11 +123,11 @@ pub(crate) fn validate(opts: &Options) -> Result<()> {
     }
     check_kind(opts.kind, opts.fs)?;
     for m in &opts.methods {
-        m.path().refuse_options(opts)?;
+        m.path().refuse_options(&opts.asked())?;
     }
     super::overlay::validate(opts)?;
     for m in &opts.methods {
-        m.path().refuse_unpermitted(opts)?;
+        m.path().refuse_unpermitted(&opts.asked())?;
     }
     victims_check(opts)?;
     if opts.contend > 0 {
@@ -168,11 +168,11 @@ fn victims_check(opts: &Options) -> Result<()> {
     }
     if opts.victims.contains(&crate::probe::victims::Victim::Container) {
         // Missing: a usage error naming how to build it.
-        crate::bench::gvisor::runsc::find(None)?;
+        crate::bench::common::runsc::find(None)?;
     }
     if opts.victims.contains(&crate::probe::victims::Victim::Mariadb) {
         // Missing: a usage error naming how to install it.
-        crate::bench::mitigate::mariadb::locate_for("--victims mariadb")?;
+        crate::bench::common::mariadb::locate_for("--victims mariadb")?;
     }
     Ok(())
 }

@@ -29,6 +29,15 @@ use crate::workload::{self, CreateOutcome, CreateSpec, Progress};
 /// The hidden subcommand that runs the child.
 pub(crate) const CHILD_COMMAND: &str = "__reclaim-child";
 
+/// The generator child's internal command.
+pub(crate) const CHILD_ENTRY: crate::sys::internal::Entry<crate::sys::internal::SpecArg> =
+    crate::sys::internal::Entry {
+        name: CHILD_COMMAND,
+        about: "The generator child of `reclaim --method ns-exit|memcg`",
+        aliases: &[],
+        run: |a| child_main(&a.spec),
+    };
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ChildSpec {
     /// Mount `fs` on `path` in a mount namespace of the child's own

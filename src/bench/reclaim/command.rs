@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use super::{Options, ReclaimResult};
+use super::{options::Options, result::ReclaimResult};
 use crate::bench::common::{self, Benchmark, Context, OutputPaths};
 use crate::output::{OutputArgs, Paths};
 use crate::probe::victims::Victim;
@@ -16,12 +16,12 @@ use crate::sandbox::{self, Sandbox};
 use crate::size;
 use crate::state;
 
-/// `reclaim`: the benchmark's own options ([`super::Args`]) and the output
+/// `reclaim`: the benchmark's own options ([`super::args::Args`]) and the output
 /// files: the JSON, a Markdown section, a full report.
 #[derive(Debug, clap::Args)]
 pub(crate) struct CommandArgs {
     #[command(flatten)]
-    pub reclaim: super::Args,
+    pub reclaim: super::args::Args,
     /// Also write a Markdown report section to FILE.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
@@ -43,7 +43,7 @@ pub(crate) struct Reclaim;
 
 /// What the sweep runs with, and where its calibration goes.
 pub(crate) struct Plan {
-    args: super::Args,
+    args: super::args::Args,
     opts: Options,
     state: Option<state::StateDir>,
 }
@@ -53,14 +53,17 @@ impl Benchmark for Reclaim {
     type Plan = Plan;
     type Result = ReclaimResult;
 
-    const ABOUT: &'static str = "Sweep sizes: create dentries, reclaim them, time and probe the reclaim, fit, extrapolate, verdict";
+    const ABOUT: &'static str =
+        "Sweep sizes: create dentries, reclaim them, time and probe the reclaim, fit, extrapolate, verdict";
     const DISPLAY_ORDER: usize = 0;
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] =
+        &[&super::child::CHILD_ENTRY, &super::fit_waits::FIT_WAITS_ENTRY];
 
     fn plan(a: Self::Args, cx: &Context) -> Result<Plan> {
         let (cpu, control_cpu) = common::choose_cpus(a.reclaim.cpu)?;
         // Every usage error (exit 2) before any output file or directory is made.
         let opts = a.reclaim.options(crate::env::cpus(), cpu, control_cpu)?;
-        super::validate(&opts)?;
+        super::checks::validate(&opts)?;
         common::preflight(&opts.sizes, opts.kind, opts.force, cx.proc)?;
         if opts.census {
             // Where the census cannot run: its one line, before any work.
@@ -104,7 +107,7 @@ impl Benchmark for Reclaim {
 
 /// The guardians, the sandbox, and the sweep once per `--watchdog-thresh`
 /// (once without `--watchdog-check`).
-fn sweep(opts: &Options, a: &super::Args, cx: &Context) -> Result<ReclaimResult> {
+fn sweep(opts: &Options, a: &super::args::Args, cx: &Context) -> Result<ReclaimResult> {
     // Both guardians are copies of dentrylab started outside the sandbox
     // (sys::guardian): they clean up when it ends, however it ends.
     // The pod-start victim makes its cgroups where the guardian can start;
@@ -143,9 +146,9 @@ fn sweep(opts: &Options, a: &super::Args, cx: &Context) -> Result<ReclaimResult>
         if let (Some(l), Some(t)) = (lowered.as_mut(), thresh) {
             l.set(t)?;
         }
-        let mut r = super::run(opts, &mut sandbox, cx.proc, database.as_ref())?;
+        let mut r = super::sweep::run(opts, &mut sandbox, cx.proc, database.as_ref())?;
         if let (Some(l), Some(t)) = (lowered.as_ref(), thresh) {
-            let w = super::watchdog::compare(&r, l.original, t, l.rcu_timeout());
+            let w = super::watchdog::compare(&r.runs, &r.fits, l.original, t, l.rcu_timeout());
             match result.as_mut() {
                 Some(first) => first.watchdog_more.push(w),
                 None => r.watchdog = Some(w),

@@ -13,7 +13,9 @@
 //! with the code as it is, and judged against the points of the other
 //! held-out runs of its build: the node's next reclaims.
 
-use super::{ReclaimResult, Run, fit_runs};
+use super::analyse::fit_runs;
+use super::repetition::Run;
+use super::result::ReclaimResult;
 use crate::analysis::fit::PowerFit;
 
 /// The held-out runs, by build (folder under docs/results, files).

@@ -20,7 +20,18 @@ use crate::analysis::linearity::{self, LinearityTest, Shape};
 use crate::analysis::run_scatter;
 
 /// Its name under `__internal`.
-pub(crate) const FIT_WAITS_COMMAND: &str = "fit-waits";
+pub(crate) const FIT_WAITS_COMMAND: &str = "__fit-waits";
+
+/// Its internal command; it also answers to `fit-waits`, its name before
+/// every internal command took the `__` prefix (deploy/local's script
+/// calls it so).
+pub(crate) const FIT_WAITS_ENTRY: crate::sys::internal::Entry<FitWaitsArgs> = crate::sys::internal::Entry {
+    name: FIT_WAITS_COMMAND,
+    about: "Fits (N, wait) points, JSON on stdin, as 'reclaim --victims' fits its victims' waits, and prints the fit \
+            and the count reaching --deadline (for deploy/local/kubelet-victim.py)",
+    aliases: &["fit-waits"],
+    run: |a| a.run(),
+};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct FitWaitsArgs {
@@ -145,7 +156,8 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(include_str!("../../../docs/results/kubelet-victim-6.18.json")).unwrap();
         let reps = v["reps"].as_array().unwrap();
-        let points: Vec<Point> = reps.iter().map(|r| (r["size"].as_f64().unwrap(), r[wait].as_f64().unwrap())).collect();
+        let points: Vec<Point> =
+            reps.iter().map(|r| (r["size"].as_f64().unwrap(), r[wait].as_f64().unwrap())).collect();
         let bases: Vec<f64> = reps.iter().map(|r| r["control"][base].as_f64().unwrap()).collect();
         (serde_json::to_string(&points).unwrap(), 5.0 - crate::stats::median(&bases))
     }

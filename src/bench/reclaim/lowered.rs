@@ -99,9 +99,3 @@ impl Lowered {
         r
     }
 }
-
-/// In the guardian: once dentrylab has ended, write `value` to `path`.
-pub(crate) fn guard_main(path: &std::path::Path, value: &str) -> Result<()> {
-    crate::sys::guardian::wait_for_parent_end()?;
-    std::fs::write(path, format!("{value}\n")).with_context(|| format!("guardian: cannot restore {}", path.display()))
-}

@@ -12,7 +12,7 @@ use super::methods::{self, StageSpec};
 use super::placement;
 use super::profile;
 use super::schedule::Slot;
-use super::{Method, Options, Run, fit_count};
+use super::{methods::Method, options::Options, repetition::Run, repetition::fit_count};
 use crate::probe::counters::Counts;
 use crate::probe::gap::GapProbe;
 use crate::probe::kmsg::KmsgWatch;
@@ -86,7 +86,7 @@ pub(super) fn one_run(
     // The victims start before the run's filesystem exists (see probe::victims).
     let victims = match at.slot {
         Slot::Victims => Some(super::victims::start(opts, sandbox, db)?),
-        _ => None,
+        Slot::Unobserved { .. } | Slot::Probed { .. } => None,
     };
     let stage =
         StageSpec { method: at.method, create: spec, fs: opts.fs, cpu: pin, label: &label, overlay: opts.overlay };

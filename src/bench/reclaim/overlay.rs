@@ -9,8 +9,8 @@
 
 use anyhow::{Result, bail};
 
-use super::Options;
 use super::methods::{Reclaimed, Staged};
+use super::options::Options;
 use crate::bench::layers::{self, StackTeardown};
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;

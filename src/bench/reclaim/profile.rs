@@ -4,7 +4,7 @@
 
 pub(crate) use crate::bench::common::profile::*;
 
-use super::{Method, Run};
+use super::{methods::Method, repetition::Run};
 use crate::size::human;
 
 /// The profiled run of `method` with the longest gap.

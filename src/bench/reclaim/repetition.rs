@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::methods::{self, MemcgOutcome, Method};
-use super::{placement, profile, victims};
+use super::placement;
+use crate::bench::common::profile;
 use crate::probe::counters::Counts;
 use crate::procfs::kmsg::Alert;
 use crate::stats::GapStats;
@@ -85,9 +86,9 @@ pub(crate) struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub census: Option<crate::census::workload::Named>,
     /// A victim repetition's raw calls (summarised into a
-    /// [`victims::VictimRun`], never saved).
+    /// [`super::victims::VictimRun`], never saved).
     #[serde(skip)]
-    pub victims: Option<victims::Observed>,
+    pub victims: Option<Observed>,
 }
 
 /// An unobserved repetition: the reclaim timed with no probe, no control
@@ -161,3 +162,10 @@ impl Run {
     }
 }
 
+/// What the victims recorded in one repetition, with the reclaim's window.
+#[derive(Debug, Clone)]
+pub(crate) struct Observed {
+    pub records: Vec<crate::probe::victims::Record>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}

@@ -4,35 +4,93 @@
 //! unpinned and victim repetitions for every method ([`measure`] runs each),
 //! the notes on what the repetitions counted, and the analysis into a
 //! [`ReclaimResult`].
+//!
+//! The sweep reaches the kernel only through an [`Executor`] (hyperfine's
+//! model): [`Kernel`], the real one, stages each repetition in the
+//! sandbox, creates its dentries, probes its reclaim and counts
+//! ([`measure::one_run`]); a test's executor can stand in for it, so that
+//! the schedule, the repetitions, the analysis, the rendering and the JSON
+//! run without root (`mock_sweep`, a unit test).
 
 use anyhow::Result;
 
 use super::schedule::{self, Slot};
 use super::{
-    Options, ReclaimResult, Refusal, Run, Unobserved, analyse, auto, checks, fit_runs, measure, placement, profile,
-    victims,
+    analyse, analyse::fit_runs, auto, checks, measure, options::Options, pinning, profile, repetition::Run,
+    repetition::Unobserved, result::ReclaimResult, result::Refusal, victims,
 };
 use crate::env::Environment;
 use crate::probe::kmsg::KmsgWatch;
 use crate::probe::victims::Database;
 use crate::procfs::ProcRoot;
-use crate::sandbox::Sandbox;
+use crate::sandbox::{Privilege, Sandbox};
 use crate::size::human;
+
+/// What a sweep drives: the kernel's side of its repetitions (the sandbox,
+/// the workload, the probes). [`Kernel`] is the real one.
+pub(super) trait Executor {
+    /// The notes on what this machine's probes leave out (/dev/kmsg).
+    fn kernel_notes(&self) -> Vec<String>;
+    /// Whether `--profile` can record here (why not, in `notes`).
+    fn profiling(&mut self, opts: &Options, notes: &mut Vec<String>) -> bool;
+    /// The sandbox's privilege, as the result records it.
+    fn privilege(&self) -> Privilege;
+    /// One repetition: stage, create, reclaim (probed or not), count.
+    fn repetition(&mut self, opts: &Options, at: &measure::At) -> Result<Run>;
+}
+
+/// The real executor: the entered sandbox, the live /proc, the kernel log
+/// watch, and the `mariadb` victim's server when it runs.
+struct Kernel<'a> {
+    sandbox: &'a mut Sandbox,
+    proc: &'a ProcRoot,
+    kmsg: KmsgWatch,
+    db: Option<&'a Database>,
+}
+
+impl Executor for Kernel<'_> {
+    fn kernel_notes(&self) -> Vec<String> {
+        kmsg_notes(&self.kmsg)
+    }
+
+    fn profiling(&mut self, opts: &Options, notes: &mut Vec<String>) -> bool {
+        profile::available(opts.profile, opts.cpu, self.sandbox.scratch(), notes)
+    }
+
+    fn privilege(&self) -> Privilege {
+        self.sandbox.privilege
+    }
+
+    fn repetition(&mut self, opts: &Options, at: &measure::At) -> Result<Run> {
+        measure::one_run(opts, self.sandbox, self.proc, &self.kmsg, at, self.db)
+    }
+}
 
 /// Runs the sweep. The sandbox must already be entered; `db` is the
 /// `mariadb` victim's server ([`super::victim_db`]), when it runs.
-pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Option<&Database>) -> Result<ReclaimResult> {
+pub(crate) fn run(
+    opts: &Options,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    db: Option<&Database>,
+) -> Result<ReclaimResult> {
+    let mut kernel = Kernel { sandbox, proc, kmsg: KmsgWatch::start(Some(opts.cpu)), db };
+    run_on(opts, proc, &mut kernel)
+}
+
+/// The sweep on `exec`; `proc` is what its checks and notes read (the
+/// memory available, slabinfo, the environment).
+pub(super) fn run_on(opts: &Options, proc: &ProcRoot, exec: &mut dyn Executor) -> Result<ReclaimResult> {
     // The header says when the run started, not when it ended.
     let header = crate::result::Header::new("reclaim");
     let environment = Environment::capture(proc);
-    let kmsg = KmsgWatch::start(Some(opts.cpu));
-    let mut notes = opening_notes(opts, proc, &kmsg);
-    let profiling = profile::available(opts.profile, opts.cpu, sandbox.scratch(), &mut notes);
+    let mut notes = opening_notes(opts, proc, exec.kernel_notes());
+    let profiling = exec.profiling(opts, &mut notes);
     notes.push(format!("probes: {} ({})", opts.probe_policy.describe(), opts.probe_policy_why));
-    let with = With { opts, proc, kmsg: &kmsg, db, profiling };
+    let with = With { opts, profiling };
     let mut g = Gathered::default();
     while let Some(target) = g.next_size(opts, proc)? {
-        g.size(&with, sandbox, target)?;
+        g.size(&with, exec, target)?;
     }
     notes.extend(count_notes(opts, &g.runs));
     let Gathered { runs, unobserved, unpinned, victim_runs, refused, bpd_measured, ran, auto_stop } = g;
@@ -48,14 +106,14 @@ pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Op
     let (fits, verdict) =
         per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
-    let pinning_cost = placement::cost(&unobserved, &unpinned);
+    let pinning_cost = pinning::cost(&unobserved, &unpinned);
     let deadlines = victims::deadlines(&environment, proc);
     let victims = victims::analyse(&victim_runs, &sizes, fits.gap_governing(), &deadlines);
     Ok(ReclaimResult {
         header,
         environment,
         options: opts.clone(),
-        sandbox: sandbox.privilege,
+        sandbox: exec.privilege(),
         runs,
         unobserved,
         unpinned,
@@ -77,9 +135,8 @@ pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, db: Op
     })
 }
 
-/// The notes a sweep opens with: what this machine, or these options,
-/// leave out of it.
-fn opening_notes(opts: &Options, proc: &ProcRoot, kmsg: &KmsgWatch) -> Vec<String> {
+/// What the kernel log watch leaves out.
+fn kmsg_notes(kmsg: &KmsgWatch) -> Vec<String> {
     let mut notes = Vec::new();
     match (&kmsg.unavailable, kmsg.offset_ns()) {
         (Some(why), _) => notes.push(why.clone()),
@@ -90,6 +147,13 @@ fn opening_notes(opts: &Options, proc: &ProcRoot, kmsg: &KmsgWatch) -> Vec<Strin
         )),
         _ => {}
     }
+    notes
+}
+
+/// The notes a sweep opens with: what this machine (`kernel`: its
+/// executor's notes), or these options, leave out of it.
+fn opening_notes(opts: &Options, proc: &ProcRoot, kernel: Vec<String>) -> Vec<String> {
+    let mut notes = kernel;
     if proc.slab_dentry().is_none() {
         notes.push("/proc/slabinfo is not readable: counts come from dentry-state only".into());
     }
@@ -110,9 +174,6 @@ fn opening_notes(opts: &Options, proc: &ProcRoot, kmsg: &KmsgWatch) -> Vec<Strin
 /// What every repetition of the sweep runs with.
 struct With<'a> {
     opts: &'a Options,
-    proc: &'a ProcRoot,
-    kmsg: &'a KmsgWatch,
-    db: Option<&'a Database>,
     /// `--profile`, and perf can record here.
     profiling: bool,
 }
@@ -169,7 +230,7 @@ impl Gathered {
     }
 
     /// Every method's repetitions of one size, in the schedule's order.
-    fn size(&mut self, with: &With<'_>, sandbox: &mut Sandbox, target: u64) -> Result<()> {
+    fn size(&mut self, with: &With<'_>, exec: &mut dyn Executor, target: u64) -> Result<()> {
         let opts = with.opts;
         let schedule = schedule::Schedule::of(&schedule::Counts {
             probed: opts.reps,
@@ -182,7 +243,7 @@ impl Gathered {
             for &(rep, slot) in schedule.slots() {
                 let profile = with.profiling && slot == Slot::Probed { contenders: 0 };
                 let at = measure::At { target, rep, method, slot, profile };
-                let r = measure::one_run(opts, sandbox, with.proc, with.kmsg, &at, with.db)?;
+                let r = exec.repetition(opts, &at)?;
                 self.keep(r, slot);
             }
         }

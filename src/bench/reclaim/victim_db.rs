@@ -1,5 +1,5 @@
 //! The `mariadb` victim's server: a real MariaDB, started once per sweep
-//! by `mitigate`'s own starter ([`crate::bench::mitigate::mariadb`]) in the
+//! by `mitigate`'s own starter ([`crate::bench::common::mariadb`]) in the
 //! sandbox, before any repetition: its datadir, socket and logs on the
 //! sandbox's scratch tmpfs, the server in a memory cgroup of the run's
 //! (no limit; the cgroup guardian SIGKILLs it and removes the cgroup
@@ -11,8 +11,8 @@
 use anyhow::{Context, Result};
 use mysql::prelude::Queryable;
 
-use super::Options;
-use crate::bench::mitigate::mariadb::{self, Server};
+use super::options::Options;
+use crate::bench::common::mariadb::{self, Server};
 use crate::probe::victims::{Database, Query, Victim};
 use crate::sandbox::Sandbox;
 use crate::sandbox::cgroup::MemCgroup;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Method, Run, SizeSummary};
+use super::{methods::Method, repetition::Run, summary::SizeSummary};
 use crate::analysis::interval::SizeValues;
 use crate::analysis::linearity::Shape;
 use crate::analysis::victims::{self, CallStats, Deadline, Incident, WaitFit, Watches};
@@ -26,13 +26,8 @@ use crate::stats::{Spread, median};
 /// How long the victims run before the reclaim: their control.
 pub(crate) const CONTROL_WINDOW: Duration = Duration::from_secs(1);
 
-/// What the victims recorded in one repetition, with the reclaim's window.
-#[derive(Debug, Clone)]
-pub(crate) struct Observed {
-    pub records: Vec<Record>,
-    pub start_ns: u64,
-    pub end_ns: u64,
-}
+/// What the victims recorded in one repetition (a repetition's own record).
+pub(crate) use super::repetition::Observed;
 
 /// One victim in one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -439,7 +434,7 @@ pub(crate) fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
 /// guardian (the handler starts it when that victim is asked for), and the
 /// `mariadb` victim queries `db` (the sweep's server, [`super::victim_db`]).
 pub(crate) fn start(
-    opts: &super::Options,
+    opts: &super::options::Options,
     sandbox: &crate::sandbox::Sandbox,
     db: Option<&crate::probe::victims::Database>,
 ) -> anyhow::Result<crate::probe::victims::Victims> {
@@ -467,22 +462,22 @@ pub(crate) fn start(
 /// cgroups), one container id per call, from sandbox start to exit.
 fn container_run(scratch: std::path::PathBuf) -> anyhow::Result<crate::probe::victims::ContainerRun> {
     use anyhow::Context;
-    let runsc = crate::bench::gvisor::runsc::find(None)?;
+    let runsc = crate::bench::common::runsc::find(None)?;
     let volume = scratch.join("volume");
     std::fs::create_dir_all(&volume).with_context(|| format!("cannot make {}", volume.display()))?;
     let n = std::sync::atomic::AtomicU64::new(0);
     Ok(std::sync::Arc::new(move || {
         let id =
             format!("dentrylab-victim-{}-{}", std::process::id(), n.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        let run = crate::bench::gvisor::runsc::Run {
+        let run = crate::bench::common::runsc::Run {
             runsc: &runsc,
-            dcache: crate::bench::gvisor::runsc::Dcache::PerMount,
+            dcache: crate::bench::common::runsc::Dcache::PerMount,
             scratch: &scratch,
             volume: &volume,
             id,
             extra_flags: &[],
         };
-        crate::bench::gvisor::runsc::run(&run, &["/bin/true".to_string()]).map(|_| ())
+        crate::bench::common::runsc::run(&run, &["/bin/true".to_string()]).map(|_| ())
     }))
 }
 

@@ -10,11 +10,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ReclaimResult, Run};
+use super::repetition::Run;
+use super::summary::Fits;
 use crate::analysis::fit;
 use crate::procfs::kmsg::Kind as AlertKind;
 
-pub(crate) use super::lowered::{RCU_STALL_TIMEOUT_MAX, RcuTimeout, guard_main, lower};
+pub(crate) use super::lowered::{RCU_STALL_TIMEOUT_MAX, RcuTimeout, lower};
 
 mod summary;
 
@@ -279,14 +280,14 @@ pub(super) struct Edge {
 }
 
 impl Edge {
-    fn of(result: &ReclaimResult, rows: &[CheckRow], thresh: u64) -> Edge {
+    fn of(fits: &Fits, rows: &[CheckRow], thresh: u64) -> Edge {
         let limit = 2.0 * thresh as f64;
         let (lo, hi) = detection_band(thresh);
         let sizes: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.target).collect();
         let fired_at = |t: u64| rows.iter().any(|r| r.target == t && r.watchdog_fired);
         let largest_silent = sizes.iter().copied().filter(|&t| !fired_at(t)).max();
         let smallest_fired = sizes.iter().copied().filter(|&t| fired_at(t)).min();
-        let gap = result.fits.gap_governing();
+        let gap = fits.gap_governing();
         let interval = gap.and_then(|p| p.band.and_then(|b| b.count_reaching(&p, limit)));
         // The watchdog may report a stretch from the band's lower edge and must
         // from its upper edge, so the observed edge is expected between the size
@@ -316,12 +317,20 @@ impl Edge {
     }
 }
 
-pub(crate) fn compare(result: &ReclaimResult, original: u64, thresh: u64, rcu: Option<RcuTimeout>) -> WatchdogReport {
-    let rows: Vec<CheckRow> = result.runs.iter().map(|r| check_row(&result.runs, r, thresh)).collect();
+/// The check of a sweep's repetitions (`runs`, fitted as `fits`) against
+/// what the watchdog said.
+pub(crate) fn compare(
+    runs: &[Run],
+    fits: &Fits,
+    original: u64,
+    thresh: u64,
+    rcu: Option<RcuTimeout>,
+) -> WatchdogReport {
+    let rows: Vec<CheckRow> = runs.iter().map(|r| check_row(runs, r, thresh)).collect();
     let tally = Tally::of(&rows);
     let validated = tally.validated();
     let mut summary = summary::agreement_lines(&rows, &tally, original, thresh, rcu);
-    let edge = Edge::of(result, &rows, thresh);
+    let edge = Edge::of(fits, &rows, thresh);
     summary.push(summary::edge_line(&edge, thresh));
     summary.push(if validated {
         "Validated: the watchdog fired where a lockup was predicted and stayed silent where none was.".into()
@@ -359,7 +368,14 @@ mod tests {
     use super::*;
     use crate::procfs::kmsg::{Alert, Kind};
 
-    fn fixture() -> ReclaimResult {
+    /// What the check reads of a recorded sweep.
+    #[derive(serde::Deserialize)]
+    struct Fixture {
+        runs: Vec<Run>,
+        fits: Fits,
+    }
+
+    fn fixture() -> Fixture {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/reclaim-small.json");
         serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
     }
@@ -388,7 +404,7 @@ mod tests {
             let pid = run.reclaim_task_pid;
             run.kernel_messages.push(lockup(pid, 3));
         }
-        let w = compare(&r, 10, 1, None);
+        let w = compare(&r.runs, &r.fits, 10, 1, None);
         assert!(w.true_positive >= 1, "{:?}", w.summary);
         assert_eq!((w.false_positive, w.false_negative), (0, 0), "{:?}", w.summary);
         assert!(w.validated);
@@ -411,7 +427,7 @@ mod tests {
         run.kernel_messages.push(lockup(pid, 2));
         // A lockup of another task is not the reclaim's.
         r.runs[0].kernel_messages.push(lockup(pid + 100_000, 5));
-        let w = compare(&r, 10, 1, None);
+        let w = compare(&r.runs, &r.fits, 10, 1, None);
         assert_eq!(w.false_negative, 1);
         assert!(!w.validated);
         assert!(w.summary.iter().any(|s| s.starts_with("DISAGREEMENT at 80k")), "{:?}", w.summary);
@@ -441,14 +457,14 @@ mod tests {
         };
         r.runs.last_mut().unwrap().kernel_messages.push(rcu);
         let t = RcuTimeout { original_seconds: 21, during_check_seconds: 53 };
-        let w = compare(&r, 10, 10, Some(t));
+        let w = compare(&r.runs, &r.fits, 10, 10, Some(t));
         assert_eq!(w.rows.iter().filter(|x| x.rcu_stall_reported).count(), 1);
         assert!(!w.rows.last().unwrap().watchdog_fired, "an RCU stall is not a soft lockup");
         assert_eq!(w.rcu_stall_timeout, Some(t));
         let line = w.summary.iter().find(|s| s.starts_with("RCU's CPU stall timeout was 21 s")).unwrap();
         assert!(line.contains("raised to 53 s") && line.contains("during 1 reclaim(s)"), "{line}");
         let unchanged = RcuTimeout { original_seconds: 60, during_check_seconds: 60 };
-        let w = compare(&r, 10, 10, Some(unchanged));
+        let w = compare(&r.runs, &r.fits, 10, 10, Some(unchanged));
         assert!(w.summary.iter().any(|s| s.starts_with("RCU's CPU stall timeout is 60 s")), "{:?}", w.summary);
     }
 
@@ -497,12 +513,12 @@ mod tests {
         last.kernel_messages = alerts.clone();
         // Matched to the child: fired.
         last.reclaim_task_pid = child;
-        let w = compare(&r, 10, 1, None);
+        let w = compare(&r.runs, &r.fits, 10, 1, None);
         assert!(w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
         // Had the run recorded the parent's thread, the lockup would be lost.
         let last = r.runs.iter_mut().rfind(|x| x.target == 80_000).unwrap();
         last.reclaim_task_pid = child - 1;
-        let w = compare(&r, 10, 1, None);
+        let w = compare(&r.runs, &r.fits, 10, 1, None);
         assert!(!w.rows.iter().rfind(|x| x.target == 80_000).unwrap().watchdog_fired);
     }
 
@@ -528,7 +544,7 @@ mod tests {
             run.probe.max_gap_seconds = 2.6 * run.target as f64 / 80_000.0;
             run.kernel_messages.clear();
         }
-        let w = compare(&r, 10, 1, None);
+        let w = compare(&r.runs, &r.fits, 10, 1, None);
         let last = w.rows.iter().rfind(|x| x.target == 80_000).unwrap();
         assert_eq!(last.predicted, Some(Expect::Either));
         assert_eq!(last.agreement, Agreement::Uncertain);

@@ -15,9 +15,11 @@ impl Benchmark for Scale {
     type Plan = Options;
     type Result = ScaleResult;
 
-    const ABOUT: &'static str = "Path-lookup scalability: stat, negative stat, open+close, create+unlink from 1..N threads";
+    const ABOUT: &'static str =
+        "Path-lookup scalability: stat, negative stat, open+close, create+unlink from 1..N threads";
     const LONG_ABOUT: Option<&'static str> = Some(LONG_ABOUT);
     const DISPLAY_ORDER: usize = 5;
+    const INTERNAL: &'static [&'static dyn crate::sys::internal::InternalCommand] = &[&super::procs::WORKER_ENTRY];
 
     fn plan(a: Self::Args, _cx: &Context) -> Result<Options> {
         let opts = a.args.options(crate::env::cpus())?;

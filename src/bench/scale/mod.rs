@@ -17,7 +17,6 @@ pub(crate) mod render;
 
 pub(crate) use args::Args;
 pub(crate) use command::Scale;
-pub(crate) use procs::{SCALE_WORKER, WorkerArgs};
 
 use std::path::Path;
 use std::sync::Barrier;
@@ -237,7 +236,12 @@ pub(crate) fn validate(opts: &Options) -> Result<()> {
 /// create+unlink workers have at once (sizes a disk filesystem's image).
 const FS_CAPACITY: crate::sandbox::Capacity = crate::sandbox::Capacity { entries: 200_000, inodes: 200_000 };
 
-pub(crate) fn run(opts: &Options, sandbox: &mut Sandbox, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Result<ScaleResult> {
+pub(crate) fn run(
+    opts: &Options,
+    sandbox: &mut Sandbox,
+    proc: &ProcRoot,
+    announce: &dyn Fn(&str),
+) -> Result<ScaleResult> {
     let header = crate::result::Header::new("scale");
     let environment = Environment::capture(proc);
     let max_workers = opts.threads.iter().copied().max().unwrap_or(1);

@@ -1,5 +1,5 @@
 //! `scale --procs`: one worker process per count, each this binary
-//! re-executed as the hidden `scale-worker` subcommand ([`WorkerArgs`]),
+//! re-executed as the hidden `__scale-worker` subcommand ([`WorkerArgs`]),
 //! started together by a byte on its standard input, reporting its
 //! outcome as one JSON line.
 
@@ -14,7 +14,7 @@ use crate::probe::StepHook;
 use crate::sys;
 use crate::workload::lookup::{Op, Outcome, Worker};
 
-/// `scale-worker`: the arguments the parent passes ([`run_processes`]).
+/// `__scale-worker`: the arguments the parent passes ([`run_processes`]).
 #[derive(Debug, clap::Args)]
 pub(crate) struct WorkerArgs {
     #[arg(long, value_parser = |s: &str| s.parse::<Op>())]
@@ -119,7 +119,15 @@ pub(super) fn run_processes(
 }
 
 /// The hidden subcommand that `scale --procs` re-executes this binary with.
-pub(crate) const SCALE_WORKER: &str = "scale-worker";
+pub(crate) const SCALE_WORKER: &str = "__scale-worker";
+
+/// The worker's internal command.
+pub(crate) const WORKER_ENTRY: crate::sys::internal::Entry<WorkerArgs> = crate::sys::internal::Entry {
+    name: SCALE_WORKER,
+    about: "One worker process of 'scale --procs'",
+    aliases: &[],
+    run: |a| a.run(),
+};
 
 /// What a worker process prints when it is ready for the start byte.
 pub(super) const WORKER_READY: &str = "ready";

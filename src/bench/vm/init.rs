@@ -17,6 +17,14 @@ use super::channel::{Hello, Record};
 use crate::sys;
 
 pub(crate) const INIT_COMMAND: &str = "__vm-init";
+
+/// The guest's init's internal command.
+pub(crate) const INIT_ENTRY: crate::sys::internal::Entry<crate::sys::internal::NoArgs> = crate::sys::internal::Entry {
+    name: INIT_COMMAND,
+    about: "The guest's init (PID 1 of the initramfs 'vm' builds)",
+    aliases: &[],
+    run: |_| main(),
+};
 pub(crate) const INIT_PATH: &str = "/dentrylab";
 pub(crate) const CONFIG_PATH: &str = "/vm.json";
 /// The result channel: the guest's second serial port.

@@ -139,8 +139,7 @@ fn xz_decompress(p: &Path) -> Result<Vec<u8>> {
 /// `tool` on the PATH, else in /usr/sbin or /sbin (depmod, for a user
 /// whose PATH lacks them).
 fn which(tool: &str) -> Option<PathBuf> {
-    crate::sys::which(tool)
-        .or_else(|| ["/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(tool)).find(|p| p.is_file()))
+    crate::sys::which_or(tool, &["/usr/sbin", "/sbin"])
 }
 
 /// The shared libraries `ldd` names for `exe`, the loader included.

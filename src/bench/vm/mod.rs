@@ -2,11 +2,18 @@
 //! preemption models, each in a virtual machine (QEMU) whose init is this
 //! binary ([`init`]), gathered into one matrix: one row per (kernel,
 //! preemption model, accelerator/clock), plus the host as reference.
+//! The matrix renders itself ([`matrix`]: its table, the victims' table
+//! of `matrix_victims` and the chart of `chart`), for `vm`'s output and
+//! for `report`. Inside, one way: `chart` and `matrix_victims` below
+//! `matrix`.
 
 pub(crate) mod channel;
+mod chart;
 pub(crate) mod init;
 pub(crate) mod initramfs;
 pub(crate) mod kernel;
+pub(crate) mod matrix;
+mod matrix_victims;
 pub(crate) mod qemu;
 mod rows;
 
@@ -25,6 +32,25 @@ pub(crate) const SCHEMA: &str = "dentrylab.vm-matrix/1";
 /// The hidden subcommand of the guardian that removes a run's temporary
 /// directories when dentrylab ends, however it ends.
 pub(crate) const GUARD_COMMAND: &str = "__vm-guard";
+
+/// `vm`'s internal commands (it is not a benchmark of the registry, so
+/// `cli::registry` adds these to the benchmarks').
+pub(crate) const INTERNAL: &[&dyn crate::sys::internal::InternalCommand] = &[&init::INIT_ENTRY, &GUARD_ENTRY];
+
+/// The arguments of [`GUARD_COMMAND`].
+#[derive(Debug, clap::Args)]
+pub(crate) struct GuardArgs {
+    /// Directories to remove.
+    pub paths: Vec<PathBuf>,
+}
+
+/// The guardian's internal command.
+const GUARD_ENTRY: crate::sys::internal::Entry<GuardArgs> = crate::sys::internal::Entry {
+    name: GUARD_COMMAND,
+    about: "Removes a 'vm' run's temporary directories when dentrylab ends, however it ends",
+    aliases: &[],
+    run: |a| guard_main(&a.paths),
+};
 /// How long a KVM test boot may take before TCG is used instead.
 const KVM_TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -112,6 +138,51 @@ pub(crate) struct Row<R = RawResult> {
     /// The console's last lines when the guest failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub console_tail: Vec<String>,
+}
+
+impl Matrix {
+    /// The matrix with every row's result read as `R` (the command's own
+    /// result type), from the text the guest wrote, as `report` reads a
+    /// saved matrix; an error when a row's result is not an `R`.
+    pub(crate) fn read_results<R: serde::de::DeserializeOwned>(&self) -> serde_json::Result<Matrix<Box<R>>> {
+        let rows = self
+            .rows
+            .iter()
+            .map(|row| {
+                let result = row
+                    .result
+                    .as_ref()
+                    .map(|raw| serde_json::from_str::<Option<Box<R>>>(raw.get()))
+                    .transpose()?
+                    .flatten();
+                Ok(Row {
+                    kernel_spec: row.kernel_spec.clone(),
+                    kernel_release: row.kernel_release.clone(),
+                    preempt: row.preempt.clone(),
+                    preempt_requested: row.preempt_requested.clone(),
+                    accel: row.accel.clone(),
+                    clock: row.clock.clone(),
+                    emulated: row.emulated,
+                    memory_bytes: row.memory_bytes,
+                    cpus: row.cpus,
+                    wall_seconds: row.wall_seconds,
+                    proc_stack: row.proc_stack,
+                    result,
+                    kernel_log: row.kernel_log.clone(),
+                    error: row.error.clone(),
+                    console_tail: row.console_tail.clone(),
+                })
+            })
+            .collect::<serde_json::Result<Vec<_>>>()?;
+        Ok(Matrix {
+            schema: self.schema.clone(),
+            started_at: self.started_at.clone(),
+            host: self.host.clone(),
+            command: self.command.clone(),
+            accel_reason: self.accel_reason.clone(),
+            rows,
+        })
+    }
 }
 
 impl<R> Row<R> {

@@ -11,6 +11,8 @@
 pub(crate) mod census;
 pub(crate) mod node;
 pub(crate) mod report;
+#[cfg(test)]
+mod report_tests;
 pub(crate) mod vm;
 
 use std::path::Path;

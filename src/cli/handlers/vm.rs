@@ -17,12 +17,11 @@ pub(crate) fn run(a: VmArgs) -> Result<ExitCode> {
     let announce = |m: &str| eprintln!("dentrylab vm: {m}");
     let matrix = crate::bench::vm::run(&o, &proc, &announce)?;
     // One renderer for the matrix: the one `report` uses on a saved matrix,
-    // fed the same text a saved matrix holds (a float the guest wrote as
-    // null reads back there as it does in `report`, not through
-    // `to_value`); another command's results (census): one line per row,
-    // the results in --json.
-    let table = match serde_json::from_str::<crate::report::matrix::VmMatrix>(&serde_json::to_string(&matrix)?) {
-        Ok(doc) => crate::report::matrix::table(&doc),
+    // each row's result read from the text the guest wrote, as `report`
+    // reads it; another command's results (census): one line per row, the
+    // results in --json.
+    let table = match matrix.read_results::<crate::bench::reclaim::ReclaimResult>() {
+        Ok(m) => crate::report::table::render(&crate::bench::vm::matrix::text(&m)),
         Err(_) => matrix
             .rows
             .iter()

@@ -424,7 +424,7 @@ fn extent(plot: &XyPlot) -> (Vec<f64>, Vec<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::plot::{BarGroup, Panel};
+    use crate::render::plot::{Axis, BarGroup, Panel, Series};
 
     #[test]
     fn labels_do_not_collide() {

@@ -12,25 +12,18 @@
 //! space: a log axis plots log10(v) and gets its own ticks.
 //!
 //! In: figure specs and plain series. Out: SVG text. Imported only by
-//! `report`. Inside, one way: `axis` below `kinds` below `matrix` (the `vm`
-//! matrix chart, drawn from its own file); `figures` re-exports the fit
-//! lines it shares; `flame` on its own.
+//! `report`. Inside, one way: `axis` below `kinds`; `flame` on its own.
 
 mod axis;
-mod figures;
 mod flame;
 mod kinds;
-mod matrix;
-
-pub(crate) use matrix::matrix_longest_gap;
 
 use anyhow::Result;
 use plotters::prelude::*;
 
 use crate::render::FigureSpec;
 pub(crate) use crate::render::plot::{
-    Axis, BarPlot, Guide, GuideKind, Line, Mark, Marker, Plot, Scale, ScalingPlot, Series, Shape, TimelinePlot, Unit,
-    XyPlot,
+    BarPlot, GuideKind, Line, Mark, Marker, Plot, Scale, ScalingPlot, Shape, TimelinePlot, Unit, XyPlot,
 };
 
 pub(crate) const WIDTH: u32 = 880;
@@ -54,12 +47,11 @@ fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-/// One rendered plot: its file name in the report directory, a one-line
-/// description (the Markdown alt text), and the SVG document.
+/// One rendered plot: its file name in the report directory and the SVG
+/// document (its caption stays in the spec, where the parts read it).
 #[derive(Debug, Clone)]
 pub(crate) struct Figure {
     pub file: String,
-    pub caption: String,
     pub svg: String,
 }
 
@@ -72,7 +64,7 @@ pub(crate) fn draw(spec: &FigureSpec) -> Result<Figure> {
         Plot::Bars(p) => kinds::before_after(p)?,
         Plot::Flame(f) => flame::draw(f.title.clone(), f.subtitle.clone(), &f.folded)?,
     };
-    Ok(Figure { file: spec.file.clone(), caption: spec.caption.clone(), svg })
+    Ok(Figure { file: spec.file.clone(), svg })
 }
 
 /// Draws figure specs, in order.

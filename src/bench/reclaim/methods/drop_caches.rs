@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::{About, ReclaimPath, Reclaimed, StageSpec, Staging};
-use crate::bench::reclaim::Options;
+use super::Asked;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::sandbox::overlay::Layers;
@@ -45,7 +45,7 @@ impl ReclaimPath for DropCaches {
         Ok((Box::new(Dropped(mount)), created))
     }
 
-    fn refuse_unpermitted(&self, opts: &Options) -> Result<()> {
+    fn refuse_unpermitted(&self, opts: &Asked) -> Result<()> {
         if !opts.allow_global {
             bail!(UsageError(
                 "--method drop-caches writes /proc/sys/vm/drop_caches, which drops every unused dentry and inode on \
@@ -59,7 +59,7 @@ impl ReclaimPath for DropCaches {
         Ok(())
     }
 
-    fn note(&self, _opts: &Options) -> Option<String> {
+    fn note(&self, _opts: &Asked) -> Option<String> {
         Some(
             "drop-caches is machine-wide: its time and 'Reclaimed' include every other unused dentry on the \
              node; 'Freed' counts only this run's"

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use nix::sys::inotify::Inotify as Instance;
 
 use super::{About, ReclaimPath, Reclaimed, StageSpec, Staging, WatchOutcome};
-use crate::bench::reclaim::Options;
+use super::Asked;
 use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::sandbox::overlay::Layers;
@@ -52,7 +52,7 @@ impl ReclaimPath for Inotify {
         Ok((Box::new(Watched { mount, dirs, inotify: None }), created))
     }
 
-    fn refuse_options(&self, opts: &Options) -> Result<()> {
+    fn refuse_options(&self, opts: &Asked) -> Result<()> {
         if !opts.kind.is_negative() {
             bail!(UsageError(format!(
                 "--method inotify times fsnotify's walk over a directory of negative dentries, and --kind {} makes \
@@ -63,7 +63,7 @@ impl ReclaimPath for Inotify {
         Ok(())
     }
 
-    fn note(&self, _opts: &Options) -> Option<String> {
+    fn note(&self, _opts: &Asked) -> Option<String> {
         Some(
             "inotify is a walk, not a reclaim: the first inotify_add_watch on a directory flags its children \
              (fsnotify_set_children_dentry_flags, under the directory's d_lock) and frees nothing, so 'Freed' is \

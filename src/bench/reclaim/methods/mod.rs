@@ -23,7 +23,6 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::Options;
 use super::child::ChildSpec;
 use crate::procfs::ProcRoot;
 use crate::sandbox::overlay::{Layers, Stack, StackMounts};
@@ -80,6 +79,14 @@ pub(crate) struct About {
     pub uses_memcg: bool,
 }
 
+/// What a path's refusals and note read of a run's options (the options,
+/// which name their paths, sit above them: `Options::asked`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked {
+    pub kind: crate::workload::Kind,
+    pub allow_global: bool,
+}
+
 /// One reclaim path.
 pub(crate) trait ReclaimPath: Sync {
     fn about(&self) -> About;
@@ -98,19 +105,19 @@ pub(crate) trait ReclaimPath: Sync {
     /// Flag combinations this path cannot measure (a usage error, exit 2).
     /// Checked for every chosen path before the overlay and permission
     /// checks. None by default.
-    fn refuse_options(&self, _opts: &Options) -> Result<()> {
+    fn refuse_options(&self, _opts: &Asked) -> Result<()> {
         Ok(())
     }
 
     /// What this path needs permission for (`--allow-global`, root),
     /// checked after [`ReclaimPath::refuse_options`]. None by default.
-    fn refuse_unpermitted(&self, _opts: &Options) -> Result<()> {
+    fn refuse_unpermitted(&self, _opts: &Asked) -> Result<()> {
         Ok(())
     }
 
     /// What the run's output says once up front about this path, besides
     /// the notes every LRU-only path gets on tmpfs. None by default.
-    fn note(&self, _opts: &Options) -> Option<String> {
+    fn note(&self, _opts: &Asked) -> Option<String> {
         None
     }
 }

@@ -4,7 +4,7 @@
 //! only: `report::svg` draws them.
 
 use crate::analysis::fit::PowerFit;
-use crate::bench::reclaim::{ReclaimResult, profile::longest};
+use crate::bench::reclaim::{profile::longest, result::ReclaimResult};
 use crate::render::FigureSpec;
 use crate::render::plot::*;
 use crate::size::human;
@@ -35,7 +35,7 @@ pub(crate) fn reclaim(results: &[&ReclaimResult], labels: &[String], subtitle: &
         // The count each run is fitted at (what it freed, or its target when
         // other activity disturbed the machine-wide counter).
         let ok: Vec<_> = r.runs.iter().collect();
-        let n = |run: &crate::bench::reclaim::Run| run.fit_count();
+        let n = |run: &crate::bench::reclaim::repetition::Run| run.fit_count();
         let lo = ok.iter().map(|r| n(r)).fold(f64::INFINITY, f64::min);
         let hi = ok.iter().map(|r| n(r)).fold(0.0, f64::max);
         let to = r.options.extrapolate as f64;

@@ -3,7 +3,7 @@
 //! side, the fits, and the `--watchdog-check` table.
 
 use crate::analysis::linearity::{LinearityTest, Shape};
-use crate::bench::reclaim::ReclaimResult;
+use crate::bench::reclaim::result::ReclaimResult;
 use crate::bench::reclaim::watchdog::{Agreement, Expect, WatchdogReport};
 use crate::duration::secs;
 use crate::render::Grid;
@@ -332,7 +332,7 @@ pub(crate) fn fit_lines(r: &ReclaimResult) -> Vec<String> {
         .collect()
 }
 
-fn fit_lines_of(fits: &crate::bench::reclaim::Fits) -> Vec<String> {
+fn fit_lines_of(fits: &crate::bench::reclaim::summary::Fits) -> Vec<String> {
     let mut out = Vec::new();
     let exponent = |p: &crate::analysis::fit::PowerFit| match p.band.map(|b| b.exponent(p)) {
         Some(i) => format!("exponent 90% {:.3}–{:.3}", i.low, i.high.unwrap_or(f64::NAN)),

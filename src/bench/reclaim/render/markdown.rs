@@ -10,7 +10,7 @@ use super::grids::{
 };
 use super::{profile, stacks, victims};
 use crate::bench::layers::grid;
-use crate::bench::reclaim::ReclaimResult;
+use crate::bench::reclaim::result::ReclaimResult;
 use crate::render::cell::environment_line;
 use crate::render::{Doc, FigureSpec};
 

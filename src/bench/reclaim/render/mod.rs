@@ -16,7 +16,7 @@ pub(crate) mod verdict;
 pub(crate) mod victims;
 
 use crate::bench::layers::StackTeardown;
-use crate::bench::reclaim::ReclaimResult;
+use crate::bench::reclaim::result::ReclaimResult;
 use crate::render::{Doc, FigureSpec, Render};
 use crate::result::Header;
 

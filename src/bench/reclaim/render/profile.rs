@@ -3,7 +3,7 @@
 //! of each method, its top stacks. Tables only: the flame graph is among
 //! the figures.
 
-use crate::bench::reclaim::{ReclaimResult, profile::longest};
+use crate::bench::reclaim::{profile::longest, result::ReclaimResult};
 use crate::render::Grid;
 use crate::render::profile::{code, path_cell, pct, stacks_grid, top_cell};
 use crate::size::human;

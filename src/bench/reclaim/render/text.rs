@@ -8,7 +8,7 @@ use super::grids::{
 };
 use super::{profile, stacks, victims};
 use crate::bench::layers::grid;
-use crate::bench::reclaim::ReclaimResult;
+use crate::bench::reclaim::result::ReclaimResult;
 use crate::render::Doc;
 use crate::render::cell::environment_line;
 

@@ -7,7 +7,7 @@ use crate::analysis::fit::SUPERLINEAR_EXPONENT;
 use crate::analysis::interval::{Interval, count_with_interval};
 use crate::analysis::linearity::Shape;
 use crate::analysis::verdict::{Danger, Governs, PathRow, RankedBy, RowKind, ThresholdRow, Verdict};
-use crate::bench::reclaim::{Method, Run, profile};
+use crate::bench::reclaim::{methods::Method, profile, repetition::Run};
 use crate::size::human;
 
 /// The widest interval a verdict is said to pin the edge with; past it the

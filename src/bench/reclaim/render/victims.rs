@@ -5,7 +5,7 @@
 
 use crate::analysis::interval::count_with_interval;
 use crate::analysis::victims::{Incident, Watches};
-use crate::bench::reclaim::ReclaimResult;
+use crate::bench::reclaim::result::ReclaimResult;
 use crate::bench::reclaim::victims::Analysis;
 use crate::duration::secs;
 use crate::render::Grid;
@@ -80,7 +80,7 @@ pub(crate) fn stalls_grid(a: &Analysis) -> Option<Grid> {
     if !several_methods(a) {
         return None;
     }
-    let mut methods: Vec<crate::bench::reclaim::Method> = Vec::new();
+    let mut methods: Vec<crate::bench::reclaim::methods::Method> = Vec::new();
     let mut victims: Vec<crate::probe::victims::Victim> = Vec::new();
     for s in &a.stalls {
         if !methods.contains(&s.method) {

@@ -2,26 +2,30 @@
 //! and clock), each holding the reclaim result its guest (or the host)
 //! wrote. [`VmMatrix`] is the file `dentrylab vm --json` writes (schema
 //! [`VM_MATRIX_SCHEMA`]); [`Matrix`] turns its rows into the columns people
-//! compare, and [`table`] and [`markdown`] print them, for `vm`'s own
-//! output and for `report`.
+//! compare, and [`text`] and [`markdown`] lay them out as a [`Doc`], for
+//! `vm`'s own output and, through [`MatrixFile`]'s [`Render`], for
+//! `report` (`cli::registry` gives it the reader of this schema).
 
-use super::Grid;
+use serde::Deserialize;
+
 use crate::analysis::verdict::MAX_PREDICTED_COUNT;
 use crate::bench::reclaim::{Method, ReclaimResult, Run, profile};
 use crate::duration::secs;
+use crate::render::{Doc, FigureSpec, Grid, Render};
+use crate::result::Header;
 use crate::size::human;
 use crate::stats::median;
 
 /// The `schema` field of a matrix file.
-pub(crate) const VM_MATRIX_SCHEMA: &str = crate::bench::vm::SCHEMA;
+pub(crate) const VM_MATRIX_SCHEMA: &str = super::SCHEMA;
 /// What every matrix schema starts with (the version follows).
 pub(crate) const VM_MATRIX_SCHEMA_PREFIX: &str = "dentrylab.vm-matrix/";
 
 /// A matrix file, its rows' results read as reclaim results (the one
 /// contract type lives with the command that writes it: `bench::vm`).
-pub(crate) type VmMatrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
+pub(crate) type VmMatrix = super::Matrix<Box<ReclaimResult>>;
 /// One kernel, preemption model and accelerator/clock.
-pub(crate) type MatrixRow = crate::bench::vm::Row<Box<ReclaimResult>>;
+pub(crate) type MatrixRow = super::Row<Box<ReclaimResult>>;
 
 impl MatrixRow {
     fn preempt_cell(&self) -> String {
@@ -249,60 +253,108 @@ fn notes(m: &VmMatrix) -> Vec<String> {
 }
 
 /// The matrix as a plain table, for the terminal (`dentrylab vm` prints it).
-pub(crate) fn table(m: &VmMatrix) -> String {
-    let mut s = super::plain::render_grid(&Matrix::of(m).grid(m, false));
+pub(crate) fn text(m: &VmMatrix) -> Doc {
+    let mut d = Doc::new();
+    d.grid(Matrix::of(m).grid(m, false));
     for n in notes(m) {
-        s += &format!("note: {n}\n");
+        d.push_str(&format!("note: {n}\n"));
     }
     if let Some(g) = super::matrix_victims::grid(m, false) {
-        s += "\nWhat the rest of the guest waits for (--victims)\n";
-        s += &super::plain::render_grid(&g);
+        d.push_str("\nWhat the rest of the guest waits for (--victims)\n");
+        d.grid(g);
         for n in super::matrix_victims::notes() {
-            s += &format!("note: {n}\n");
+            d.push_str(&format!("note: {n}\n"));
         }
     }
-    s
+    d
 }
 
 /// The matrix as a Markdown section (the chart, when given, first).
-pub(crate) fn markdown(m: &VmMatrix, chart: Option<&super::svg::Figure>) -> String {
-    let mut s = String::from("## Kernel matrix: the longest stretch per kernel and preemption model\n\n");
+pub(crate) fn markdown(m: &VmMatrix, chart: Option<&FigureSpec>) -> Doc {
+    let mut d = Doc::new();
+    d.push_str("## Kernel matrix: the longest stretch per kernel and preemption model\n\n");
     if let Some(f) = chart {
-        s += &format!("![{}]({})\n\n", f.caption, f.file);
+        d.push_str(&format!("![{}]({})\n\n", f.caption, f.file));
     }
-    s += &super::markdown::render_grid(&Matrix::of(m).grid(m, true));
-    s.push('\n');
+    d.grid(Matrix::of(m).grid(m, true));
+    d.push('\n');
     for n in notes(m) {
-        s += &format!("{n}\n\n");
+        d.push_str(&format!("{n}\n\n"));
     }
     if let Some(g) = super::matrix_victims::grid(m, true) {
-        s += "### What the rest of the guest waits for (`--victims`)\n\n";
-        s += &super::markdown::render_grid(&g);
-        s.push('\n');
+        d.push_str("### What the rest of the guest waits for (`--victims`)\n\n");
+        d.grid(g);
+        d.push('\n');
         for n in super::matrix_victims::notes() {
-            s += &format!("{n}\n\n");
+            d.push_str(&format!("{n}\n\n"));
         }
     }
-    s
+    d
 }
 
 /// A loaded matrix file with the header `report` lists it by.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(from = "VmMatrix")]
 pub(crate) struct MatrixFile {
     pub matrix: VmMatrix,
-    pub header: crate::result::Header,
+    pub header: Header,
 }
 
 impl MatrixFile {
     pub(crate) fn new(matrix: VmMatrix) -> MatrixFile {
         let version = matrix.schema.strip_prefix(VM_MATRIX_SCHEMA_PREFIX).and_then(|v| v.parse().ok()).unwrap_or(0);
-        let header = crate::result::Header {
+        let header = Header {
             schema: version,
             benchmark: "vm".into(),
             command: format!("dentrylab vm -- {}", matrix.command.join(" ")),
             started_at: matrix.started_at.clone(),
         };
         MatrixFile { matrix, header }
+    }
+}
+
+impl From<VmMatrix> for MatrixFile {
+    fn from(m: VmMatrix) -> MatrixFile {
+        MatrixFile::new(m)
+    }
+}
+
+/// The chart's file of the `i`th matrix of a report.
+fn chart_file(i: usize) -> String {
+    if i == 0 { "vm-matrix-longest-gap.svg".to_string() } else { format!("vm-matrix-{}-longest-gap.svg", i + 1) }
+}
+
+/// `vm`'s part of a report: a chart and a table per matrix, each matrix
+/// listed as "matrix of" its start.
+impl Render for MatrixFile {
+    const BENCHMARK: &'static str = "vm";
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn text(&self) -> Doc {
+        text(&self.matrix)
+    }
+
+    fn facets(&self) -> Vec<String> {
+        vec![self.header.started_at.clone()]
+    }
+
+    fn labels(results: &[&Self]) -> (Vec<String>, String) {
+        (results.iter().map(|m| format!("matrix of {}", m.header.started_at)).collect(), String::new())
+    }
+
+    fn figures(results: &[&Self], _labels: &[String], _subtitle: &str) -> Vec<FigureSpec> {
+        results.iter().enumerate().map(|(i, m)| super::chart::longest_gap(&m.matrix, &chart_file(i))).collect()
+    }
+
+    fn part(results: &[&Self], _labels: &[String], _subtitle: &str, figures: &[FigureSpec]) -> Doc {
+        let mut d = Doc::new();
+        for (i, m) in results.iter().enumerate() {
+            d.append(markdown(&m.matrix, figures.get(i)));
+        }
+        d
     }
 }
 
@@ -314,7 +366,7 @@ mod tests {
     /// failed guest (synthetic: only the rendering is under test).
     fn matrix() -> VmMatrix {
         let result: ReclaimResult =
-            serde_json::from_str(include_str!("../../docs/results/inotify-ext4-negative-6.18.json")).unwrap();
+            serde_json::from_str(include_str!("../../../docs/results/inotify-ext4-negative-6.18.json")).unwrap();
         let row = |release: &str, accel: &str, result: Option<Box<ReclaimResult>>, error: Option<&str>| MatrixRow {
             kernel_spec: release.into(),
             kernel_release: release.into(),
@@ -335,11 +387,23 @@ mod tests {
         VmMatrix {
             schema: VM_MATRIX_SCHEMA.into(),
             started_at: "2026-11-25T08:00:00Z".into(),
-            host: crate::bench::vm::HostInfo { kernel: "6.18.44".into(), cpus: 2, memory_bytes: 1 << 34 },
+            host: super::super::HostInfo { kernel: "6.18.44".into(), cpus: 2, memory_bytes: 1 << 34 },
             command: vec!["reclaim".into(), "--method".into(), "inotify".into()],
             accel_reason: String::new(),
             rows: vec![row("6.18.44", "host", Some(Box::new(result)), None), row("6.1.0-9", "tcg", None, None)],
         }
+    }
+
+    /// The plain text of a matrix: each grid its header, a rule and its
+    /// rows, cells apart by a space (the layout is `report`'s).
+    fn table(m: &VmMatrix) -> String {
+        text(m).render(&|g: &Grid| {
+            let mut s = g.header.join(" ") + "\n---\n";
+            for r in &g.rows {
+                s += &(r.join(" ") + "\n");
+            }
+            s
+        })
     }
 
     #[test]

@@ -31,10 +31,7 @@ pub(crate) const RUNSC_ENV: &str = "DENTRYLAB_RUNSC";
 pub fn find(explicit: Option<&Path>) -> Result<PathBuf> {
     let hint =
         "build it with bench/gvisor/install.sh and pass --runsc PATH, set DENTRYLAB_RUNSC, or put it on the PATH";
-    let usable = |p: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    let usable = |p: &Path| crate::sys::is_executable(p);
     if let Some(p) = explicit {
         if usable(p) {
             return Ok(p.to_path_buf());
@@ -48,13 +45,8 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf> {
         }
         return Err(UsageError(format!("{RUNSC_ENV}={}: no executable file there: {hint}", p.display())).into());
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        for d in std::env::split_paths(&path) {
-            let p = d.join("runsc");
-            if usable(&p) {
-                return Ok(p);
-            }
-        }
+    if let Some(p) = crate::sys::which("runsc") {
+        return Ok(p);
     }
     Err(UsageError(format!("runsc not found (no --runsc, no {RUNSC_ENV}, not on the PATH): {hint}")).into())
 }

@@ -3,20 +3,20 @@
 //! whether it waits for the reclaim, its longest wait against the
 //! reclaiming CPU's longest stretch at each size and against the whole
 //! reclaim, and where in the kernel it waited (the stack sampled while it
-//! waited, when the row's kernel has `/proc/PID/stack`). `matrix` prints
-//! it under the matrix; a row that ran no victims has no line here.
+//! waited, when the row's kernel has `/proc/PID/stack`). `matrix` lays
+//! it out under the matrix; a row that ran no victims has no line here.
 
-use super::Grid;
 use crate::bench::reclaim::victims::{Outcome, VictimRun, VictimSize};
 use crate::bench::reclaim::{Method, ReclaimResult};
 use crate::duration::secs;
 use crate::probe::victims::{SAMPLE_AFTER, Victim};
+use crate::render::Grid;
 use crate::size::human;
 
-/// A matrix whose rows hold reclaim results (`report::matrix::VmMatrix`,
-/// named here without it: `matrix` uses this module).
-type Matrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
-type Row = crate::bench::vm::Row<Box<ReclaimResult>>;
+/// A matrix whose rows hold reclaim results (`matrix::VmMatrix`, named
+/// here without it: `matrix` uses this module).
+type Matrix = super::Matrix<Box<ReclaimResult>>;
+type Row = super::Row<Box<ReclaimResult>>;
 
 /// What one victim did in one row, in the table's words.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,7 +212,7 @@ mod tests {
     /// repetitions: only the rendering is under test.
     fn result() -> ReclaimResult {
         let mut r: ReclaimResult =
-            serde_json::from_str(include_str!("../../docs/results/inotify-ext4-negative-6.18.json")).unwrap();
+            serde_json::from_str(include_str!("../../../docs/results/inotify-ext4-negative-6.18.json")).unwrap();
         let method = r.options.methods[0];
         let largest = r.sizes.iter().filter(|s| s.method == method && s.contenders == 0).map(|s| s.target).max();
         let (small, big) = (r.sizes[0].target, largest.unwrap());
@@ -297,9 +297,9 @@ mod tests {
             console_tail: vec![],
         };
         let mut m = Matrix {
-            schema: crate::bench::vm::SCHEMA.into(),
+            schema: super::super::SCHEMA.into(),
             started_at: "2026-11-26T09:00:00Z".into(),
-            host: crate::bench::vm::HostInfo { kernel: "6.18.44".into(), cpus: 2, memory_bytes: 1 << 34 },
+            host: super::super::HostInfo { kernel: "6.18.44".into(), cpus: 2, memory_bytes: 1 << 34 },
             command: vec!["reclaim".into(), "--victims".into(), "umount".into()],
             accel_reason: String::new(),
             rows: vec![row(Some(result())), row(None)],

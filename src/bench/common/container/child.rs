@@ -29,6 +29,16 @@ use crate::workload::container::{self, Mix, Outcome};
 /// The hidden subcommand that runs one container.
 pub(crate) const CHILD_COMMAND: &str = "__container-child";
 
+/// One container's internal command (registered by `containers`, whose
+/// harness `mitigate --workload containers` shares).
+pub(crate) const CHILD_ENTRY: crate::sys::internal::Entry<crate::sys::internal::SpecArg> =
+    crate::sys::internal::Entry {
+        name: CHILD_COMMAND,
+        about: "One container of 'containers'",
+        aliases: &[],
+        run: |a| child_main(&a.spec),
+    };
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Spec {
     pub id: u32,

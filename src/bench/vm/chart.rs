@@ -3,20 +3,14 @@
 //! a result, with the row's gap fit over its measured range and the
 //! soft-lockup threshold.
 
-use anyhow::Result;
+use super::matrix::VmMatrix;
+use crate::render::FigureSpec;
+use crate::render::plot::{
+    Axis, Guide, GuideKind, Marker, Plot, Scale, Series, Shape, Unit, XyPlot, fit_lines, format_value,
+};
 
-use super::axis::format_value;
-use super::figures::fit_lines;
-use super::kinds::*;
-use super::*;
-use crate::bench::reclaim::ReclaimResult;
-
-/// The matrix as `report` reads it (`report::matrix::VmMatrix`, named here
-/// from below: the chart sits under the table code that uses it).
-type VmMatrix = crate::bench::vm::Matrix<Box<ReclaimResult>>;
-
-/// The chart, in `file`.
-pub(crate) fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
+/// The chart's spec, in `file` (`report`'s SVG engine draws it).
+pub(crate) fn longest_gap(m: &VmMatrix, file: &str) -> FigureSpec {
     let mut plot = XyPlot {
         subtitle: format!("dentrylab {}", m.command.join(" ")),
         ..XyPlot::new(
@@ -54,11 +48,11 @@ pub(crate) fn matrix_longest_gap(m: &VmMatrix, file: &str) -> Result<Figure> {
             kind: GuideKind::Threshold,
         });
     }
-    Ok(Figure {
+    FigureSpec {
         file: file.into(),
         caption: "Longest stretch the reclaiming CPU ran no other task against dentry count, one series per kernel \
                   and preemption model, with each row's gap fit and the soft-lockup threshold"
             .into(),
-        svg: xy(&plot)?,
-    })
+        plot: Plot::Xy(plot),
+    }
 }

@@ -70,14 +70,10 @@ pub struct Binaries {
 pub(crate) const PATH_ENV: &str = "DENTRYLAB_MARIADB_PATH";
 
 fn find(name: &str, extra: &[&str]) -> Option<PathBuf> {
-    let dirs: Vec<PathBuf> = match std::env::var_os(PATH_ENV) {
-        Some(only) => std::env::split_paths(&only).collect(),
-        None => {
-            let path = std::env::var_os("PATH").unwrap_or_default();
-            std::env::split_paths(&path).chain(extra.iter().map(PathBuf::from)).collect()
-        }
-    };
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+    match std::env::var_os(PATH_ENV) {
+        Some(only) => sys::which_in(name, std::env::split_paths(&only)),
+        None => sys::which_or(name, extra),
+    }
 }
 
 /// Finds `mariadbd` and `mariadb-install-db`; missing is the user's to fix (exit 2).
