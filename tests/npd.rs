@@ -86,7 +86,6 @@ fn kmsg_message(line: &str) -> &str {
 }
 
 #[test]
-#[ignore = "needs node-problem-detector (deploy/tools/install.sh npd), whose build is not yet verified; .ci/run does not install it"]
 fn a_recorded_soft_lockup_sets_the_node_condition() {
     let bin: Option<PathBuf> = dentrylab::sys::which("node-problem-detector");
     require!(bin.is_some(), "needs node-problem-detector (deploy/tools/install.sh npd; .ci/run puts it on the PATH)");
