@@ -597,10 +597,7 @@ fn upward_imports(src: &Path, folder: &[&str]) -> BTreeSet<(String, String)> {
         }
         let text = std::fs::read_to_string(f).unwrap();
         for p in paths_in(&text, &me) {
-            if p.len() > folder.len()
-                && p[..folder.len()] == folder[..]
-                && !modules.contains(&p[..=folder.len()].to_vec())
-            {
+            if p.len() > folder.len() && p[..folder.len()] == folder[..] && !modules.contains(&p[..=folder.len()]) {
                 out.insert((rel.display().to_string(), p[folder.len()].clone()));
             }
         }
@@ -620,14 +617,14 @@ fn bench_reclaim_imports_no_item_of_its_own_file() {
     let files: BTreeSet<&str> = up.iter().map(|(f, _)| f.as_str()).collect();
     let list: Vec<String> = up.iter().map(|(f, i)| format!("{f}: {i}")).collect();
     eprintln!("bench/reclaim: {} upward imports in {} files", up.len(), files.len());
-    assert!(
-        up.len() <= RECLAIM_UPWARD_LEFT,
-        "{} upward import(s) inside bench/reclaim/ (at most {RECLAIM_UPWARD_LEFT}): import the child that defines \
+    assert_eq!(
+        up.len(),
+        RECLAIM_UPWARD_LEFT,
+        "{} upward import(s) inside bench/reclaim/ (expected {RECLAIM_UPWARD_LEFT}): import the child that defines \
          the item instead:\n  {}",
         up.len(),
         list.join("\n  ")
     );
-    assert_eq!(up.len(), RECLAIM_UPWARD_LEFT, "fewer upward imports now: lower RECLAIM_UPWARD_LEFT to {}", up.len());
 }
 
 #[test]
