@@ -1,10 +1,11 @@
 //! Dentry counts with suffixes: `100k`, `2.5M`, `1.5G` (powers of 1000),
 //! and the named presets of the reclaim sweep.
 
-/// The README's quick sweep: about 3.5 minutes on 2 cores, with the
+/// The README's quick sweep: about 3.5–4.3 minutes on 2 cores, with the
 /// default repetitions (2 probed, 1 unobserved, 1 unpinned per size). Six
 /// sizes spanning 32× rather than four spanning 8×: the extra lever arm pins
-/// the longest gap's exponent well enough to test linearity on every run,
+/// the longest gap's exponent well enough to test linearity in most runs
+/// (not in 2 of 7 idle runs on a noisier VM, which then say so and widen),
 /// where 500k–4M × 3 could not in 2 of 3 idle runs (docs/method.md, "The
 /// quick sweep's sizes"). 250k's longest gap (about 25 ms) sits above the
 /// 10 ms noise floor; 8M needs about 1.8 GB of kernel memory.

@@ -182,7 +182,8 @@ pub(crate) fn count_reaching(sizes: &[SizeValues], rs: RunScatter, deadline_seco
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::run_scatter::GAP;
+    use crate::analysis::interval::{SizeValues, t90};
+    use crate::analysis::run_scatter::{GAP, RunScatter};
 
     /// A series with no power law (every gap under the noise floor) saves
     /// its exponent as null, and the result must read back.
@@ -327,5 +328,47 @@ mod tests {
         let m = choose(&s, GAP).unwrap();
         assert!(!m.test.rejected && !m.test.testable, "{:?}", m.test);
         assert_eq!(m.governing(), m.power);
+    }
+
+    /// The linear model's band for the node's next reclaim, on exact
+    /// data: two runs' shifts at the sizes, and the exponent's
+    /// uncertainty on top as the count moves away from them, known by
+    /// hand (Welch–Satterthwaite degrees of freedom).
+    #[test]
+    fn the_linear_band_grows_with_extrapolation() {
+        let exact: Vec<SizeValues> =
+            [5e5f64, 1e6, 2e6, 4e6].iter().map(|&n| SizeValues { count: n, values: vec![9e-8 * n; 2] }).collect();
+        let rs = RunScatter { sd: 0.05, dof: 4, exponent_drift: 0.0, exponent_sd: 0.03, exponent_dof: 6 };
+        let f = weighted_linear(&exact).unwrap().across_runs(rs);
+        let b = f.band.unwrap();
+        let half = |n: f64| (b.value_at(&f, n).high.unwrap() / f.at(n)).ln();
+        let mid = b.size_x_mean.exp();
+        // At the sizes' mean: the two shifts alone, t with their 4 dof.
+        assert!(close(half(mid), t90(4) * (2.0 * 0.05f64 * 0.05).sqrt(), 1e-6), "{}", half(mid));
+        // 100× past it: the exponent's share joins.
+        let d = 100f64.ln();
+        let (v1, v2) = (2.0 * 0.0025, (0.03 * d).powi(2));
+        let dof = (v1 + v2).powi(2) / (v1 * v1 / 4.0 + v2 * v2 / 6.0);
+        let want = t90(dof as u32) * (v1 + v2).sqrt();
+        assert!(close(half(mid * 100.0), want, 1e-6), "{} {want}", half(mid * 100.0));
+        assert!(half(mid * 1000.0) > half(mid * 100.0) && half(mid * 100.0) > half(mid * 10.0));
+        // The count interval widens the same way and holds the point.
+        let i = b.count_reaching(&f, 20.0).unwrap();
+        let n = f.solve(20.0).unwrap();
+        assert!(i.low < n && n < i.high.unwrap(), "{i:?} {n}");
+        assert!(close(b.value_at(&f, i.low).high.unwrap(), 20.0, 1e-6), "{i:?}");
+        // The exponent's interval is 1 ± t·σₖ.
+        let e = b.exponent(&f);
+        assert!(close(e.high.unwrap() - 1.0, t90(6) * 0.03, 1e-9) && close(1.0 - e.low, t90(6) * 0.03, 1e-9));
+        // A drift measured past the sizes is carried by the exponent,
+        // pivoted at the sizes' mean: the same there, higher beyond.
+        let lin = weighted_linear(&exact).unwrap();
+        let d = lin.across_runs(RunScatter { exponent_drift: 0.05, ..rs });
+        assert!(close(d.at(mid), lin.at(mid), 1e-9) && close(d.exponent, 1.05, 1e-12));
+        assert!(close(d.at(mid * 100.0) / lin.at(mid * 100.0), 100f64.powf(0.05), 1e-9));
+        assert!(d.solve(20.0).unwrap() < lin.solve(20.0).unwrap(), "earlier: the safe side");
+        // An exponent under 1 is not carried: c·N is the earlier one.
+        let under = lin.across_runs(RunScatter { exponent_drift: -0.05, ..rs });
+        assert_eq!(under.exponent, 1.0);
     }
 }

@@ -74,6 +74,8 @@ impl Executor for MockKernel {
         r.reclaim_sys_seconds = done.sys.as_secs_f64();
         r.ns_per_dentry = r.reclaim_seconds * 1e9 / fit_count(at.method, freed, at.target);
         r.probe.max_gap_seconds = r.reclaim_seconds;
+        // Idle: the other CPUs were not busy (a real run measures it).
+        r.others_busy = Some(0.0);
         r.create.entries = at.target;
         Ok(r)
     }
@@ -178,12 +180,17 @@ fn a_whole_sweep_runs_on_the_mock_kernel() {
     assert!(!r.section().blocks.is_empty());
 
     // The JSON has the shape of a real run's of several sizes, so that it
-    // has fits too (the mock path's name is no `--method`, so it does not
-    // read back as a result).
+    // has fits too, recorded with the fields the bands have now (an older
+    // recording lacks those added since; the mock path's name is no
+    // `--method`, so it does not read back as a result).
     let json = serde_json::to_value(&r).unwrap();
-    let real = serde_json::to_value(recorded_at("docs/results/edges-quick-8M-6.18/quick-6.json")).unwrap();
+    let real = serde_json::to_value(recorded_at("docs/results/edges-quick-8M-6.18-v857/quick-4.json")).unwrap();
     let mut diff = Vec::new();
     differences("", &shape(&json), &shape(&real), &mut diff);
+    // The one key that follows the data, not the code: the mock's smallest
+    // sizes' gaps fall under the noise floor and are listed as left out;
+    // every size of the recorded run stood above it.
+    diff.retain(|d| !d.ends_with("fits.gap_left_out: only in the mock's"));
     assert!(diff.is_empty(), "the mock's JSON and the real run's differ in shape:\n  {}", diff.join("\n  "));
 }
 

@@ -35,6 +35,7 @@ mod args;
 pub(crate) mod auto;
 mod calibration;
 mod checks;
+mod deadline_keys;
 #[cfg(test)]
 mod coverage;
 pub(crate) mod child;

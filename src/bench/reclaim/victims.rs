@@ -360,7 +360,7 @@ pub(crate) fn analyse(
             may_wait: None,
         });
     }
-    let incidents = super::calibration::incidents(deadlines, &fits);
+    let incidents = super::deadline_keys::incidents(deadlines, &fits);
     Some(Analysis { sizes: out, fits, unaffected, incidents, stalls })
 }
 

@@ -8,7 +8,6 @@
 //! `matrix`.
 
 pub(crate) mod channel;
-mod chart;
 pub(crate) mod init;
 pub(crate) mod initramfs;
 pub(crate) mod kernel;
