@@ -5,7 +5,8 @@
 use super::deadline_keys::key;
 use super::result::ReclaimResult;
 use super::victims::Analysis;
-use crate::state::{DeadlineKey, NotWaiting, SavedIncident, VictimsCalibration};
+use crate::analysis::victims::Watches;
+use crate::state::{NotWaiting, SavedIncident, VictimsCalibration};
 
 /// Said in the calibration when a sweep ran without victims and did not
 /// say why (a list of sizes without `--victims`).
@@ -63,6 +64,8 @@ fn saved(a: &Analysis, ran: &[crate::probe::victims::Victim]) -> VictimsCalibrat
 #[cfg(test)]
 mod tests {
     use super::super::deadline_keys::incidents;
+    use crate::analysis::victims::{Deadline, WaitFit};
+    use crate::state::DeadlineKey;
     use super::*;
     use crate::probe::victims::Victim;
 
