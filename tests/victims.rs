@@ -189,6 +189,43 @@ fn cgroups_of(pid: u32) -> Vec<PathBuf> {
     out
 }
 
+/// Starts a 300k reclaim with `victims`, SIGKILLs it `after_ms` after its
+/// victims started, and waits until the namespaces `held` named before the
+/// kill and the run's cgroups are gone. Returns the run's pid and those
+/// namespaces, for the caller's own checks.
+fn kill_while_victims_run(victims: &str, after_ms: u64, held: fn(u32) -> BTreeSet<String>) -> (u32, BTreeSet<String>) {
+    let mut child = bin()
+        .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
+        .args(["--victims", victims, "--no-save"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    while !victims_running(pid) {
+        assert!(start.elapsed() < Duration::from_secs(120), "the victims never started");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before its victims started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(after_ms));
+    let theirs = held(pid);
+    assert!(!theirs.is_empty(), "the run and its victims have namespaces of their own");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    common::wait_until(
+        &format!("killed {after_ms} ms after the victims started: namespaces {theirs:?} outlived it"),
+        Duration::from_secs(60),
+        || live_namespaces().is_disjoint(&theirs),
+    );
+    common::wait_until(
+        &format!("killed {after_ms} ms after the victims started: cgroups {:?} outlived it", cgroups_of(pid)),
+        Duration::from_secs(30),
+        || cgroups_of(pid).is_empty(),
+    );
+    (pid, theirs)
+}
+
 /// SIGKILL while the pod-start victim is in its pods (as soon as it
 /// starts, and a moment later): its pods' namespaces (held by the run's
 /// files), their mounts and their cgroups go with the run.
@@ -197,35 +234,7 @@ fn a_sigkill_while_the_pod_start_victim_runs_leaves_none_of_its_pods() {
     require_root!();
     let _k = kernel_lock();
     for after_ms in [0u64, 300, 1500] {
-        let mut child = bin()
-            .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
-            .args(["--victims", "pod-start,umount", "--no-save"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let start = Instant::now();
-        while !victims_running(pid) {
-            assert!(start.elapsed() < Duration::from_secs(120), "the victims never started");
-            assert!(child.try_wait().unwrap().is_none(), "the run ended before its victims started");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        std::thread::sleep(Duration::from_millis(after_ms));
-        let theirs = held_namespaces(pid);
-        assert!(!theirs.is_empty(), "the run holds namespaces of its own");
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
-        child.wait().unwrap();
-        common::wait_until(
-            &format!("killed {after_ms} ms after the victims started: namespaces {theirs:?} outlived it"),
-            Duration::from_secs(60),
-            || live_namespaces().is_disjoint(&theirs),
-        );
-        common::wait_until(
-            &format!("killed {after_ms} ms after the victims started: cgroups {:?} outlived it", cgroups_of(pid)),
-            Duration::from_secs(30),
-            || cgroups_of(pid).is_empty(),
-        );
+        let (_, theirs) = kill_while_victims_run("pod-start,umount", after_ms, held_namespaces);
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(!mounts.contains("victim-pod-start"), "a pod's mount is in the test's namespace");
         let pinned: Vec<&str> = mounts.lines().filter(|l| theirs.iter().any(|t| l.contains(t.as_str()))).collect();
@@ -259,36 +268,9 @@ fn a_sigkill_while_the_victims_run_leaves_none_of_theirs() {
     require!(common::has("runsc"), "needs runsc for the container victim (bench/gvisor/install.sh)");
     let _k = kernel_lock();
     for after_ms in [0u64, 1500] {
-        let mut child = bin()
-            .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
-            // All but mariadb, whose server has a kill test of its own.
-            .args(["--victims", "umount,netns,fork-exec,stat,cgroup,inotify,container", "--no-save"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let start = Instant::now();
-        while !victims_running(pid) {
-            assert!(start.elapsed() < Duration::from_secs(120), "the victims never started");
-            assert!(child.try_wait().unwrap().is_none(), "the run ended before its victims started");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        std::thread::sleep(Duration::from_millis(after_ms));
-        let theirs = namespaces_of(pid);
-        assert!(!theirs.is_empty(), "the run and its victims have namespaces of their own");
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
-        child.wait().unwrap();
-        common::wait_until(
-            &format!("killed {after_ms} ms after the victims started: namespaces {theirs:?} outlived it"),
-            Duration::from_secs(60),
-            || live_namespaces().is_disjoint(&theirs),
-        );
-        common::wait_until(
-            &format!("killed {after_ms} ms after the victims started: cgroups {:?} outlived it", cgroups_of(pid)),
-            Duration::from_secs(30),
-            || cgroups_of(pid).is_empty(),
-        );
+        // All but mariadb, whose server has a kill test of its own.
+        let (pid, _) =
+            kill_while_victims_run("umount,netns,fork-exec,stat,cgroup,inotify,container", after_ms, namespaces_of);
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(!mounts.contains("dentrylab-victim"), "a victim's tmpfs is mounted in the test's namespace");
         // The container victim's runsc sandboxes are named for the run.
