@@ -10,7 +10,7 @@
 #   deploy/node-problem-detector/dcache-monitor.json   the chart's files/dcache-monitor.json
 #
 #   deploy/render.sh            # rewrites deploy/
-#   deploy/render.sh DIR        # writes them under DIR instead (tests/deploy.rs diffs it)
+#   deploy/render.sh DIR        # writes them under DIR instead (tests/chart.rs diffs it)
 #
 # helm comes from $HELM, else the PATH, else deploy/tools/install.sh helm.
 set -euo pipefail
