@@ -18,7 +18,13 @@
 //! So it does when the run cannot test: when the interval reaches above
 //! [`SUPERLINEAR_EXPONENT`] (1.1), a super-linear walk could hide in it
 //! (a recorded guest run with exponent 1.23, interval −0.9–3.3, put the
-//! linear model's low end past the power law's point).
+//! linear model's low end past the power law's point) — unless the
+//! exponent was measured past the sizes on this run's kernel
+//! (`run_scatter::EXPONENT_MEASURED_ON`) and the run's own interval holds
+//! it: then that measurement, not the run's few sizes, pins the exponent,
+//! and the linear model governs carrying it (1 + drift, with its σₖ: the
+//! band still grows with extrapolation). The run is then `pinned`, and
+//! says so.
 //! The test is one-sided because only super-linear growth makes the linear
 //! model err late; an exponent under 1 comes from fixed costs at the small
 //! sizes (the probe's tick, a first page of slab), which the linear model
@@ -71,6 +77,11 @@ pub(crate) struct LinearityTest {
     /// cannot (too few or too scattered sizes) is not taken as linear.
     #[serde(default = "yes")]
     pub testable: bool,
+    /// An untestable run whose exponent the measurement past the sizes
+    /// pinned (its kernel's, inside the run's own interval): the linear
+    /// model governs, carrying that exponent.
+    #[serde(default)]
+    pub pinned: bool,
     /// The model that governs: the power law when rejected (or when no
     /// linear fit could be made), else the linear one.
     pub governs: Shape,
@@ -134,21 +145,27 @@ pub(crate) fn weighted_linear(sizes: &[SizeValues]) -> Option<PowerFit> {
 pub(crate) fn choose(sizes: &[SizeValues], rs: RunScatter) -> Option<Model> {
     let linear = weighted_linear(sizes).map(|f| f.across_runs(rs));
     let power = weighted_power(sizes).map(|f| f.across_runs(rs));
-    Some(test(linear, power)).filter(|m| m.linear.is_some() || m.power.is_some())
+    let measured = rs.exponent_applies.then_some(1.0 + rs.exponent_drift.max(0.0));
+    Some(test(linear, power, measured)).filter(|m| m.linear.is_some() || m.power.is_some())
 }
 
-/// The linearity test on a pair of fits already made.
-pub(crate) fn test(linear: Option<PowerFit>, power: Option<PowerFit>) -> Model {
+/// The linearity test on a pair of fits already made. `measured`: the
+/// exponent measured past the sizes, where it speaks for this run's
+/// kernel (`None` elsewhere, and for results saved without a test).
+pub(crate) fn test(linear: Option<PowerFit>, power: Option<PowerFit>, measured: Option<f64>) -> Model {
     let exponent_interval = power.and_then(|p| p.band.map(|b| b.exponent(&p)));
     let rejected = exponent_interval.is_some_and(|i| i.low > 1.0);
     let testable = exponent_interval.is_some_and(|i| i.high.is_some_and(|h| h <= SUPERLINEAR_EXPONENT));
-    let governs = if rejected || !testable || linear.is_none() { Shape::PowerLaw } else { Shape::Linear };
+    let holds = |k: f64| exponent_interval.is_some_and(|i| i.low <= k && i.high.is_some_and(|h| h >= k));
+    let pinned = !testable && !rejected && linear.is_some() && measured.is_some_and(holds);
+    let governs = if rejected || (!testable && !pinned) || linear.is_none() { Shape::PowerLaw } else { Shape::Linear };
     let test = LinearityTest {
         exponent: power.map_or(f64::NAN, |p| p.exponent),
         exponent_interval,
         level: REJECT_LEVEL,
         rejected,
         testable,
+        pinned,
         governs,
     };
     Model { linear, power, test }
@@ -195,6 +212,7 @@ mod tests {
             level: REJECT_LEVEL,
             rejected: false,
             testable: false,
+            pinned: false,
             governs: Shape::PowerLaw,
         };
         let text = serde_json::to_string(&t).unwrap();
@@ -326,8 +344,44 @@ mod tests {
             SizeValues { count: 2e6, values: vec![0.2 * 1.4, 0.2 / 1.4] },
         ];
         let m = choose(&s, GAP).unwrap();
-        assert!(!m.test.rejected && !m.test.testable, "{:?}", m.test);
+        assert!(!m.test.rejected && !m.test.testable && !m.test.pinned, "{:?}", m.test);
         assert_eq!(m.governing(), m.power);
+        // On another kernel than the exponent was measured on, the same.
+        let other = choose(&s, GAP.for_kernel("6.12.48+deb13-cloud-amd64")).unwrap();
+        assert_eq!(other.test, m.test);
+    }
+
+    /// An untestable run of the kernel the exponent was measured on takes
+    /// that exponent: the linear model governs, carrying the drift and its
+    /// σₖ, and the run says it was pinned. Its interval is narrower than
+    /// the power law's and still holds the point. Without an exponent
+    /// interval (no repetitions) nothing holds the measured one: the
+    /// power law stays.
+    #[test]
+    fn an_untestable_run_of_the_measured_kernel_takes_the_measured_exponent() {
+        let rs = GAP.for_kernel("6.18.44-fc-v857");
+        assert!(rs.exponent_applies);
+        let s = vec![
+            SizeValues { count: 1e6, values: vec![0.1 * 1.4, 0.1 / 1.4] },
+            SizeValues { count: 1.4e6, values: vec![0.14 * 1.4, 0.14 / 1.4] },
+            SizeValues { count: 2e6, values: vec![0.2 * 1.4, 0.2 / 1.4] },
+        ];
+        let r = count_reaching(&s, rs, 20.0).unwrap();
+        let t = r.model.test;
+        assert!(!t.testable && !t.rejected && t.pinned && t.governs == Shape::Linear, "{t:?}");
+        let lin = r.model.linear.unwrap();
+        assert!(close(lin.exponent, 1.0 + GAP.exponent_drift, 1e-12), "{lin:?}");
+        let i = r.interval.unwrap();
+        let p = r.model.power.unwrap();
+        let pi = p.band.unwrap().count_reaching(&p, 20.0).unwrap();
+        let width = |i: Interval| i.high.map_or(f64::INFINITY, |h| h / i.low);
+        assert!(width(i) < width(pi), "{i:?} against the power law's {pi:?}");
+        let n = r.count.unwrap();
+        assert!(i.low < n && n < i.high.unwrap(), "{i:?} {n}");
+        let bare: Vec<SizeValues> =
+            [1e6, 2e6].iter().map(|&n| SizeValues { count: n, values: vec![n * 1e-7] }).collect();
+        let m = choose(&bare, rs).unwrap();
+        assert!(!m.test.pinned && m.test.governs == Shape::PowerLaw, "{:?}", m.test);
     }
 
     /// The linear model's band for the node's next reclaim, on exact
@@ -338,7 +392,14 @@ mod tests {
     fn the_linear_band_grows_with_extrapolation() {
         let exact: Vec<SizeValues> =
             [5e5f64, 1e6, 2e6, 4e6].iter().map(|&n| SizeValues { count: n, values: vec![9e-8 * n; 2] }).collect();
-        let rs = RunScatter { sd: 0.05, dof: 4, exponent_drift: 0.0, exponent_sd: 0.03, exponent_dof: 6 };
+        let rs = RunScatter {
+            sd: 0.05,
+            dof: 4,
+            exponent_drift: 0.0,
+            exponent_sd: 0.03,
+            exponent_dof: 6,
+            exponent_applies: false,
+        };
         let f = weighted_linear(&exact).unwrap().across_runs(rs);
         let b = f.band.unwrap();
         let half = |n: f64| (b.value_at(&f, n).high.unwrap() / f.at(n)).ln();

@@ -44,6 +44,28 @@ pub(crate) struct RunScatter {
     pub exponent_drift: f64,
     pub exponent_sd: f64,
     pub exponent_dof: u32,
+    /// Whether the exponent measured past the sizes speaks for this run
+    /// (its kernel is [`EXPONENT_MEASURED_ON`]): a run that cannot test
+    /// linearity on its own then takes it (`linearity::test`). False in
+    /// the constants; [`RunScatter::for_kernel`] sets it.
+    pub exponent_applies: bool,
+}
+
+/// The kernel (major.minor, as `uname -r` begins) the exponent past the
+/// sizes was measured on: the deep sweep to 48M and the recorded runs of
+/// 8M and more were all 6.18 on the project's VMs. Another kernel's walk
+/// may grow otherwise (a recorded 6.12 guest ran at exponent 1.23), so
+/// there an untestable run keeps the power law.
+pub(crate) const EXPONENT_MEASURED_ON: &str = "6.18";
+
+impl RunScatter {
+    /// This scatter for a run of `kernel` (its release, e.g.
+    /// `6.18.44-fc-v857`): the measured exponent applies when the release
+    /// is of [`EXPONENT_MEASURED_ON`].
+    pub(crate) fn for_kernel(self, kernel: &str) -> RunScatter {
+        let mm: Vec<&str> = kernel.split(|c: char| !c.is_ascii_digit()).take(2).collect();
+        RunScatter { exponent_applies: mm.join(".") == EXPONENT_MEASURED_ON, ..self }
+    }
 }
 
 /// How many runs' shifts a prediction for the node's next reclaim carries:
@@ -52,11 +74,23 @@ pub(crate) const PREDICTED_RUNS: f64 = 2.0;
 
 /// The longest gap's (kernel 6.18, the project's VMs;
 /// `docs/results/run-scatter-6.18.md`, a unit test checks the numbers).
-pub(crate) const GAP: RunScatter =
-    RunScatter { sd: 0.0684, dof: 3, exponent_drift: 0.0428, exponent_sd: 0.0226, exponent_dof: 35 };
+pub(crate) const GAP: RunScatter = RunScatter {
+    sd: 0.0684,
+    dof: 3,
+    exponent_drift: 0.0428,
+    exponent_sd: 0.0226,
+    exponent_dof: 35,
+    exponent_applies: false,
+};
 /// The unobserved reclaim time's (same runs, same file).
-pub(crate) const TIME: RunScatter =
-    RunScatter { sd: 0.0615, dof: 3, exponent_drift: 0.0987, exponent_sd: 0.0379, exponent_dof: 19 };
+pub(crate) const TIME: RunScatter = RunScatter {
+    sd: 0.0615,
+    dof: 3,
+    exponent_drift: 0.0987,
+    exponent_sd: 0.0379,
+    exponent_dof: 19,
+    exponent_applies: false,
+};
 /// A victim's longest wait (the recorded `reclaim --victims` runs of one
 /// build, same file): measured on the victims themselves, not borrowed
 /// from the reclaiming CPU's; the exponent's is the longest gap's, the
@@ -67,6 +101,7 @@ pub(crate) const VICTIM: RunScatter = RunScatter {
     exponent_drift: GAP.exponent_drift,
     exponent_sd: GAP.exponent_sd,
     exponent_dof: GAP.exponent_dof,
+    exponent_applies: false,
 };
 
 /// The Welch–Satterthwaite sum of variances, each with its degrees of
@@ -105,4 +140,29 @@ pub(super) fn combine(fit: f64, fit_dof: u32, birge: f64, run: f64, run_dof: u32
     let denom = part(points, fit_dof) + part(run, run_dof);
     let dof = if denom > 0.0 { total * total / denom } else { f64::INFINITY };
     (total, dof.clamp(1.0, 1e6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The measured exponent speaks for 6.18 releases only, read from the
+    /// release's first two numbers.
+    #[test]
+    fn the_measured_exponent_applies_to_its_kernel_only() {
+        for (release, applies) in [
+            ("6.18.44-fc-v857", true),
+            ("6.18.0", true),
+            ("6.18", true),
+            ("6.12.48+deb13-cloud-amd64", false),
+            ("6.1.0-40-amd64", false),
+            ("6.180.1", false),
+            ("7.3.1-cloud-amd64", false),
+            ("", false),
+        ] {
+            assert_eq!(GAP.for_kernel(release).exponent_applies, applies, "{release}");
+        }
+        assert!(!GAP.exponent_applies && !TIME.exponent_applies && !VICTIM.exponent_applies);
+        assert_eq!(GAP.for_kernel("6.18.1"), RunScatter { exponent_applies: true, ..GAP });
+    }
 }

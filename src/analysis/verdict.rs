@@ -348,8 +348,8 @@ pub(crate) mod fixtures {
     pub(crate) fn inputs(time: &[(f64, f64)], gap: &[(f64, f64)], ratio: f64) -> Inputs {
         Inputs {
             time_linear: linear(time),
-            time: Some(linearity::test(None, power(time))),
-            gap: Some(linearity::test(None, power(gap))),
+            time: Some(linearity::test(None, power(time), None)),
+            gap: Some(linearity::test(None, power(gap), None)),
             gap_to_time_ratio: ratio,
             largest_size: time.last().unwrap().0 as u64,
             watchdog_thresh_seconds: 10,

@@ -173,7 +173,11 @@ fn by_size<T>(
 /// from the unobserved repetitions when there are any, the gap from the
 /// probed ones over the sizes clear of the noise floor; both weighted by the
 /// spread of their repetitions, with 90% bands (`analysis::interval`).
-pub(crate) fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
+///
+/// `kernel` is the run's release: where the walk's exponent past the sizes
+/// was measured on it, an untestable run takes that exponent
+/// (`RunScatter::for_kernel`, `linearity::test`).
+pub(crate) fn fit_runs(runs: &[Run], unobserved: &[Unobserved], kernel: &str) -> Fits {
     let time_unobserved = !unobserved.is_empty();
     type Sized = Vec<(u64, f64, Vec<f64>)>;
     let (time_pts, time_sizes): (Vec<(f64, f64)>, Sized) = if time_unobserved {
@@ -204,8 +208,8 @@ pub(crate) fn fit_runs(runs: &[Run], unobserved: &[Unobserved]) -> Fits {
     let (kept, gap_left_out) = interval::above_noise(&gap_sizes);
     let time_values: Vec<SizeValues> =
         time_sizes.into_iter().map(|(_, count, values)| SizeValues { count, values }).collect();
-    let time = linearity::choose(&time_values, run_scatter::TIME);
-    let gap_model = linearity::choose(&kept, run_scatter::GAP);
+    let time = linearity::choose(&time_values, run_scatter::TIME.for_kernel(kernel));
+    let gap_model = linearity::choose(&kept, run_scatter::GAP.for_kernel(kernel));
     Fits {
         time_linear: fit::linear(&time_pts),
         time_power: time.and_then(|m| m.power),
@@ -249,7 +253,7 @@ fn model(linear: Option<PowerFit>, power: Option<PowerFit>, test: Option<Lineari
     }
     Some(match test {
         Some(test) => Model { linear, power, test },
-        None => linearity::test(linear, power),
+        None => linearity::test(linear, power, None),
     })
 }
 
@@ -266,7 +270,7 @@ pub(super) fn per_method(
         .map(|&method| {
             let mine: Vec<Run> = runs.iter().filter(|r| r.method == method && r.contenders == 0).cloned().collect();
             let quiet: Vec<Unobserved> = unobserved.iter().filter(|u| u.method == method).cloned().collect();
-            let fits = fit_runs(&mine, &quiet);
+            let fits = fit_runs(&mine, &quiet, &env.kernel);
             let verdict = decide(&fits, sizes, &mine, method, opts, env);
             MethodAnalysis { method, fits, verdict }
         })
@@ -376,7 +380,7 @@ mod tests {
             for r in results.into_iter().filter(|r| !r.is_null()) {
                 let r: ReclaimResult = serde_json::from_value(r).unwrap();
                 let runs: Vec<Run> = r.runs.iter().filter(|x| x.contenders == 0).cloned().collect();
-                let fits = fit_runs(&runs, &r.unobserved);
+                let fits = fit_runs(&runs, &r.unobserved, &r.environment.kernel);
                 let model = fits.gap_model().unwrap();
                 let fit = fits.gap_governing().unwrap();
                 for w in r.watchdog.iter().chain(&r.watchdog_more) {
@@ -416,7 +420,7 @@ mod tests {
         for row in v["rows"].as_array().unwrap() {
             let r: ReclaimResult = serde_json::from_value(row["result"].clone()).unwrap();
             let runs: Vec<Run> = r.runs.iter().filter(|x| x.contenders == 0).cloned().collect();
-            let m = fit_runs(&runs, &r.unobserved).gap_model().unwrap();
+            let m = fit_runs(&runs, &r.unobserved, &r.environment.kernel).gap_model().unwrap();
             let (Some(power), Some(linear)) = (m.power, m.linear) else { continue };
             if power.exponent <= 1.1 {
                 continue;
@@ -447,7 +451,7 @@ mod tests {
         for file in ["quick-1.json", "quick-2.json", "quick-3.json", "quick-4.json", "quick-5.json", "quick-6.json"] {
             let r: ReclaimResult = serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
             let runs: Vec<Run> = r.runs.iter().filter(|x| x.contenders == 0).cloned().collect();
-            let fits = fit_runs(&runs, &r.unobserved);
+            let fits = fit_runs(&runs, &r.unobserved, &r.environment.kernel);
             let model = fits.gap_model().unwrap();
             assert!(model.test.testable && !model.test.rejected, "{file}: {:?}", model.test);
             let fit = fits.gap_governing().unwrap();

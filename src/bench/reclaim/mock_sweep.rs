@@ -258,7 +258,7 @@ fn the_analysis_fits_what_the_path_took() {
         assert!((s.ns_per_dentry.median - 250.0 * 1.01).abs() < 0.01, "{}", s.ns_per_dentry.median);
         assert!((s.freed_fraction - 1.0).abs() < 1e-12);
     }
-    let fits = fit_runs(&runs, &[]);
+    let fits = fit_runs(&runs, &[], "");
     let lin = fits.time_linear.expect("a linear time fit");
     assert!((lin.slope * 1e9 - 250.0 * 1.01).abs() < 1.0, "slope {} ns/dentry", lin.slope * 1e9);
     let pow = fits.time_power.expect("a power time fit");
@@ -274,7 +274,7 @@ fn a_walk_is_counted_at_its_target() {
     opts.methods = vec![WALKS.method()];
     let sizes = summarise(&runs, &[], &[], &opts);
     assert!(sizes.iter().all(|s| (s.ns_per_dentry.median - 40.0 * 1.01).abs() < 0.01));
-    let lin = fit_runs(&runs, &[]).time_linear.expect("a linear time fit");
+    let lin = fit_runs(&runs, &[], "").time_linear.expect("a linear time fit");
     assert!((lin.slope * 1e9 - 40.0 * 1.01).abs() < 1.0, "slope {} ns/dentry", lin.slope * 1e9);
 }
 

@@ -104,7 +104,7 @@ pub(super) fn run_on(opts: &Options, proc: &ProcRoot, exec: &mut dyn Executor) -
     let per_method = analyse::per_method(&runs, &unobserved, &sizes, opts, &environment);
     let comparison = analyse::compare(&per_method, &sizes);
     let (fits, verdict) =
-        per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[]), None));
+        per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[], &environment.kernel), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
     let pinning_cost = pinning::cost(&unobserved, &unpinned);
     let deadlines = victims::deadlines(&environment, proc);

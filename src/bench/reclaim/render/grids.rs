@@ -369,6 +369,9 @@ fn fit_lines_of(fits: &crate::bench::reclaim::summary::Fits) -> Vec<String> {
             f.coefficient * 1e9,
             f.r2,
             match (t.governs, t.rejected) {
+                (Shape::Linear, _) if t.pinned => {
+                    "governs: this run cannot test linearity, and the exponent measured past its sizes pins it".to_string()
+                }
                 (Shape::Linear, _) => "governs (the power law's exponent does not stand above 1)".to_string(),
                 (_, true) =>
                     format!("rejected: the power law's exponent stands above 1 (one-sided {:.0}%)", t.level * 100.0),
