@@ -114,6 +114,26 @@ fn status_gives_each_deadline_its_first_incident_beside_the_soft_lockup_edge() {
     assert_eq!(victims, "victims measured when calibrated: waiting umount; not waiting netns, fork-exec, stat");
 }
 
+/// The standard victims' calibration (`6.18-victims-standard`, from
+/// `docs/results/victims-standard-6.18-v857.json`): the pod-startup SLO's
+/// row is the pod-start victim's own crossing (the first incident's low
+/// end over several victims is tested in `status::incident` with two
+/// waiting victims whose intervals overlap).
+#[test]
+fn the_standard_calibration_takes_the_pod_start_row_from_the_pod_start_victim() {
+    let dir = repo().join("tests/fixtures/calibration/6.18-victims-standard");
+    let cal = calibration(&dir);
+    let v: Value = serde_json::from_str(&stdout(&status(&dir, &["--json", "-"]))).unwrap();
+    let rows = v["incidents"]["rows"].as_array().unwrap();
+    let by = |k: &str| rows.iter().find(|r| r["key"] == k).unwrap_or_else(|| panic!("no {k} in {rows:?}"));
+    let pod = by("pod_startup_slo");
+    assert_eq!(pod["who"], "pod-start", "{pod}");
+    let want = crossing(&cal, "pod-start", 5.0);
+    let got = pod["dentries"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-9 * want, "{got} {want}");
+    assert!(pod.get("not_measured").is_none(), "{pod}");
+}
+
 #[test]
 fn status_json_carries_the_incidents() {
     let cal = calibration(&victims_dir());

@@ -144,25 +144,45 @@ mod tests {
         assert_eq!(lease.source, super::super::victims::NODE_LEASE_GRACE_SOURCE);
     }
 
-    /// `tests/fixtures/calibration/6.18-victims` (what `status` and the
-    /// exporter tests read) is what this code saves from the recorded run,
-    /// but for the time it was saved; `UPDATE_GOLDEN=1` rewrites it.
+    /// `tests/fixtures/calibration/6.18-victims` and `6.18-victims-standard`
+    /// (what `status` and the exporter tests read) are what this code saves
+    /// from the recorded runs, but for the time each was saved;
+    /// `UPDATE_GOLDEN=1` rewrites them.
     #[test]
-    fn the_victims_fixture_is_what_the_recorded_run_saves() {
-        let r: ReclaimResult = serde_json::from_str(include_str!("../../../docs/results/victims-6.18.json")).unwrap();
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration/6.18-victims");
-        let mut c = r.calibration().unwrap();
-        c.saved_at = r.header.started_at.clone();
-        let want = serde_json::to_string_pretty(&c).unwrap();
-        let path = dir.join(crate::state::CALIBRATION_FILE);
-        if std::env::var_os("UPDATE_GOLDEN").is_some() {
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(&path, &want).unwrap();
+    fn the_victims_fixtures_are_what_the_recorded_runs_save() {
+        for (text, fixture) in [
+            (include_str!("../../../docs/results/victims-6.18.json"), "6.18-victims"),
+            (include_str!("../../../docs/results/victims-standard-6.18-v857.json"), "6.18-victims-standard"),
+        ] {
+            let r: ReclaimResult = serde_json::from_str(text).unwrap();
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration").join(fixture);
+            let mut c = r.calibration().unwrap();
+            c.saved_at = r.header.started_at.clone();
+            let want = serde_json::to_string_pretty(&c).unwrap();
+            let path = dir.join(crate::state::CALIBRATION_FILE);
+            if std::env::var_os("UPDATE_GOLDEN").is_some() {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &want).unwrap();
+            }
+            let got =
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1)", path.display()));
+            assert_eq!(got, want, "{} (UPDATE_GOLDEN=1 rewrites it)", path.display());
+            assert!(crate::state::load(&dir).unwrap().is_some_and(|l| l.victims == c.victims));
         }
-        let got =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1)", path.display()));
-        assert_eq!(got, want, "{} (UPDATE_GOLDEN=1 rewrites it)", path.display());
-        assert!(crate::state::load(&dir).unwrap().is_some_and(|l| l.victims == c.victims));
+    }
+
+    /// The standard victims' run (fc-v857, idle): the pod-start victim ran,
+    /// its fit is kept, and the pod-startup SLO's first incident is its.
+    #[test]
+    fn the_standard_victims_run_carries_the_pod_start_row() {
+        let text = include_str!("../../../docs/results/victims-standard-6.18-v857.json");
+        let r: ReclaimResult = serde_json::from_str(text).unwrap();
+        let v = r.calibration().unwrap().victims.expect("the victims' part");
+        assert_eq!(v.ran, vec![Victim::Umount, Victim::Netns, Victim::ForkExec, Victim::Stat, Victim::PodStart]);
+        assert!(v.fits.iter().any(|f| f.who == "pod-start"), "{:?}", v.fits);
+        let pod = v.incidents.iter().find(|s| s.key == DeadlineKey::PodStartupSlo).unwrap();
+        let first = pod.incident.first.as_ref().expect("the pod-startup SLO is reached");
+        assert_eq!(first.who, "pod-start");
     }
 
     /// The sweep's own incidents judge the pod-startup SLO by the pod-start

@@ -5,12 +5,14 @@
 
 use crate::analysis::interval::count_with_interval;
 use crate::analysis::victims::{Incident, Watches};
+use crate::bench::reclaim::deadline_keys;
 use crate::bench::reclaim::result::ReclaimResult;
 use crate::bench::reclaim::victims::Analysis;
 use crate::duration::secs;
 use crate::render::Grid;
 use crate::render::cell::spread_secs;
 use crate::size::human;
+use crate::state::MeasuredBy;
 
 /// A time that may be missing (NaN: no call).
 fn maybe_secs(s: f64) -> String {
@@ -119,10 +121,17 @@ pub(crate) fn stalls_grid(a: &Analysis) -> Option<Grid> {
     Some(Grid { header, rows })
 }
 
-fn crossing(i: &Incident) -> String {
-    match &i.first {
-        Some(c) => count_with_interval(c.count, c.interval.map(|x| x.low), c.interval.and_then(|x| x.high)),
-        None => "not reached by any fitted wait".into(),
+/// Where the deadline is first missed; one no victim of the run measures
+/// (the node lease; the pod-startup SLO without the pod-start victim)
+/// says "not measured", never "not reached".
+fn crossing(i: &Incident, a: &Analysis) -> String {
+    match (&i.first, deadline_keys::key(&i.deadline).measured_by()) {
+        (Some(c), _) => count_with_interval(c.count, c.interval.map(|x| x.low), c.interval.and_then(|x| x.high)),
+        (None, MeasuredBy::Nobody(_)) => "not measured: no victim does it".into(),
+        (None, MeasuredBy::Only(v)) if !a.sizes.iter().any(|s| s.victim == v) => {
+            format!("not measured: the {} victim did not run", v.name())
+        }
+        (None, MeasuredBy::Only(_) | MeasuredBy::AnyVictim) => "not reached by any fitted wait".into(),
     }
 }
 
@@ -139,7 +148,7 @@ pub(crate) fn deadlines_grid(a: &Analysis) -> Option<Grid> {
                 i.deadline.name.clone(),
                 format!("{:.0}", i.deadline.seconds),
                 i.deadline.source.clone(),
-                crossing(i),
+                crossing(i, a),
                 i.first.as_ref().map(|c| who(&c.who, i.deadline.watches)).unwrap_or_else(|| "–".into()),
             ]
         })
@@ -165,7 +174,7 @@ pub(crate) fn first_incident_line(r: &ReclaimResult) -> Option<String> {
         who(&c.who, i.deadline.watches),
         i.deadline.name,
         i.deadline.seconds,
-        crossing(i),
+        crossing(i, a),
         op.map(|o| format!(" ({o})")).unwrap_or_default()
     ))
 }
