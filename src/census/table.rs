@@ -173,6 +173,9 @@ pub(crate) fn text(r: &CensusResult) -> String {
     if let Some(c) = &r.churn {
         let _ = writeln!(out, "\n{}", churn_line(c));
     }
+    if let Some(i) = &r.impact {
+        out.push_str(&super::impact::text(i));
+    }
     out
 }
 
