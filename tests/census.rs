@@ -1,6 +1,6 @@
 //! `dentrylab census`: the refusals (no /proc/kcore, no BTF: one line,
-//! exit 1), bad input (one line, exit 2), and a census in a Debian guest
-//! (`dentrylab vm`, one boot under TCG) that plants directories with known
+//! exit 1), bad input (one line, exit 2), and a kcore census in a Debian
+//! guest (`dentrylab vm`, one boot under TCG) that plants directories with known
 //! counts, walks the whole hash table while names are created and deleted
 //! beside them, and must find every planted directory with its exact count.
 //!
@@ -13,7 +13,7 @@
 //! Two more boots walk the same planted tree by BPF and by kcore, which
 //! must agree on every planted directory's count and on the rankings.
 //!
-//! A third boot runs the census under `--clock icount:0` beside a churn of
+//! Another boot runs the kcore census under `--clock icount:0` beside a churn of
 //! 32 threads asked for 100k creates and unlinks a second in a tmpfs.
 //!
 //! The guest kernel is Debian's cloud metapackage, or `DENTRYLAB_VM_TEST_KERNEL`.
@@ -126,9 +126,10 @@ fn guest_row(vm_args: &[&str], command: &[&str]) -> Option<(String, serde_json::
 #[test]
 fn a_guest_census_finds_every_planted_directory_with_its_exact_count() {
     let plant = "ext4:negative:20k+ext4:hardlink:5k+ext4:negative:5k:dirs=50";
-    let Some((stdout, row)) =
-        guest_row(&["--accel", "tcg"], &["census", "--top", "5", "--plant", plant, "--churn", "20k"])
-    else {
+    let Some((stdout, row)) = guest_row(
+        &["--accel", "tcg"],
+        &["census", "--backend", "kcore", "--top", "5", "--plant", plant, "--churn", "20k"],
+    ) else {
         return;
     };
     let r = &row["result"];
@@ -222,7 +223,7 @@ fn a_guest_census_under_icount_walks_while_names_are_created_and_deleted() {
     // (docs/vm.md), a 3 GiB census guest among them.
     let Some((_, row)) = guest_row(
         &["--clock", "icount:0", "--cpus", "2", "--cpu-model", "max,-cx16"],
-        &["census", "--top", "3", "--plant", plant, "--churn", "100k", "--churn-threads", "32"],
+        &["census", "--backend", "kcore", "--top", "3", "--plant", plant, "--churn", "100k", "--churn-threads", "32"],
     ) else {
         return;
     };
