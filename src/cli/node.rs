@@ -24,7 +24,7 @@ pub(super) const STATUS_ABOUT: &str = "This node now: nr_dentry, nr_unused and n
     threshold and every deadline of the first incident, and one line names the deadline that set it; without \
     the victims' fits (an older calibration, the built-in default) the incidents are unknown and the level is \
     the soft-lockup one.\n\n\
-    --census (root and BTF; by BPF, else /proc/kcore) adds where the dentries are: the top directories per \
+    --census (root, a kernel with /proc/kcore and BTF) adds where the dentries are: the top directories per \
     filesystem from a census of the kernel's dentry hash table (a 1% sample by default, counts with their 90% \
     interval); where it cannot run, one line says why and the rest goes on.\n\n\
     Exit status: 0; 3 when --fail-on warn and the level is warn; 4 when --fail-on is given and the level is \
@@ -41,7 +41,7 @@ pub(super) const EXPORTER_ABOUT: &str = "Serves the figures of 'status' as Prome
     dentrylab_seconds_to_lockup and dentrylab_seconds_to_first_incident appear from the second scrape on. --by-cgroup exports the --top cgroups \
     (default 10) and one \"other\" series; --kernel-log [FILE] exports dentrylab_kernel_lockups_total \
     {dcache=\"true|false\"} (re-reading /dev/kmsg or FILE at every scrape).\n\n\
-    --census-interval D (at least 5m; root and BTF; by BPF, else /proc/kcore) walks the kernel's dentry hash \
+    --census-interval D (at least 5m; root, a kernel with /proc/kcore and BTF) walks the kernel's dentry hash \
     table every D on a thread of its own and exports the top --census-top directories (at most 20) of at most 16 \
     filesystems (dentrylab_census_*); scrapes serve the last walk, with its age and duration, and never walk.";
 
@@ -98,7 +98,7 @@ pub(crate) struct StatusArgs {
     /// Exit 3 (warn) or 4 (danger) when the level reaches LEVEL: 'warn' or 'danger'.
     #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
     pub fail_on: Option<crate::analysis::edge::Level>,
-    /// Also list where the dentries are: the top directories per filesystem, from a census of the kernel's dentry hash table (root and BTF; by BPF, else /proc/kcore; where it cannot run, one line says why and the rest goes on). See 'dentrylab census'.
+    /// Also list where the dentries are: the top directories per filesystem, from a census of the kernel's dentry hash table (root, a kernel with /proc/kcore and BTF; where it cannot run, one line says why and the rest goes on). See 'dentrylab census'.
     #[arg(long, conflicts_with = "watch")]
     pub census: bool,
     /// With --census: the fraction of the hash buckets walked (1 = every bucket, exact counts); counts from a sample are estimates with their 90% interval.
@@ -136,7 +136,7 @@ pub(crate) struct ExporterArgs {
     pub node: NodeArgs,
     #[command(flatten)]
     pub extra: NodeExtraArgs,
-    /// Walk the kernel's dentry hash table every INTERVAL (at least 5m) in the background and export the top directories per filesystem (dentrylab_census_*; root and BTF; by BPF, else /proc/kcore). Scrapes serve the last walk, with its age and duration.
+    /// Walk the kernel's dentry hash table every INTERVAL (at least 5m) in the background and export the top directories per filesystem (dentrylab_census_*; root, a kernel with /proc/kcore and BTF). Scrapes serve the last walk, with its age and duration.
     #[arg(long, value_name = "INTERVAL", value_parser = parse_census_interval)]
     pub census_interval: Option<std::time::Duration>,
     /// With --census-interval: directories exported per filesystem (at most 20; at most 16 filesystems).

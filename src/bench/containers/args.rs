@@ -43,7 +43,7 @@ pub(crate) struct Args {
     /// Run even if the memory estimate exceeds half of MemAvailable.
     #[arg(long)]
     pub force: bool,
-    /// A check: once every container has died, a full census of the kernel's dentry hash table names the top directory of the run's disk filesystem and counts the negatives the containers left in each image directory against the names they made (exit 1 if they differ). Root and BTF, by BPF or else /proc/kcore (see 'dentrylab census'); refused at once (one line, exit 1) where the census cannot run.
+    /// A check: once every container has died, a full census of the kernel's dentry hash table names the top directory of the run's disk filesystem and counts the negatives the containers left in each image directory against the names they made (exit 1 if they differ). Root and a kernel with /proc/kcore and BTF (see 'dentrylab census'); refused at once (one line, exit 1) where the census cannot run.
     #[arg(long)]
     pub census: bool,
     /// Sample the teardown CPU with perf call graphs during each teardown and name the code behind the longest stretch.

@@ -56,7 +56,7 @@ pub(crate) struct Args {
     /// Probe wake-up interval in microseconds.
     #[arg(long, default_value_t = crate::probe::gap::DEFAULT_INTERVAL.as_micros() as u64, value_parser = clap::value_parser!(u64).range(10..=100_000))]
     pub probe_interval_us: u64,
-    /// A check: before the first probed repetition's reclaim, a full census of the kernel's dentry hash table names the top directory of the workload's filesystem and counts every directory the workload filled against what it made (exit 1 if they differ). Root and BTF, by BPF or else /proc/kcore (see 'dentrylab census'); refused at once (one line, exit 1) where the census cannot run.
+    /// A check: before the first probed repetition's reclaim, a full census of the kernel's dentry hash table names the top directory of the workload's filesystem and counts every directory the workload filled against what it made (exit 1 if they differ). Root and a kernel with /proc/kcore and BTF (see 'dentrylab census'); refused at once (one line, exit 1) where the census cannot run.
     #[arg(long)]
     pub census: bool,
     /// Run sizes that the safety checks refuse (more than half of MemAvailable or of what the memory cgroup's limit leaves, or a predicted monopolisation over 10 s).
