@@ -1,6 +1,6 @@
 //! `dentrylab census`: the refusals (no /proc/kcore, no BTF: one line,
-//! exit 1), bad input (one line, exit 2), and a census in a Debian guest
-//! (`dentrylab vm`, one boot under TCG) that plants directories with known
+//! exit 1), bad input (one line, exit 2), and a kcore census in a Debian
+//! guest (`dentrylab vm`, one boot under TCG) that plants directories with known
 //! counts, walks the whole hash table while names are created and deleted
 //! beside them, and must find every planted directory with its exact count.
 //!
@@ -10,7 +10,10 @@
 //! guest boots of their own, each naming the directory its own workload
 //! filled.
 //!
-//! A third boot runs the census under `--clock icount:0` beside a churn of
+//! Two more boots walk the same planted tree by BPF and by kcore, which
+//! must agree on every planted directory's count and on the rankings.
+//!
+//! Another boot runs the kcore census under `--clock icount:0` beside a churn of
 //! 32 threads asked for 100k creates and unlinks a second in a tmpfs.
 //!
 //! The guest kernel is Debian's cloud metapackage, or `DENTRYLAB_VM_TEST_KERNEL`.
@@ -30,6 +33,8 @@ fn bad_input_is_one_line_and_exit_2() {
     usage_error("census", &["--plant", "tmpfs:negative:10"], &["--plant", "disk filesystem"]);
     usage_error("census", &["--plant", "ext4:negative"], &["--plant", "FS:KIND:COUNT"]);
     usage_error("census", &["--churn", "1000"], &["--plant"]);
+    usage_error("census", &["--impact", "0"], &["--impact", "at least 1"]);
+    usage_error("census", &["--impact", "60M"], &["--impact", "1 to 50M"]);
     usage_error("census", &["--plant", "ext4:negative:10", "--churn-threads", "2"], &["--churn"]);
     for n in ["0", "65"] {
         usage_error(
@@ -121,9 +126,10 @@ fn guest_row(vm_args: &[&str], command: &[&str]) -> Option<(String, serde_json::
 #[test]
 fn a_guest_census_finds_every_planted_directory_with_its_exact_count() {
     let plant = "ext4:negative:20k+ext4:hardlink:5k+ext4:negative:5k:dirs=50";
-    let Some((stdout, row)) =
-        guest_row(&["--accel", "tcg"], &["census", "--top", "5", "--plant", plant, "--churn", "20k"])
-    else {
+    let Some((stdout, row)) = guest_row(
+        &["--accel", "tcg"],
+        &["census", "--backend", "kcore", "--top", "5", "--plant", plant, "--churn", "20k"],
+    ) else {
         return;
     };
     let r = &row["result"];
@@ -155,6 +161,54 @@ fn a_guest_census_finds_every_planted_directory_with_its_exact_count() {
     assert!(stdout.contains("result in --json"), "{stdout}");
 }
 
+/// Both backends in the same Debian guest kernel (one boot each: `vm` runs
+/// one command per boot), the same planted tree: every planted directory
+/// found by the BPF walk and by the kcore walk with the same exact count,
+/// and the two rankings led by the same directories with the same counts.
+#[test]
+fn a_guest_census_by_bpf_and_by_kcore_agree_on_every_planted_directory() {
+    let plant = "ext4:negative:20k+ext4:hardlink:5k+ext4:negative:5k:dirs=50";
+    let mut seen = Vec::new();
+    for backend in ["bpf", "kcore"] {
+        let Some((_, row)) =
+            guest_row(&["--accel", "tcg"], &["census", "--backend", backend, "--top", "2", "--plant", plant])
+        else {
+            return;
+        };
+        let r = row["result"].clone();
+        assert_eq!(r["walk"]["backend"], backend, "{r}");
+        assert_eq!(r["walk"]["buckets_walked"], r["walk"]["buckets_total"], "{r}");
+        let planted = r["planted"].as_array().unwrap();
+        assert_eq!(planted.len(), 52, "{backend}: {r}");
+        assert!(planted.iter().all(|c| c["ok"] == true), "{backend}: {planted:?}");
+        seen.push(r);
+    }
+    let counts = |r: &serde_json::Value| -> Vec<(String, u64, u64)> {
+        r["planted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let n = |k: &str| c[k]["found"].as_u64().unwrap();
+                (c["path"].as_str().unwrap().to_string(), n("found"), n("other"))
+            })
+            .collect()
+    };
+    assert_eq!(counts(&seen[0]), counts(&seen[1]), "the two backends disagree on the planted directories");
+    assert_eq!((counts(&seen[0])[0].1, counts(&seen[0])[1].1), (20_000, 5_000));
+    // The rankings' planted leaders: the 20k negatives first by negatives
+    // and by total, the 5k hard links second by total.
+    let lead = |r: &serde_json::Value, list: &str, i: usize| {
+        let d = &r[list][i];
+        (d["path"].as_str().unwrap_or_default().to_string(), d["total"]["found"].as_u64())
+    };
+    for (list, i) in [("top_negative", 0), ("top_total", 0), ("top_total", 1)] {
+        assert_eq!(lead(&seen[0], list, i), lead(&seen[1], list, i), "{list}[{i}]");
+    }
+    assert_eq!(lead(&seen[0], "top_total", 0), (counts(&seen[0])[0].0.clone(), Some(20_000)));
+    assert_eq!(lead(&seen[0], "top_total", 1), (counts(&seen[0])[1].0.clone(), Some(5_000)));
+}
+
 /// The walk beside a churn under `--clock icount:0`: the guest's clock is
 /// its instruction counter, and QEMU runs both vCPUs in turns on one host
 /// thread (docs/census.md). The walk must complete with the churn's creates
@@ -169,7 +223,7 @@ fn a_guest_census_under_icount_walks_while_names_are_created_and_deleted() {
     // (docs/vm.md), a 3 GiB census guest among them.
     let Some((_, row)) = guest_row(
         &["--clock", "icount:0", "--cpus", "2", "--cpu-model", "max,-cx16"],
-        &["census", "--top", "3", "--plant", plant, "--churn", "100k", "--churn-threads", "32"],
+        &["census", "--backend", "kcore", "--top", "3", "--plant", plant, "--churn", "100k", "--churn-threads", "32"],
     ) else {
         return;
     };

@@ -2,9 +2,13 @@
 //! found with their exact counts by the walk inside the kernel (beside a
 //! churn of creates and unlinks, the kernel log clean), a sample's
 //! intervals holding their counts, the refusal as nobody (one line, the
-//! kernel's errno), and a SIGKILL leaving no program or map of ours loaded.
+//! kernel's errno), a SIGKILL leaving no program or map of ours loaded,
+//! the exporter's background census loading its programs once and
+//! freeing them when it exits, and `--impact` measuring lookups and
+//! umounts beside the walk.
 
 mod common;
+mod metrics;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -197,4 +201,110 @@ fn status_and_reclaim_census_walk_by_bpf_here() {
     let created = checked[0]["create"]["entries"].as_u64().unwrap();
     assert_eq!((c["created"].as_u64(), c["found"].as_u64()), (Some(created), Some(created)), "{c}");
     assert_eq!(c["top_directory"], c["workload_directory"], "{c}");
+}
+
+/// `--impact`: lookups on the walk's CPU (and another) and umounts of a
+/// small tmpfs, each measured beside the walk and alone. Behaviour only
+/// (never a time): every window made lookups, and the walk ran beside
+/// each umount.
+#[test]
+fn impact_measures_lookups_and_umounts_beside_the_walk_and_alone() {
+    require_bpf_census!();
+    let _k = kernel_lock();
+    let r = run_json(&["census", "--backend", "bpf", "--sample", "5%", "--top", "1", "--impact", "20k"]);
+    let i = &r["impact"];
+    let l = &i["lookups"];
+    let threads = l["threads"].as_array().unwrap();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(threads.len(), cpus.min(2), "{l}");
+    assert_eq!(threads[0]["walk_cpu"], true, "{l}");
+    assert_eq!(threads[0]["cpu"], l["walk_cpu"], "{l}");
+    assert!(threads[1..].iter().all(|t| t["walk_cpu"] == false && t["cpu"] != l["walk_cpu"]), "{l}");
+    assert!(l["walk_passes"].as_f64().unwrap() >= 1.0, "one whole walk at least beside the lookups: {l}");
+    for t in threads {
+        for w in ["beside_walk", "alone"] {
+            let x = &t[w];
+            assert!(x["lookups"].as_u64().unwrap() > 0, "{w}: {t}");
+            let (stall, secs) = (x["longest_stall_seconds"].as_f64().unwrap(), x["seconds"].as_f64().unwrap());
+            assert!(stall > 0.0 && stall <= secs, "{w}: {t}");
+        }
+    }
+    let u = &i["umount"];
+    assert_eq!(u["dentries"], 20_000, "{u}");
+    let reps = u["reps"].as_array().unwrap();
+    assert_eq!(reps.len(), 3, "{u}");
+    for rep in reps {
+        assert!(rep["alone_seconds"].as_f64().unwrap() > 0.0, "{rep}");
+        assert!(rep["beside_walk_seconds"].as_f64().unwrap() > 0.0, "{rep}");
+        assert!(rep["walk_passes"].as_f64().unwrap() > 0.0, "the walk ran beside the umount: {rep}");
+    }
+    assert!(i["kernel_alerts"].is_array(), "{i}");
+    // The census proper is unchanged by it.
+    assert_eq!(r["walk"]["mode"], "sample", "{r}");
+}
+
+/// The names of the BPF programs among `ids` (bpftool's `name`, which the
+/// kernel cuts to 15 bytes).
+fn prog_names(ids: &[(&str, u64)]) -> Vec<String> {
+    let mut names: Vec<String> = ids
+        .iter()
+        .filter(|(k, _)| *k == "prog")
+        .filter_map(|(_, id)| {
+            let o = Command::new("bpftool").args(["prog", "show", "id", &id.to_string()]).output().ok()?;
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.split_whitespace().skip_while(|w| *w != "name").nth(1).map(str::to_string)
+        })
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// The exporter's background census walks by BPF: its first walk loads
+/// the object (three programs of ours), which stays loaded, the same ids,
+/// for the next walk while scrapes come; when the exporter is stopped
+/// (SIGTERM, as Kubernetes stops a pod) the kernel frees every program and
+/// map it held.
+#[test]
+fn the_exporters_bpf_census_loads_once_and_is_freed_on_exit() {
+    require_bpf_census!();
+    require!(has("bpftool"), "needs bpftool (see .ci/run for its package)");
+    let _k = kernel_lock();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = metrics::Exporter::start(&[
+        "--state-dir",
+        state.path().to_str().unwrap(),
+        "--census-interval",
+        "5m",
+        "--census-sample",
+        "5%",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let m = loop {
+        let m = e.metrics();
+        if m.contains("dentrylab_census_walks_total 1") || Instant::now() > deadline {
+            break m;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(m.contains("dentrylab_census_up 1"), "{m}\n{:?}", e.log_lines("census"));
+    let ids = bpf_ids(e.pid());
+    let names = prog_names(&ids);
+    assert_eq!(names.len(), 3, "the census's three programs: {names:?} ({ids:?})");
+    assert!(names.iter().all(|n| n.starts_with("dentrylab_")), "{names:?}");
+    // Between walks, scrapes neither load nor free anything.
+    for _ in 0..5 {
+        assert!(e.metrics().contains("dentrylab_census_walks_total 1"));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(bpf_ids(e.pid()), ids, "the loaded object is kept for the next walk");
+    let target = nix::unistd::Pid::from_raw(e.pid() as i32);
+    nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGTERM).unwrap();
+    e.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut left = ids.clone();
+    while !left.is_empty() && Instant::now() < deadline {
+        left.retain(|(k, id)| loaded(k, *id));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(left.is_empty(), "still loaded after the exporter exited: {left:?}");
 }

@@ -78,8 +78,13 @@ struct dentry {
 #define MAX_DIRS (1 << 18)
 /* Most bytes of a dentry copied at once: every field above lies in them. */
 #define DENTRY_READ 256
-/* The lowest kernel address on x86-64. */
-#define KERNEL_MIN 0xffff800000000000ULL
+/*
+ * The lowest kernel address on x86-64: that of 5-level paging (LA57, where
+ * the direct map starts at 0xff11000000000000), below 4-level paging's
+ * 0xffff800000000000; under 4-level paging nothing between the two is
+ * canonical, and a read there faults (bpf_probe_read_kernel says so).
+ */
+#define KERNEL_MIN 0xff00000000000000ULL
 #define MEM_LEN 4096
 
 struct dir_key {

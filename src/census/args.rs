@@ -69,6 +69,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "churn",
           value_parser = clap::value_parser!(u32).range(1..=MAX_CHURN_THREADS as i64))]
     pub churn_threads: u32,
+    /// Also measure what the walk does beside it (after the census, whose figures it leaves alone): lookups
+    /// (fstatat of existing names on the walk's CPU and on another, their rate and longest stall, beside the
+    /// walk and alone), and a reclaim (a umount of a tmpfs of N hard links, 3 times alone and 3 beside the walk).
+    #[arg(long, value_name = "N", value_parser = parse_impact)]
+    pub impact: Option<u64>,
     /// Which walk: bpf (a BPF program in the kernel, under RCU), kcore (user space reading /proc/kcore), or
     /// auto: bpf where the kernel allows it, else kcore. The result says which walked.
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Choice::Auto)]
@@ -113,6 +118,16 @@ fn parse_fs_type(s: &str) -> Result<String, String> {
         Ok(s.to_string())
     } else {
         Err(format!("{s:?} is not a filesystem type name (for example ext4, tmpfs, overlay)"))
+    }
+}
+
+/// Most hard links `--impact` unmounts.
+pub(crate) const MAX_IMPACT: u64 = 50_000_000;
+
+fn parse_impact(s: &str) -> Result<u64, String> {
+    match crate::size::parse_count(s)? {
+        n @ 1..=MAX_IMPACT => Ok(n),
+        _ => Err(format!("{s}: the umount's hard links must be from 1 to 50M")),
     }
 }
 

@@ -15,6 +15,7 @@
 //! `containers --census`), `status` (`--census`), `exporter` and `cli`.
 
 pub(crate) mod args;
+pub(crate) mod impact;
 pub(crate) mod plant;
 pub(crate) mod rank;
 #[cfg(test)]
@@ -129,6 +130,10 @@ pub(crate) struct CensusResult {
     /// (none is clean), and whether /dev/kmsg could be watched.
     pub kernel_log_watched: bool,
     pub kernel_alerts: Vec<Alert>,
+    /// With --impact: what walks like this one did to lookups and to a
+    /// umount beside them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impact: Option<impact::Impact>,
 }
 
 /// What `--churn` did.
@@ -336,7 +341,7 @@ pub(crate) fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<Censu
     let plants = a.plants();
     let mut sandbox = None;
     let mut planted = Vec::new();
-    if !plants.is_empty() {
+    if !plants.is_empty() || a.impact.is_some() {
         let mut s = crate::sandbox::Sandbox::enter()?;
         planted = plant::make(&mut s, &plants, crate::env::cpus(), say)?;
         sandbox = Some(s);
@@ -352,7 +357,11 @@ pub(crate) fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<Censu
             threads: a.churn_threads as usize,
         }),
     };
-    let result = survey_of(&src, proc, &survey, say);
+    let mut impact = |c: &mut dyn Walker, chosen: &[u64]| match (a.impact, sandbox.as_mut()) {
+        (Some(n), Some(s)) => impact::measure(c, chosen, s, n, say).map(Some),
+        _ => Ok(None),
+    };
+    let result = survey_and(&src, proc, &survey, say, &mut impact);
     drop(planted);
     drop(sandbox);
     result
@@ -389,13 +398,28 @@ fn walk_blocks(census: &mut dyn Walker, chosen: &[u64], say: &dyn Fn(&str)) -> R
 /// Walks the table (all of it, or a sample) and ranks what it found. The
 /// superblocks are read after everything `survey.expected` names exists.
 pub(crate) fn survey_of(src: &Source, proc: &ProcRoot, survey: &Survey, say: &dyn Fn(&str)) -> Result<CensusResult> {
+    survey_and(src, proc, survey, say, &mut |_, _| Ok(None))
+}
+
+/// What runs after the census with its walker and the blocks it walked
+/// (`--impact`).
+type After<'a> = dyn FnMut(&mut dyn Walker, &[u64]) -> Result<Option<impact::Impact>> + 'a;
+
+/// [`survey_of`], then `after`.
+fn survey_and(
+    src: &Source,
+    proc: &ProcRoot,
+    survey: &Survey,
+    say: &dyn Fn(&str),
+    after: &mut After<'_>,
+) -> Result<CensusResult> {
     match open(src, proc)? {
         Opened::Kcore(kcore, layout, roots) => {
             let mut census = Census::open(&kcore, layout, roots)?;
-            survey_with(&mut census, layout, src, proc, survey, say)
+            survey_with(&mut census, layout, src, (proc, survey), say, after)
         }
         Opened::Bpf(mut census, layout) => {
-            let r = survey_with(&mut *census, layout, src, proc, survey, say);
+            let r = survey_with(&mut *census, layout, src, (proc, survey), say, after);
             keep(census);
             r
         }
@@ -406,9 +430,9 @@ fn survey_with(
     census: &mut dyn Walker,
     layout: Layout,
     src: &Source,
-    proc: &ProcRoot,
-    survey: &Survey,
+    (proc, survey): (&ProcRoot, &Survey),
     say: &dyn Fn(&str),
+    after: &mut After<'_>,
 ) -> Result<CensusResult> {
     let churn = survey.churn.as_ref().map(plant::Churn::start);
     let nblocks = census.buckets().div_ceil(BLOCK);
@@ -463,7 +487,7 @@ fn survey_with(
     let mut paths = HashMap::new();
     let ranked = rank::rank(census, &tally, &mounts, fraction, survey.top, survey.fs.as_deref(), &mut paths);
     let checks = rank::check(census, &tally, &mounts, fraction, &survey.expected, &mut paths);
-    Ok(CensusResult {
+    let mut result = CensusResult {
         header: crate::result::Header::new("census"),
         kernel: proc.read_line("sys/kernel/osrelease").unwrap_or_default(),
         layout,
@@ -493,7 +517,10 @@ fn survey_with(
         churn,
         kernel_log_watched,
         kernel_alerts,
-    })
+        impact: None,
+    };
+    result.impact = after(census, &chosen)?;
+    Ok(result)
 }
 
 #[cfg(test)]

@@ -170,10 +170,18 @@ pub(crate) fn text(r: &CensusResult) -> String {
             );
         }
     }
+    beside(&mut out, r);
+    out
+}
+
+/// What ran beside the walk: the churn, and `--impact`'s walks.
+fn beside(out: &mut String, r: &CensusResult) {
     if let Some(c) = &r.churn {
         let _ = writeln!(out, "\n{}", churn_line(c));
     }
-    out
+    if let Some(i) = &r.impact {
+        out.push_str(&super::impact::text(i));
+    }
 }
 
 /// What the churn did beside the walk, one line.

@@ -28,7 +28,9 @@ pub(super) fn guest(
     }
     let t = &out.transcript;
     let hello = t.hello.as_ref();
-    let result = match t.result.as_deref() {
+    // An empty result is a command that failed after opening its JSON
+    // file: no result, and the error is its exit status and last line.
+    let result = match t.result.as_deref().filter(|r| !r.trim().is_empty()) {
         Some(text) => match serde_json::value::RawValue::from_string(text.trim().to_string()) {
             Ok(r) => Some(r),
             Err(e) => return Ok(failed(o, m, spec, k, preempt, &out, format!("the command's JSON is not whole: {e}"))),
