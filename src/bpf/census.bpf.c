@@ -73,7 +73,7 @@ struct dentry {
 /* Longest chain followed (the kcore walk's MAX_CHAIN). */
 #define MAX_CHAIN 4096
 /* Steps of one run: a bucket or a dentry each. Bounds how long one run holds RCU. */
-#define MAX_STEPS (1 << 20)
+#define MAX_STEPS (1 << 18)
 /* Directories tallied before user space drains the map. */
 #define MAX_DIRS (1 << 18)
 /* Most bytes of a dentry copied at once: every field above lies in them. */
