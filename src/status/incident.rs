@@ -147,7 +147,13 @@ pub(crate) fn assess(
                     Some((2.0 * watchdog_thresh as f64, watchdog_thresh, "kernel.watchdog_thresh"))
                 }
                 DeadlineKey::HungTask => hung_task.map(|t| (t as f64, t, "kernel.hung_task_timeout_secs")),
-                _ => None,
+                // Fixed deadlines: no sysctl of this node moves them.
+                DeadlineKey::ProbeTimeout
+                | DeadlineKey::PodStartupSlo
+                | DeadlineKey::RcuStall
+                | DeadlineKey::NodeLeaseGrace
+                | DeadlineKey::RuntimeRequestTimeout
+                | DeadlineKey::Other => None,
             };
             if let Some((seconds, value, sysctl)) = now {
                 if value == 0 {
