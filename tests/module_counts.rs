@@ -28,12 +28,15 @@ fn targets(list: &[(String, usize)]) -> String {
     list.iter().map(|(to, n)| format!("{to} ({n})")).collect::<Vec<_>>().join(", ")
 }
 
+/// (layer, highest first; module) → each module it names, with its count.
+type Rows = BTreeMap<(std::cmp::Reverse<usize>, String), Vec<(String, usize)>>;
+
 /// The top level: one row per module that imports, highest layer first,
 /// each lower module it names with how many of its files name it.
 fn top_level(src: &Path, out: &mut String) {
     let e = edges(src);
     let layer = |m: &str| LAYERS.iter().position(|l| l.contains(&m)).map_or(usize::MAX, |i| i);
-    let mut rows: BTreeMap<(std::cmp::Reverse<usize>, String), Vec<(String, usize)>> = BTreeMap::new();
+    let mut rows: Rows = BTreeMap::new();
     let mut files = 0;
     let mut against = 0;
     for ((from, to), f) in &e {
