@@ -142,7 +142,12 @@ impl DeadlineKey {
         match self {
             DeadlineKey::PodStartupSlo => MeasuredBy::Only(Victim::PodStart),
             DeadlineKey::NodeLeaseGrace => MeasuredBy::Nobody(NODE_LEASE_NOT_MEASURED),
-            _ => MeasuredBy::AnyVictim,
+            DeadlineKey::ProbeTimeout
+            | DeadlineKey::SoftLockup
+            | DeadlineKey::RcuStall
+            | DeadlineKey::HungTask
+            | DeadlineKey::RuntimeRequestTimeout
+            | DeadlineKey::Other => MeasuredBy::AnyVictim,
         }
     }
 }

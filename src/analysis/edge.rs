@@ -150,9 +150,9 @@ pub(crate) fn predict_against(m: &Model, dentries: u64, threshold: Option<f64>) 
     let upper = |f: Option<PowerFit>| f.and_then(|p| p.band.and_then(|b| b.value_at(&p, n).high));
     let stretch_high = band.and_then(|(p, b)| b.value_at(&p, n).high).filter(|g| g.is_finite()).map(|g| {
         // The stretch's upper end never outlasts the whole reclaim's upper end.
-        match upper(m.time_power).or(time) {
-            Some(t) if m.governs == Governs::LongestStretch => g.min(t),
-            _ => g,
+        match (upper(m.time_power).or(time), m.governs) {
+            (Some(t), Governs::LongestStretch) => g.min(t),
+            (Some(_), Governs::TotalTime) | (None, _) => g,
         }
     });
     let ratio_high = threshold.zip(stretch_high).map(|(thr, g)| g / thr);

@@ -193,6 +193,29 @@ impl TotalCmp for Option<f64> {
     }
 }
 
+/// Victims' fits for the tests of this module and of the incidents
+/// (`status::incident`), in one place; test builds only.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{WaitFit, Watches};
+
+    /// A victim's waits at 1M–8M, `per_million` seconds per million
+    /// dentries, three repetitions a size spread by ×/÷ `spread`, fitted
+    /// as a run fits them (with the victims' run scatter).
+    pub(crate) fn fitted(who: &str, per_million: f64, spread: f64) -> WaitFit {
+        use crate::analysis::interval::SizeValues;
+        let sizes: Vec<SizeValues> = [1e6, 2e6, 4e6, 8e6]
+            .iter()
+            .map(|&n| {
+                let y = per_million * n / 1e6;
+                SizeValues { count: n, values: vec![y * spread, y, y / spread] }
+            })
+            .collect();
+        let m = crate::analysis::linearity::choose(&sizes, crate::analysis::run_scatter::VICTIM).unwrap();
+        WaitFit { who: who.into(), watches: Watches::Victims, fit: m.linear.unwrap(), shape: None, may_wait: None }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,21 +256,7 @@ mod tests {
         WaitFit { who: who.into(), watches: Watches::Victims, fit, shape: None, may_wait: None }
     }
 
-    /// A victim's waits at 1M–8M, `per_million` seconds per million
-    /// dentries, three repetitions a size spread by ×/÷ `spread`, fitted
-    /// as a run fits them (with the victims' run scatter).
-    fn fitted(who: &str, per_million: f64, spread: f64) -> WaitFit {
-        use crate::analysis::interval::SizeValues;
-        let sizes: Vec<SizeValues> = [1e6, 2e6, 4e6, 8e6]
-            .iter()
-            .map(|&n| {
-                let y = per_million * n / 1e6;
-                SizeValues { count: n, values: vec![y * spread, y, y / spread] }
-            })
-            .collect();
-        let m = crate::analysis::linearity::choose(&sizes, crate::analysis::run_scatter::VICTIM).unwrap();
-        wait(who, m.linear.unwrap())
-    }
+    use fixtures::fitted;
 
     /// Two waiting victims whose intervals overlap: the first incident is
     /// the earlier point's, and its interval the safe side of both: the

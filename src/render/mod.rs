@@ -60,7 +60,7 @@ impl Doc {
     pub(crate) fn push_str(&mut self, s: &str) {
         match self.blocks.last_mut() {
             Some(Block::Text(t)) => t.push_str(s),
-            _ => self.blocks.push(Block::Text(s.to_string())),
+            Some(Block::Grid(_)) | None => self.blocks.push(Block::Text(s.to_string())),
         }
     }
 

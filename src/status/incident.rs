@@ -147,7 +147,13 @@ pub(crate) fn assess(
                     Some((2.0 * watchdog_thresh as f64, watchdog_thresh, "kernel.watchdog_thresh"))
                 }
                 DeadlineKey::HungTask => hung_task.map(|t| (t as f64, t, "kernel.hung_task_timeout_secs")),
-                _ => None,
+                // Fixed deadlines: no sysctl of this node moves them.
+                DeadlineKey::ProbeTimeout
+                | DeadlineKey::PodStartupSlo
+                | DeadlineKey::RcuStall
+                | DeadlineKey::NodeLeaseGrace
+                | DeadlineKey::RuntimeRequestTimeout
+                | DeadlineKey::Other => None,
             };
             if let Some((seconds, value, sysctl)) = now {
                 if value == 0 {
@@ -366,20 +372,7 @@ mod tests {
         assert_eq!(inc.first, Some(DeadlineKey::PodStartupSlo));
     }
 
-    /// A victim's waits at 1M–8M fitted as a run fits them: `per_million`
-    /// seconds per million dentries, repetitions spread ×/÷ `spread`.
-    fn fitted(who: &str, per_million: f64, spread: f64) -> WaitFit {
-        use crate::analysis::interval::SizeValues;
-        let sizes: Vec<SizeValues> = [1e6, 2e6, 4e6, 8e6]
-            .iter()
-            .map(|&n| {
-                let y = per_million * n / 1e6;
-                SizeValues { count: n, values: vec![y * spread, y, y / spread] }
-            })
-            .collect();
-        let m = crate::analysis::linearity::choose(&sizes, crate::analysis::run_scatter::VICTIM).unwrap();
-        WaitFit { who: who.into(), watches: Watches::Victims, fit: m.linear.unwrap(), shape: None, may_wait: None }
-    }
+    use crate::analysis::victims::fixtures::fitted;
 
     /// Two waiting victims whose intervals overlap: the earlier point names
     /// the first incident, its low end is the smallest over both, and the

@@ -90,7 +90,7 @@ pub(crate) fn validate(o: &Options) -> Result<()> {
     if let Ok((soft, _)) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         && let Some(n) = o.dcache.iter().find_map(|d| match d {
             Dcache::Global(n) if n.saturating_add(1000) > soft => Some(*n),
-            _ => None,
+            Dcache::Global(_) | Dcache::PerMount => None,
         })
     {
         return bad(format!(

@@ -178,6 +178,24 @@ pub(crate) enum Value {
     Bytes(u64),
 }
 
+impl Value {
+    /// The period of a `drop-caches-every` value, seconds.
+    pub(crate) fn every(self) -> Option<f64> {
+        match self {
+            Value::Every(s) => Some(s),
+            Value::Number(_) | Value::Off | Value::Bytes(_) => None,
+        }
+    }
+
+    /// The bytes of a `memory-limit` value.
+    pub(crate) fn bytes(self) -> Option<u64> {
+        match self {
+            Value::Bytes(b) => Some(b),
+            Value::Number(_) | Value::Every(_) | Value::Off => None,
+        }
+    }
+}
+
 impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -39,11 +39,9 @@ pub(crate) struct LimitSweep {
     pub verdict: String,
 }
 
-fn limit_of(row: &Row) -> Option<u64> {
-    row.settings.iter().find_map(|(k, v)| match (k, v) {
-        (Knob::MemoryLimit, Value::Bytes(b)) => Some(*b),
-        _ => None,
-    })
+/// The memory limit a row sets (`--setting memory-limit=…`), if any.
+pub(crate) fn limit_of(row: &Row) -> Option<u64> {
+    row.settings.iter().find_map(|(k, v)| if *k == Knob::MemoryLimit { v.bytes() } else { None })
 }
 
 fn mib(b: u64) -> String {

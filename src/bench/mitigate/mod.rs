@@ -44,7 +44,7 @@ use crate::error::UsageError;
 use crate::procfs::ProcRoot;
 use crate::sandbox::{FsType, Privilege, Sandbox};
 use crate::workload::container::Mix;
-use knobs::{Combination, Knob, Setting, SysctlChange, Sysctls, Value};
+use knobs::{Combination, Knob, Setting, SysctlChange, Sysctls};
 
 /// Default and bounds of `--duration`.
 pub(crate) const DEFAULT_DURATION: &str = "60s";
@@ -353,16 +353,11 @@ fn run_rows(
         for (i, row) in rows.iter_mut().enumerate() {
             announce(&format!("rep {rep}/{}, {}/{total}: {}", opts.reps, i + 1, row.label));
             sysctls.apply(&row.settings)?;
-            let drop_every = row.settings.iter().find_map(|(k, v)| match (k, v) {
-                (Knob::DropCachesEvery, Value::Every(s)) => Some(*s),
-                _ => None,
-            });
+            let drop_every =
+                row.settings.iter().find_map(|(k, v)| if *k == Knob::DropCachesEvery { v.every() } else { None });
             // memory-limit=…: this row's limit instead of --memory-limit.
             let limited;
-            let o = match row.settings.iter().find_map(|(k, v)| match (k, v) {
-                (Knob::MemoryLimit, Value::Bytes(b)) => Some(*b),
-                _ => None,
-            }) {
+            let o = match limits::limit_of(row) {
                 Some(b) => {
                     limited = Options { memory_limit: Some(b), ..opts.clone() };
                     &limited
@@ -410,7 +405,9 @@ pub(crate) fn worker_main(workload: &str, root: &std::path::Path) -> Result<()> 
     crate::sys::die_with_parent()?;
     let w = match workload.parse::<Workload>() {
         Ok(Workload::Steady(s)) => s,
-        _ => bail!("internal error: {workload:?} is not a steady workload"),
+        Ok(Workload::Mariadb | Workload::Containers) | Err(_) => {
+            bail!("internal error: {workload:?} is not a steady workload")
+        }
     };
     let ops = Arc::new(AtomicU64::new(0));
     let ops2 = Arc::clone(&ops);

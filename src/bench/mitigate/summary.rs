@@ -266,7 +266,9 @@ pub(crate) fn summarise(rows: &mut [Row], opts: &Options) -> Vec<String> {
                 let o: Vec<String> = row.server_options.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 (format!("server {}", o.join(" ")), None)
             }
-            _ => continue,
+            // The baseline itself, or more than one change at once: no
+            // one-line verdict.
+            ([], true) | ([_], false) | ([_, _, ..], _) => continue,
         };
         let (Some(b), Some(s)) = (&baseline.summary, &row.summary) else { continue };
         let mut line = verdict(&what, b, s, ops_name);

@@ -330,7 +330,7 @@ pub(crate) fn analyse(
                 Judged::Waits | Judged::MayWait(_) => {
                     let may_wait = match &judged {
                         Judged::MayWait(w) => Some(w.clone()),
-                        _ => None,
+                        Judged::Waits | Judged::Unaffected(_) => None,
                     };
                     // A victim that may wait is fitted by the model that
                     // governs an untestable run: the power law, whose upper

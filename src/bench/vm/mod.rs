@@ -319,9 +319,17 @@ pub(crate) fn victims_list(argv: &[String]) -> Option<&str> {
 /// Victims that cannot run in a guest, and why: the initramfs carries no
 /// container runtime (and the guest has no network to fetch one).
 pub(crate) fn victim_not_in_guest(v: crate::probe::victims::Victim) -> Option<&'static str> {
+    use crate::probe::victims::Victim;
     match v {
-        crate::probe::victims::Victim::Container => Some("the guest's initramfs carries no container runtime (runsc)"),
-        _ => None,
+        Victim::Container => Some("the guest's initramfs carries no container runtime (runsc)"),
+        Victim::Umount
+        | Victim::Netns
+        | Victim::ForkExec
+        | Victim::Stat
+        | Victim::Cgroup
+        | Victim::Inotify
+        | Victim::Mariadb
+        | Victim::PodStart => None,
     }
 }
 
@@ -348,15 +356,17 @@ fn check_models(spec: &Spec, models: Option<&Models>, asked: &[String]) -> Resul
 /// The `preempt=` of each boot: each asked model on a PREEMPT_DYNAMIC
 /// kernel (or an unknown build, where the guest checks), none otherwise.
 fn models_to_boot(models: Option<&Models>, asked: &[String]) -> Vec<Option<String>> {
+    let all = asked.iter().any(|p| p == ALL_MODELS);
+    let each_asked = || match asked {
+        [] => vec![None],
+        _ => asked.iter().map(|p| Some(p.clone())).collect(),
+    };
     match models {
         Some(Models::Fixed(_)) => vec![None],
-        Some(Models::Dynamic { offered, .. }) if asked.iter().any(|p| p == ALL_MODELS) => {
-            offered.iter().map(|p| Some(p.clone())).collect()
-        }
+        Some(Models::Dynamic { offered, .. }) if all => offered.iter().map(|p| Some(p.clone())).collect(),
         // An unknown build: only the guest can say what it offers.
-        None if asked.iter().any(|p| p == ALL_MODELS) => vec![None],
-        _ if asked.is_empty() => vec![None],
-        _ => asked.iter().map(|p| Some(p.clone())).collect(),
+        None if all => vec![None],
+        Some(Models::Dynamic { .. }) | None => each_asked(),
     }
 }
 

@@ -275,7 +275,8 @@ pub(super) fn xy_legend(plot: &XyPlot) -> Vec<Entry> {
             let label = match (&l.label, s.marker, i) {
                 (Some(t), _, _) => t.clone(),
                 (None, Marker::None, 0) => s.label.clone(),
-                _ => continue,
+                // An unlabelled line beside points: the points' entry names the series.
+                (None, Marker::None, _) | (None, Marker::Filled | Marker::Hollow, _) => continue,
             };
             let dash = l.dashed.then_some((8, 5));
             out.push(Entry { label, sample: Sample::Line { colour: c, width: 2, dash } });

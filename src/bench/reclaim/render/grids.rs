@@ -373,10 +373,12 @@ fn fit_lines_of(fits: &crate::bench::reclaim::summary::Fits) -> Vec<String> {
                     "governs: this run cannot test linearity, and the exponent measured past its sizes pins it".to_string()
                 }
                 (Shape::Linear, _) => "governs (the power law's exponent does not stand above 1)".to_string(),
-                (_, true) =>
+                (Shape::PowerLaw, true) =>
                     format!("rejected: the power law's exponent stands above 1 (one-sided {:.0}%)", t.level * 100.0),
-                _ if !t.testable => "not used: this run cannot test linearity (exponent not pinned near 1)".to_string(),
-                _ => "not used".to_string(),
+                (Shape::PowerLaw, false) if !t.testable => {
+                    "not used: this run cannot test linearity (exponent not pinned near 1)".to_string()
+                }
+                (Shape::PowerLaw, false) => "not used".to_string(),
             }
         ))
     };
