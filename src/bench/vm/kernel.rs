@@ -21,7 +21,7 @@ pub(crate) enum Spec {
     /// The same command, natively.
     Host,
     /// A kernel `vm --kernel-source` built (never parsed from `--kernel`).
-    Built(Box<super::source::Built>),
+    Built(Box<BuiltKernel>),
 }
 
 impl Spec {
@@ -58,8 +58,28 @@ impl Spec {
     }
 }
 
+/// A kernel built here (`vm --kernel-source`): how rows name it, the
+/// kernel, and what it was built from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BuiltKernel {
+    pub label: String,
+    pub kernel: Kernel,
+    pub tag: BuildTag,
+}
+
+/// What a row's kernel was built from (`vm --kernel-source`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct BuildTag {
+    /// The source's identity (package and version, tarball hash, directory).
+    pub source: String,
+    /// The build's cache key.
+    pub key: String,
+    /// The patches' file names, in order; empty for the baseline.
+    pub patches: Vec<String>,
+}
+
 /// A kernel ready to boot.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Kernel {
     pub image: PathBuf,
     /// `lib/modules/<release>` (with modules.dep), if any.
@@ -152,7 +172,7 @@ impl Cache {
             Spec::Host => anyhow::bail!("the host row boots no kernel"),
             Spec::Path { image, modules } => from_path(image, modules.as_deref()),
             Spec::Package(p) => self.package(p, announce),
-            Spec::Built(b) => Ok(super::source::kernel_of(b)),
+            Spec::Built(b) => Ok(b.kernel.clone()),
         }
     }
 

@@ -7,8 +7,6 @@
 //! pair of repetitions (patched, unpatched). Emulated times compare only
 //! within one run, so a ratio is only ever taken inside one matrix.
 
-use serde::{Deserialize, Serialize};
-
 use crate::bench::reclaim::ReclaimResult;
 use crate::render::Grid;
 use crate::size::human;
@@ -16,17 +14,6 @@ use crate::stats::median;
 
 type Matrix = super::Matrix<Box<ReclaimResult>>;
 type Row = super::Row<Box<ReclaimResult>>;
-
-/// What a row's kernel was built from (`vm --kernel-source`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct BuildTag {
-    /// The source's identity (package and version, tarball hash, directory).
-    pub source: String,
-    /// The build's cache key.
-    pub key: String,
-    /// The patches' file names, in order; empty for the baseline.
-    pub patches: Vec<String>,
-}
 
 /// A ratio of medians and its spread over every pair of values.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -144,7 +144,7 @@ pub(crate) struct Row<R = RawResult> {
     pub console_tail: Vec<String>,
     /// What the kernel was built from, when `--kernel-source` built it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub build: Option<matrix_ab::BuildTag>,
+    pub build: Option<kernel::BuildTag>,
 }
 
 impl Matrix {
@@ -257,7 +257,7 @@ fn run_in(
     // Every kernel built, fetched and checked before anything boots.
     let mut kernels = Vec::new();
     if let Some(r) = &o.build {
-        kernels.extend(source::prepare(cache, r, announce)?.into_iter().map(|b| Spec::Built(Box::new(b))));
+        kernels.extend(source::prepare(cache, r, announce)?.iter().map(source::Built::spec));
     }
     kernels.extend(o.kernels.iter().cloned());
     let mut prepared = Vec::new();

@@ -135,7 +135,7 @@ fn base(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>
         error: None,
         console_tail: vec![],
         build: match spec {
-            Spec::Built(b) => Some(b.tag()),
+            Spec::Built(b) => Some(b.tag.clone()),
             _ => None,
         },
     }

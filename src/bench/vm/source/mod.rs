@@ -19,7 +19,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::kernel::{Cache, Kernel};
+use super::kernel::{BuildTag, BuiltKernel, Cache, Kernel, Spec};
 use crate::error::UsageError;
 use config::Setting;
 use diagnose::{first_error, patch_failure};
@@ -161,18 +161,19 @@ pub(crate) fn prepare(cache: &Cache, r: &Request, announce: &dyn Fn(&str)) -> Re
 }
 
 impl Built {
-    /// What a matrix row says of the build.
-    pub(crate) fn tag(&self) -> super::matrix_ab::BuildTag {
-        super::matrix_ab::BuildTag {
+    /// The build as a kernel to boot, with what a matrix row says of it.
+    pub(crate) fn spec(&self) -> Spec {
+        let tag = BuildTag {
             source: self.source.clone(),
             key: self.key.clone(),
             patches: self.patches.iter().map(|p| p.name.clone()).collect(),
-        }
+        };
+        Spec::Built(Box::new(BuiltKernel { label: self.label.clone(), kernel: kernel_of(self), tag }))
     }
 }
 
 /// The kernel of a cached build.
-pub(crate) fn kernel_of(b: &Built) -> Kernel {
+fn kernel_of(b: &Built) -> Kernel {
     let config = std::fs::read_to_string(b.dir.join("boot").join(format!("config-{}", b.release))).ok();
     Kernel { image: b.image.clone(), modules: None, release: Some(b.release.clone()), config }
 }
