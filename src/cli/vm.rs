@@ -8,6 +8,7 @@ use clap::{Args, Parser, ValueEnum};
 
 use crate::bench::vm::kernel::Spec;
 use crate::bench::vm::qemu::Clock;
+use crate::bench::vm::source::{Request, Source};
 use crate::bench::vm::{AccelChoice, Options};
 use crate::error::UsageError;
 
@@ -16,6 +17,13 @@ model, and gather the results into one matrix: one row per (kernel, model, accel
 --kernel takes Debian kernel packages (linux-image-…: fetched with apt into private lists under the state \
 directory, the host's apt configuration untouched, unpacked and cached; the modules come from the same package), \
 kernel image paths (IMAGE[:MODULES_DIR]) and `host` (the same command run natively, as the reference row). \
+--kernel-source builds kernels here first: Debian's linux-source-X (fetched with apt), a tarball or a source \
+directory, configured from `make defconfig` plus the project's guest.config (and --kernel-config fragments), \
+built with `make bzImage` and cached by (source, patches, configuration). With --patch it builds two: the \
+baseline (the same source and configuration without the patches: the first row) and the patched kernel (the \
+second). A patch that does not apply, a configuration line `make olddefconfig` drops, or a failing build is \
+one line (the hunk, the line, the compiler's first error), exit 1, and nothing is left behind. --build-only \
+builds and stops. \
 The guest's init is this binary: it mounts /proc, /sys, /dev, debugfs and cgroup2 (the memory controller \
 enabled for its children), loads the loop, ext4, xfs and overlay modules, checks the preemption model the \
 kernel ended up with (and refuses a model it lacks), runs the command with --json, sends the JSON and the \
@@ -38,8 +46,23 @@ command acts on the guest's kernel).";
 #[derive(Debug, Args)]
 pub(crate) struct VmArgs {
     /// Kernels, comma-separated: Debian packages (linux-image-cloud-amd64, linux-image-6.12.57+deb13-rt-amd64), IMAGE[:MODULES_DIR], host.
-    #[arg(long, value_name = "SPEC,...", value_delimiter = ',', required = true, value_parser = Spec::parse)]
+    #[arg(long, value_name = "SPEC,...", value_delimiter = ',', required_unless_present = "kernel_source", value_parser = Spec::parse)]
     pub kernel: Vec<Spec>,
+    /// Build kernels from source first: a Debian package (linux-source-7.3, fetched with apt), a tarball or a source directory; the unpatched build is the baseline row, then the patched one.
+    #[arg(long, value_name = "PACKAGE|TARBALL|DIR", value_parser = Source::parse)]
+    pub kernel_source: Option<Source>,
+    /// Patches (patch -p1) for the patched kernel, applied in order; the baseline is the same source and configuration without them.
+    #[arg(long, value_name = "FILE", num_args = 1.., requires = "kernel_source")]
+    pub patch: Vec<PathBuf>,
+    /// Configuration fragments (CONFIG_X=y, # CONFIG_X is not set) merged after the project's guest.config, for both builds.
+    #[arg(long, value_name = "FILE", requires = "kernel_source")]
+    pub kernel_config: Vec<PathBuf>,
+    /// make -jN for the kernel builds [default: the host's CPUs].
+    #[arg(long, value_name = "N", requires = "kernel_source", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub build_jobs: Option<u32>,
+    /// Build (or find in the cache) the --kernel-source kernels, print where they are, and boot nothing.
+    #[arg(long, requires = "kernel_source")]
+    pub build_only: bool,
     /// Preemption models to boot PREEMPT_DYNAMIC kernels with; `all`: each model the kernel's build offers [default: the kernel's own].
     #[arg(long, value_name = "MODEL,...", value_delimiter = ',')]
     pub preempt: Vec<Preempt>,
@@ -74,7 +97,7 @@ pub(crate) struct VmArgs {
     #[arg(long)]
     pub force: bool,
     /// The dentrylab command to run in each guest, after `--` (without --json: vm adds it).
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "build_only", value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -102,7 +125,19 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
 }
 
 impl VmArgs {
+    /// The builds `--kernel-source` asks for.
+    pub(crate) fn build_request(&self) -> Option<Request> {
+        Some(Request {
+            source: self.kernel_source.clone()?,
+            patches: self.patch.clone(),
+            fragments: self.kernel_config.clone(),
+            jobs: self.build_jobs.unwrap_or_else(|| crate::env::cpus().max(1) as u32),
+            logs: self.logs.clone(),
+        })
+    }
+
     pub(crate) fn options(self) -> Result<Options> {
+        let build = self.build_request();
         let first = self.command.first().map(String::as_str).unwrap_or("");
         if first == "vm" || first.starts_with("__") {
             return Err(
@@ -169,6 +204,7 @@ impl VmArgs {
             force: self.force,
             logs: self.logs,
             cpu_model: self.cpu_model,
+            build,
         })
     }
 }

@@ -269,6 +269,11 @@ pub(crate) fn text(m: &VmMatrix) -> Doc {
             d.push_str(&format!("note: {n}\n"));
         }
     }
+    if let Some(g) = super::matrix_ab::grid(m) {
+        d.push_str("\nPatched ÷ unpatched (--kernel-source --patch)\n");
+        d.grid(g);
+        d.push_str(&format!("note: {}\n", super::matrix_ab::NOTE));
+    }
     d
 }
 
@@ -291,6 +296,11 @@ pub(crate) fn markdown(m: &VmMatrix, chart: Option<&FigureSpec>) -> Doc {
         for n in super::matrix_victims::notes() {
             d.push_str(&format!("{n}\n\n"));
         }
+    }
+    if let Some(g) = super::matrix_ab::grid(m) {
+        d.push_str("### Patched ÷ unpatched (`--kernel-source --patch`)\n\n");
+        d.grid(g);
+        d.push_str(&format!("\n{}\n\n", super::matrix_ab::NOTE));
     }
     d
 }
@@ -439,6 +449,7 @@ mod tests {
             kernel_log: Vec::new(),
             error: error.map(String::from),
             console_tail: Vec::new(),
+            build: None,
         };
         VmMatrix {
             schema: VM_MATRIX_SCHEMA.into(),

@@ -295,6 +295,7 @@ mod tests {
             kernel_log: vec![],
             error: None,
             console_tail: vec![],
+            build: None,
         };
         let mut m = Matrix {
             schema: super::super::SCHEMA.into(),

@@ -12,9 +12,11 @@ pub(crate) mod init;
 pub(crate) mod initramfs;
 pub(crate) mod kernel;
 pub(crate) mod matrix;
+mod matrix_ab;
 mod matrix_victims;
 pub(crate) mod qemu;
 mod rows;
+pub(crate) mod source;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -80,6 +82,9 @@ pub(crate) struct Options {
     pub logs: Option<PathBuf>,
     /// QEMU's `-cpu` model for the guests (default: host under KVM, max under TCG).
     pub cpu_model: Option<String>,
+    /// Kernels to build from source first (`--kernel-source`): their rows
+    /// come first, the unpatched baseline before the patched kernel.
+    pub build: Option<source::Request>,
 }
 
 /// A guest's result as it came back over the channel, byte for byte.
@@ -137,6 +142,9 @@ pub(crate) struct Row<R = RawResult> {
     /// The console's last lines when the guest failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub console_tail: Vec<String>,
+    /// What the kernel was built from, when `--kernel-source` built it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<kernel::BuildTag>,
 }
 
 impl Matrix {
@@ -170,6 +178,7 @@ impl Matrix {
                     kernel_log: row.kernel_log.clone(),
                     error: row.error.clone(),
                     console_tail: row.console_tail.clone(),
+                    build: row.build.clone(),
                 })
             })
             .collect::<serde_json::Result<Vec<_>>>()?;
@@ -211,7 +220,7 @@ pub(crate) fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Resu
         cpus: crate::env::cpus(),
         memory_bytes: proc.meminfo().map(|m| m.mem_total_bytes).unwrap_or(0),
     };
-    let guests = o.kernels.iter().any(|k| *k != Spec::Host);
+    let guests = o.build.is_some() || o.kernels.iter().any(|k| *k != Spec::Host);
     if guests {
         crate::bench::common::check_memory(
             "the virtual machine",
@@ -232,6 +241,7 @@ pub(crate) fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Resu
     std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let result = run_in(o, &cache, &tmp, host, started_at, announce);
     let _ = std::fs::remove_dir_all(&tmp);
+    let _ = std::fs::remove_dir_all(cache.partial_dir());
     guardian.finish();
     result
 }
@@ -244,9 +254,14 @@ fn run_in(
     started_at: String,
     announce: &dyn Fn(&str),
 ) -> Result<Matrix> {
-    // Every kernel fetched and checked before anything boots.
+    // Every kernel built, fetched and checked before anything boots.
+    let mut kernels = Vec::new();
+    if let Some(r) = &o.build {
+        kernels.extend(source::prepare(cache, r, announce)?.iter().map(source::Built::spec));
+    }
+    kernels.extend(o.kernels.iter().cloned());
     let mut prepared = Vec::new();
-    for (i, spec) in o.kernels.iter().enumerate() {
+    for (i, spec) in kernels.iter().enumerate() {
         if *spec == Spec::Host {
             prepared.push(None);
             continue;
@@ -272,7 +287,7 @@ fn run_in(
     let machine =
         Machine { accel, clock: o.clock, memory_bytes: o.memory_bytes, cpus: o.cpus, cpu_model: o.cpu_model.clone() };
     let mut rows = Vec::new();
-    for (i, (spec, p)) in o.kernels.iter().zip(&prepared).enumerate() {
+    for (i, (spec, p)) in kernels.iter().zip(&prepared).enumerate() {
         match p {
             None => {
                 announce("host: running the command natively");
@@ -298,6 +313,24 @@ fn run_in(
         }
     }
     Ok(Matrix { schema: SCHEMA.into(), started_at, host, command: o.argv.clone(), accel_reason, rows })
+}
+
+/// `vm --build-only`: the kernels of `r` built (or found in the cache),
+/// nothing booted; a build being made is removed however dentrylab ends.
+pub(crate) fn build_only(
+    state_dir: &std::path::Path,
+    r: &source::Request,
+    announce: &dyn Fn(&str),
+) -> Result<Vec<source::Built>> {
+    let cache = Cache::new(state_dir);
+    let guardian = crate::sys::guardian::Guardian::spawn(
+        [GUARD_COMMAND.as_ref(), cache.partial_dir().as_os_str()],
+        "kernel build directory",
+    )?;
+    let result = source::prepare(&cache, r, announce);
+    let _ = std::fs::remove_dir_all(cache.partial_dir());
+    guardian.finish();
+    result
 }
 
 /// Whether the command runs `reclaim --victims`: its victims need a vCPU

@@ -136,6 +136,10 @@ fn base(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>
         kernel_log: vec![],
         error: None,
         console_tail: vec![],
+        build: match spec {
+            Spec::Built(b) => Some(b.tag.clone()),
+            _ => None,
+        },
     }
 }
 
@@ -191,6 +195,7 @@ pub(super) fn host(o: &Options, tmp: &Path, info: &HostInfo) -> Result<Row> {
         kernel_log: vec![],
         error,
         console_tail: vec![],
+        build: None,
     })
 }
 

@@ -11,10 +11,27 @@ use crate::output::{Outputs, Paths};
 /// JSON goes there), then the JSON; exit 1 when a row has an error.
 pub(crate) fn run(a: VmArgs) -> Result<ExitCode> {
     let paths = Paths { json: a.json.clone(), ..Paths::default() };
+    let announce = |m: &str| eprintln!("dentrylab vm: {m}");
+    if a.build_only
+        && let Some(r) = a.build_request()
+    {
+        let mut out = Outputs::open(&paths)?;
+        let state = a.state_dir.clone().unwrap_or_else(crate::state::default_dir);
+        let built = crate::bench::vm::build_only(&state, &r, &announce)?;
+        let text: String = built
+            .iter()
+            .map(|b| {
+                let how = if b.cached { "cached".to_string() } else { format!("built in {:.0} s", b.build_seconds) };
+                format!("{}  {}  {} ({how})\n", b.label, b.release, b.image.display())
+            })
+            .collect();
+        let json = serde_json::json!({"schema": crate::bench::vm::source::BUILT_SCHEMA, "kernels": built});
+        out.emit(&text, &json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let o = a.options()?;
     let mut out = Outputs::open(&paths)?;
     let proc = crate::procfs::ProcRoot::default();
-    let announce = |m: &str| eprintln!("dentrylab vm: {m}");
     let matrix = crate::bench::vm::run(&o, &proc, &announce)?;
     // One renderer for the matrix: the one `report` uses on a saved matrix,
     // each row's result read from the text the guest wrote, as `report`

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# What `dentrylab vm --kernel-source` needs on a Debian host to build a real
+# kernel (the fake tree of tests/kernel_source.rs needs only make, patch and
+# tar): the compiler and Kconfig's tools, libelf and OpenSSL headers, bc, and
+# pahole (dwarves) for CONFIG_DEBUG_INFO_BTF in guest.config. QEMU and the rest
+# of `vm` come from .ci/run.
+set -euo pipefail
+need=()
+for t in gcc:gcc make:make flex:flex bison:bison bc:bc perl:perl patch:patch pahole:dwarves xz:xz-utils cpio:cpio; do
+    command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+done
+[ -e /usr/include/gelf.h ] || need+=(libelf-dev)
+[ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
+if [ "${#need[@]}" -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need[@]}"
+fi
+echo "kernel build tools: present"

@@ -1,0 +1,581 @@
+//! Kernels built here from source (`vm --kernel-source`): Debian's
+//! `linux-source-X` package (fetched with the same private apt lists as
+//! the kernel packages, [`super::kernel::Cache`]), a source tarball or a
+//! source directory; `--patch` files applied in order with `patch -p1`;
+//! configured from `make defconfig` plus the project's fragment
+//! (`bench/kernel-patches/guest.config`, built into the binary) and any
+//! `--kernel-config` fragments, then `make olddefconfig`; `make bzImage`.
+//! Each build is cached under `STATE/vm/built/KEY`, KEY a hash of the
+//! source's identity, the patches' contents and the configuration lines;
+//! the tree is built in the run's partial directory, which the guardian
+//! removes however dentrylab ends. The baseline of an A/B is the same
+//! source and configuration without the patches: both are built.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::kernel::{BuildTag, BuiltKernel, Cache, Kernel, Spec};
+use crate::error::UsageError;
+use config::Setting;
+use diagnose::{first_error, patch_failure};
+
+mod config;
+mod diagnose;
+
+/// The project's guest configuration fragment.
+pub(crate) const GUEST_CONFIG: &str = include_str!("../../../../bench/kernel-patches/guest.config");
+const GUEST_CONFIG_NAME: &str = "bench/kernel-patches/guest.config";
+/// The `make` target the fragments are merged onto.
+const BASE_TARGET: &str = "defconfig";
+/// What a build leaves in the cache beside `boot/`.
+const BUILD_FILE: &str = "build.json";
+const BUILD_SCHEMA: &str = "dentrylab.vm-build/1";
+/// `vm --build-only --json`'s schema: the kernels built.
+pub(crate) const BUILT_SCHEMA: &str = "dentrylab.vm-built/1";
+/// Where `make bzImage` leaves the image (x86).
+const IMAGE: &str = "arch/x86/boot/bzImage";
+
+/// One `--kernel-source` value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Source {
+    /// A Debian package, `linux-source-X`.
+    Package(String),
+    /// A source tarball (`.tar`, `.tar.xz`, `.tar.gz`, `.tar.bz2`, `.tgz`).
+    Tarball(PathBuf),
+    /// A source tree on disk: copied, never changed.
+    Dir(PathBuf),
+}
+
+impl Source {
+    pub(crate) fn parse(s: &str) -> Result<Source, String> {
+        let s = s.trim();
+        if s.contains('/') {
+            let tar = [".tar", ".tar.xz", ".tar.gz", ".tar.bz2", ".tgz"].iter().any(|e| s.ends_with(e));
+            return Ok(if tar { Source::Tarball(s.into()) } else { Source::Dir(s.into()) });
+        }
+        if s.starts_with("linux-source-") && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.~_".contains(c)) {
+            return Ok(Source::Package(s.to_string()));
+        }
+        Err(format!(
+            "`{s}` is neither a Debian source package (linux-source-X, e.g. linux-source-7.3), a source tarball \
+             nor a source directory (a path, with a /)"
+        ))
+    }
+}
+
+/// What to build: the source, the patches of the patched kernel, extra
+/// configuration fragments.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub source: Source,
+    pub patches: Vec<PathBuf>,
+    pub fragments: Vec<PathBuf>,
+    pub jobs: u32,
+    /// Keep each build's log here (`build-KEY.log`), failed builds' too.
+    pub logs: Option<PathBuf>,
+}
+
+/// A built kernel, ready to boot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Built {
+    pub label: String,
+    /// The source's identity (what the key hashes).
+    pub source: String,
+    pub key: String,
+    pub dir: PathBuf,
+    pub release: String,
+    pub image: PathBuf,
+    pub patches: Vec<PatchInfo>,
+    /// Found in the cache: not built by this run.
+    pub cached: bool,
+    pub build_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct PatchInfo {
+    pub name: String,
+    pub sha256: String,
+}
+
+/// The record a build leaves beside its image.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    schema: String,
+    label: String,
+    source: String,
+    patches: Vec<PatchInfo>,
+    config_sha256: String,
+    release: String,
+    jobs: u32,
+    build_seconds: f64,
+    built_at: String,
+}
+
+struct Patch {
+    path: PathBuf,
+    info: PatchInfo,
+}
+
+/// A source ready to unpack: its identity (what the cache key hashes)
+/// and where its files come from.
+struct Tree {
+    identity: String,
+    label: String,
+    from: Unpack,
+}
+
+enum Unpack {
+    Tarball(PathBuf),
+    Copy(PathBuf),
+}
+
+/// Builds (or finds in the cache) the unpatched kernel and, when there
+/// are patches, the patched one: `[unpatched, patched]`. The patched one
+/// is built first, so that a patch that does not apply stops the run
+/// before the baseline's build.
+pub(crate) fn prepare(cache: &Cache, r: &Request, announce: &dyn Fn(&str)) -> Result<Vec<Built>> {
+    let patches = read_patches(&r.patches)?;
+    let mut config = format!("# {GUEST_CONFIG_NAME}\n{GUEST_CONFIG}");
+    let mut settings = config::parse_fragment(GUEST_CONFIG).map_err(|e| anyhow!("{GUEST_CONFIG_NAME}: {e}"))?;
+    for f in &r.fragments {
+        let bad = |e: String| UsageError(format!("--kernel-config {}: {e}", f.display()));
+        let text = std::fs::read_to_string(f).map_err(|e| bad(format!("cannot read it: {e}")))?;
+        config += &format!("\n# {}\n{text}", f.display());
+        config::overlay(&mut settings, config::parse_fragment(&text).map_err(bad)?);
+    }
+    require_tools(!patches.is_empty())?;
+    let tree = source_tree(cache, &r.source, announce)?;
+    let mut job = Job { tree: &tree, patches: &patches, config: &config, settings: &settings, request: r, announce };
+    let mut built = Vec::new();
+    if !patches.is_empty() {
+        built.push(job.run(cache)?);
+    }
+    job.patches = &[];
+    built.insert(0, job.run(cache)?);
+    Ok(built)
+}
+
+impl Built {
+    /// The build as a kernel to boot, with what a matrix row says of it.
+    pub(crate) fn spec(&self) -> Spec {
+        let tag = BuildTag {
+            source: self.source.clone(),
+            key: self.key.clone(),
+            patches: self.patches.iter().map(|p| p.name.clone()).collect(),
+        };
+        Spec::Built(Box::new(BuiltKernel { label: self.label.clone(), kernel: kernel_of(self), tag }))
+    }
+}
+
+/// The kernel of a cached build.
+fn kernel_of(b: &Built) -> Kernel {
+    let config = std::fs::read_to_string(b.dir.join("boot").join(format!("config-{}", b.release))).ok();
+    Kernel { image: b.image.clone(), modules: None, release: Some(b.release.clone()), config }
+}
+
+fn read_patches(paths: &[PathBuf]) -> Result<Vec<Patch>> {
+    paths
+        .iter()
+        .map(|p| {
+            let text =
+                std::fs::read(p).map_err(|e| UsageError(format!("--patch {}: cannot read it: {e}", p.display())))?;
+            let s = String::from_utf8_lossy(&text);
+            if !s.lines().any(|l| l.starts_with("+++ ")) || !s.lines().any(|l| l.starts_with("@@ ")) {
+                return Err(UsageError(format!(
+                    "--patch {}: not a unified diff (no `+++` file line or no `@@` hunk)",
+                    p.display()
+                ))
+                .into());
+            }
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            Ok(Patch { path: p.clone(), info: PatchInfo { name, sha256: hex(&Sha256::digest(&text)) } })
+        })
+        .collect()
+}
+
+/// The tools every build needs, checked before anything is fetched.
+fn require_tools(patching: bool) -> Result<()> {
+    let mut need = vec![("make", "make"), ("tar", "tar")];
+    if patching {
+        need.push(("patch", "patch"));
+    }
+    for (tool, package) in need {
+        if crate::sys::which_or(tool, &[]).is_none() {
+            bail!("building a kernel needs {tool} on the PATH (Debian: apt-get install {package})");
+        }
+    }
+    Ok(())
+}
+
+/// The cache key: the source, the base target, the configuration lines
+/// (after merging: comments do not count) and the patches' contents.
+pub(crate) fn key(identity: &str, settings: &[Setting], patches: &[PatchInfo]) -> String {
+    let mut h = Sha256::new();
+    h.update(format!("{BUILD_SCHEMA}\nsource {identity}\nbase {BASE_TARGET}\n"));
+    for s in settings {
+        h.update(s.line() + "\n");
+    }
+    for p in patches {
+        h.update(format!("patch {}\n", p.sha256));
+    }
+    hex(&h.finalize())[..16].to_string()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn source_tree(cache: &Cache, s: &Source, announce: &dyn Fn(&str)) -> Result<Tree> {
+    match s {
+        Source::Package(p) => package_tree(cache, p, announce),
+        Source::Tarball(t) => {
+            let unreadable =
+                |e: std::io::Error| UsageError(format!("--kernel-source {}: cannot read it: {e}", t.display()));
+            let mut f = std::fs::File::open(t).map_err(unreadable)?;
+            let mut h = Sha256::new();
+            std::io::copy(&mut f, &mut h).map_err(unreadable)?;
+            let label = t.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            Ok(Tree {
+                identity: format!("tarball sha256:{}", hex(&h.finalize())),
+                label,
+                from: Unpack::Tarball(t.clone()),
+            })
+        }
+        Source::Dir(d) => {
+            let d = d.canonicalize().map_err(|e| UsageError(format!("--kernel-source {}: {e}", d.display())))?;
+            if !d.join("Makefile").is_file() {
+                return Err(
+                    UsageError(format!("--kernel-source {}: no Makefile: not a kernel tree", d.display())).into()
+                );
+            }
+            let mut h = Sha256::new();
+            listing(&d, &d, &mut h)?;
+            Ok(Tree {
+                identity: format!("dir {} {}", d.display(), hex(&h.finalize())),
+                label: d.display().to_string(),
+                from: Unpack::Copy(d),
+            })
+        }
+    }
+}
+
+/// Hashes every file's path, size and modification time under `dir`
+/// (`.git` left out): a tree edited in place gets a new key.
+fn listing(root: &Path, dir: &Path, h: &mut Sha256) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.filter_map(|e| e.ok()).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        if e.file_name() == ".git" {
+            continue;
+        }
+        let m = e.metadata()?;
+        let rel = e.path().strip_prefix(root).unwrap_or(&e.path()).to_string_lossy().into_owned();
+        h.update(format!("{rel} {} {} {}\n", m.len(), m.mtime(), m.mtime_nsec()));
+        if m.is_dir() {
+            listing(root, &e.path(), h)?;
+        }
+    }
+    Ok(())
+}
+
+/// The package's tarball, fetched once into `STATE/vm/sources/PACKAGE`
+/// (it stays at the version apt gave first, which the identity names).
+fn package_tree(cache: &Cache, pkg: &str, announce: &dyn Fn(&str)) -> Result<Tree> {
+    let dir = cache.dir.join("sources").join(pkg);
+    let done = dir.join("source.json");
+    if !done.is_file() {
+        let partial = cache.partial_dir().join(format!("source-{pkg}"));
+        let _ = std::fs::remove_dir_all(&partial);
+        announce(&format!("fetching {pkg} with apt"));
+        let deb = cache.download(pkg, &partial.join("deb")).map_err(|e| {
+            anyhow!("kernel source {pkg}: {e:#}; check the name (apt-cache search linux-source) and the network")
+        })?;
+        let version = super::kernel::dpkg_field(&deb, "Version")?;
+        let root = partial.join("root");
+        run_quiet(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root), "dpkg-deb -x")?;
+        let src = root.join("usr/src");
+        let tarball = std::fs::read_dir(&src)
+            .with_context(|| format!("{pkg} has no usr/src"))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.to_string_lossy().contains(".tar"))
+            .with_context(|| format!("{pkg} holds no source tarball under usr/src"))?;
+        let staged = partial.join("out");
+        std::fs::create_dir_all(&staged)?;
+        let name = tarball.file_name().context("tarball")?.to_owned();
+        std::fs::rename(&tarball, staged.join(&name))?;
+        let meta = serde_json::json!({"package": pkg, "version": version, "tarball": name.to_string_lossy()});
+        std::fs::write(staged.join("source.json"), serde_json::to_string_pretty(&meta)?)?;
+        std::fs::create_dir_all(dir.parent().context("sources dir")?)?;
+        if std::fs::rename(&staged, &dir).is_err() && !done.is_file() {
+            bail!("cannot move the source into {}", dir.display());
+        }
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&done)?)
+        .with_context(|| format!("{} is damaged: remove {} and run again", done.display(), dir.display()))?;
+    let version = meta["version"].as_str().unwrap_or_default().to_string();
+    let tarball = dir.join(meta["tarball"].as_str().unwrap_or_default());
+    Ok(Tree {
+        identity: format!("package {pkg} {version}"),
+        label: format!("{pkg} {version}"),
+        from: Unpack::Tarball(tarball),
+    })
+}
+
+/// One kernel to build: the source, its patches (none: the baseline),
+/// the configuration, and where to say what happens.
+struct Job<'a> {
+    tree: &'a Tree,
+    patches: &'a [Patch],
+    config: &'a str,
+    settings: &'a [Setting],
+    request: &'a Request,
+    announce: &'a dyn Fn(&str),
+}
+
+impl Job<'_> {
+    fn infos(&self) -> Vec<PatchInfo> {
+        self.patches.iter().map(|p| p.info.clone()).collect()
+    }
+
+    fn label(&self, key: &str) -> String {
+        let names: Vec<&str> = self.patches.iter().map(|p| p.info.name.as_str()).collect();
+        match names.len() {
+            0 => format!("{}, unpatched [{key}]", self.tree.label),
+            _ => format!("{} + {} [{key}]", self.tree.label, names.join(" + ")),
+        }
+    }
+
+    /// The build from the cache, or built now in the partial directory
+    /// and moved into the cache in one rename; on failure nothing stays
+    /// (the log, with `--logs`, excepted).
+    fn run(&self, cache: &Cache) -> Result<Built> {
+        let key = key(&self.tree.identity, self.settings, &self.infos());
+        let label = self.label(&key);
+        let dir = cache.dir.join("built").join(&key);
+        if let Some(b) = cached(&dir, &key)? {
+            (self.announce)(&format!("{label}: built before, from the cache ({})", dir.display()));
+            return Ok(b);
+        }
+        let work = cache.partial_dir().join(format!("build-{key}"));
+        let _ = std::fs::remove_dir_all(&work);
+        let src = work.join("src");
+        std::fs::create_dir_all(&src).with_context(|| format!("cannot create {}", src.display()))?;
+        let log = work.join("build.log");
+        let result = self.build_in(&src, &log, &key, &label).and_then(|(release, seconds)| {
+            self.stage(
+                &src,
+                &work.join("out"),
+                &dir,
+                Record {
+                    schema: BUILD_SCHEMA.into(),
+                    label: label.clone(),
+                    source: self.tree.identity.clone(),
+                    patches: self.infos(),
+                    config_sha256: hex(&Sha256::digest(self.config.as_bytes())),
+                    release,
+                    jobs: self.request.jobs,
+                    build_seconds: seconds,
+                    built_at: crate::result::now_utc(),
+                },
+            )
+        });
+        if let Some(logs) = &self.request.logs {
+            std::fs::create_dir_all(logs).with_context(|| format!("cannot create {}", logs.display()))?;
+            let _ = std::fs::copy(&log, logs.join(format!("build-{key}.log")));
+        }
+        let _ = std::fs::remove_dir_all(&work);
+        result?;
+        let mut b = cached(&dir, &key)?.with_context(|| format!("the build in {} is not whole", dir.display()))?;
+        b.cached = false;
+        Ok(b)
+    }
+
+    /// The image, its `.config` and System.map under `staged/boot`, the
+    /// record beside them, and `staged` renamed to `dir`.
+    fn stage(&self, src: &Path, staged: &Path, dir: &Path, rec: Record) -> Result<()> {
+        let boot = staged.join("boot");
+        std::fs::create_dir_all(&boot)?;
+        let r = &rec.release;
+        std::fs::copy(src.join(IMAGE), boot.join(format!("vmlinuz-{r}")))?;
+        std::fs::copy(src.join(".config"), boot.join(format!("config-{r}")))?;
+        if src.join("System.map").is_file() {
+            std::fs::copy(src.join("System.map"), boot.join(format!("System.map-{r}")))?;
+        }
+        std::fs::write(staged.join(BUILD_FILE), serde_json::to_string_pretty(&rec)?)?;
+        std::fs::create_dir_all(dir.parent().context("built dir")?)?;
+        // Another dentrylab may have built the same meanwhile: use its copy.
+        if std::fs::rename(staged, dir).is_err() && !dir.join(BUILD_FILE).is_file() {
+            bail!("cannot move the build into {}", dir.display());
+        }
+        Ok(())
+    }
+
+    /// Unpacks, patches, configures and builds in `src`: the release and
+    /// the seconds configuring and building took.
+    fn build_in(&self, src: &Path, log: &Path, key: &str, label: &str) -> Result<(String, f64)> {
+        (self.announce)(&format!("{label}: unpacking the source"));
+        match &self.tree.from {
+            Unpack::Tarball(t) => run_quiet(
+                Command::new("tar").arg("-xf").arg(t).arg("-C").arg(src).arg("--strip-components=1"),
+                "tar -x",
+            )?,
+            Unpack::Copy(d) => run_quiet(Command::new("cp").arg("-a").arg(d.join(".")).arg(src), "cp -a")?,
+        }
+        for p in self.patches {
+            apply(src, p)?;
+        }
+        let started = Instant::now();
+        (self.announce)(&format!("{label}: configuring (make {BASE_TARGET}, the fragments, make olddefconfig)"));
+        self.configure(src, log, key)?;
+        let jobs = format!("-j{}", self.request.jobs);
+        (self.announce)(&format!("{label}: building (make {jobs} bzImage; its log: {})", log.display()));
+        make(src, log, &[&jobs, "bzImage"], "make bzImage")?;
+        if !src.join(IMAGE).is_file() {
+            bail!("make bzImage succeeded but left no {IMAGE}");
+        }
+        let release = release(src)?;
+        let seconds = started.elapsed().as_secs_f64();
+        (self.announce)(&format!("{label}: built {release} in {seconds:.0} s"));
+        Ok((release, seconds))
+    }
+
+    /// `make defconfig`, the settings (and a local version naming the
+    /// key, so that `uname -r` tells the builds apart), `make
+    /// olddefconfig`, and the check that every setting survived it.
+    fn configure(&self, src: &Path, log: &Path, key: &str) -> Result<()> {
+        make(src, log, &[BASE_TARGET], "make defconfig")?;
+        let base = std::fs::read_to_string(src.join(".config")).context("make defconfig wrote no .config")?;
+        let mut all = self.settings.to_vec();
+        all.push(Setting { name: "CONFIG_LOCALVERSION".into(), value: Some(format!("\"-dentrylab-{}\"", &key[..8])) });
+        all.push(Setting { name: "CONFIG_LOCALVERSION_AUTO".into(), value: None });
+        std::fs::write(src.join(".config"), config::merge(&base, &all))?;
+        make(src, log, &["olddefconfig"], "make olddefconfig")?;
+        let done = std::fs::read_to_string(src.join(".config")).context("make olddefconfig left no .config")?;
+        let lost = config::dropped(&done, &all);
+        if let Some(first) = lost.first() {
+            let more = if lost.len() > 1 { format!(" (and {} more)", lost.len() - 1) } else { String::new() };
+            bail!(
+                "kernel configuration: `make olddefconfig` did not keep `{}`{more}: {}; change the fragment ({})",
+                first.line(),
+                config::hint(&first.name),
+                self.fragment_names()
+            );
+        }
+        Ok(())
+    }
+
+    fn fragment_names(&self) -> String {
+        let mut names = vec![GUEST_CONFIG_NAME.to_string()];
+        names.extend(self.request.fragments.iter().map(|f| format!("--kernel-config {}", f.display())));
+        names.join(", ")
+    }
+}
+
+/// The build in `dir`, if it is whole.
+fn cached(dir: &Path, key: &str) -> Result<Option<Built>> {
+    let Ok(text) = std::fs::read_to_string(dir.join(BUILD_FILE)) else { return Ok(None) };
+    let rec: Record = serde_json::from_str(&text)
+        .with_context(|| format!("the cached build {} is damaged: remove it and run again", dir.display()))?;
+    let image = dir.join("boot").join(format!("vmlinuz-{}", rec.release));
+    if !image.is_file() {
+        bail!("the cached build {} has no image: remove it and run again", dir.display());
+    }
+    Ok(Some(Built {
+        label: rec.label,
+        source: rec.source,
+        key: key.to_string(),
+        dir: dir.to_path_buf(),
+        release: rec.release,
+        image,
+        patches: rec.patches,
+        cached: true,
+        build_seconds: rec.build_seconds,
+    }))
+}
+
+/// `make -s kernelrelease`: the release the build will report.
+fn release(src: &Path) -> Result<String> {
+    let out = make_command(src)
+        .args(["-s", "--no-print-directory", "kernelrelease"])
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run make kernelrelease")?;
+    let release = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || release.is_empty() || release.contains(['/', ' ', '\n']) {
+        bail!("make kernelrelease gave no release: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(release)
+}
+
+/// Applies one patch: a dry run first, so that a patch that does not
+/// apply changes nothing; its error names the first failing hunk.
+fn apply(src: &Path, p: &Patch) -> Result<()> {
+    let run = |dry: bool| -> Result<(bool, String)> {
+        let mut c = Command::new("patch");
+        c.args(["-p1", "--batch", "--forward", "--no-backup-if-mismatch"]).arg("-d").arg(src).arg("-i");
+        c.arg(p.path.canonicalize().unwrap_or_else(|_| p.path.clone()));
+        if dry {
+            c.arg("--dry-run");
+        } else {
+            c.args(["-r", "-"]);
+        }
+        let out = c.stdin(Stdio::null()).output().context("cannot run patch")?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        Ok((out.status.success(), text))
+    };
+    for dry in [true, false] {
+        let (ok, text) = run(dry)?;
+        if !ok {
+            bail!("--patch {}: {} (nothing was built)", p.path.display(), patch_failure(&text));
+        }
+    }
+    Ok(())
+}
+
+/// `make ARGS` in `src`, its output appended to `log`; a failure is the
+/// first error the log shows from this call.
+fn make(src: &Path, log: &Path, args: &[&str], what: &str) -> Result<()> {
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    let start = out.metadata()?.len() as usize;
+    let mut c = make_command(src);
+    c.args(args).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+    let mut child = crate::sys::spawn_tied(&mut c).with_context(|| format!("cannot run {what}"))?;
+    let status = child.wait()?;
+    if status.success() {
+        return Ok(());
+    }
+    let text = std::fs::read(log).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text[start.min(text.len())..]).into_owned();
+    Err(anyhow!("{what} failed ({status}): {}", first_error(&text)))
+}
+
+/// `make -C src`, without a make or cargo jobserver this process may
+/// have inherited (the build's own `-jN` decides).
+fn make_command(src: &Path) -> Command {
+    let mut c = Command::new("make");
+    c.arg("-C").arg(src);
+    for v in ["MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CARGO_MAKEFLAGS"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// A helper tool with its output discarded; the error carries its last
+/// line of standard error.
+fn run_quiet(cmd: &mut Command, what: &str) -> Result<()> {
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = crate::sys::spawn_tied(cmd).with_context(|| format!("cannot run {what}"))?;
+    let err = crate::sys::child_stderr(&mut child);
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("{what} failed ({status}): {}", err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or(""));
+    }
+    Ok(())
+}

@@ -1,0 +1,240 @@
+//! `vm --kernel-source … --patch …`: kernels built here from source, on a
+//! tiny fake source tree (a Makefile whose `bzImage` target copies a file),
+//! never a real kernel: the patched kernel and its unpatched baseline are
+//! built from the same source and configuration, cached by (source,
+//! patches, configuration) and told apart by their release; a patch that
+//! does not apply, a failing build and a configuration line the tree's
+//! `olddefconfig` drops are one line each (exit 1) and leave nothing
+//! behind; bad flags are exit 2.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{bin, has, usage_error};
+
+/// The targets dentrylab's build calls, as a kernel tree has them:
+/// `defconfig` writes a `.config`, `olddefconfig` drops one option (as
+/// Kconfig drops an option whose dependencies are unmet), `bzImage` fails
+/// like a compiler when hello.c holds BROKEN, else "builds" the image from
+/// hello.c and the `.config`.
+const MAKEFILE: &str = "\
+defconfig:
+\tprintf 'CONFIG_FAKE_BASE=y\\nCONFIG_LOCALVERSION=\"\"\\n' > .config
+olddefconfig:
+\tgrep -v '^CONFIG_FAKE_DROPPED=' .config > .config.new; mv .config.new .config
+kernelrelease:
+\t@echo \"1.2.3$$(sed -n 's/^CONFIG_LOCALVERSION=\"\\(.*\\)\"$$/\\1/p' .config)\"
+bzImage:
+\t@if grep -q BROKEN hello.c; then echo 'hello.c:1:30: error: expected identifier before BROKEN' >&2; exit 1; fi
+\tmkdir -p arch/x86/boot
+\tcat hello.c .config > arch/x86/boot/bzImage
+.PHONY: defconfig olddefconfig kernelrelease bzImage
+";
+
+const HELLO: &str = "int main(void) { return 0; }\n";
+
+fn patch(from: &str, to: &str) -> String {
+    format!("--- a/hello.c\n+++ b/hello.c\n@@ -1 +1 @@\n-{from}\n+{to}\n")
+}
+
+struct Fake {
+    dir: tempfile::TempDir,
+}
+
+impl Fake {
+    fn new() -> Fake {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/Makefile"), MAKEFILE).unwrap();
+        std::fs::write(dir.path().join("src/hello.c"), HELLO).unwrap();
+        let p = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
+        p("good.patch", patch("int main(void) { return 0; }", "int main(void) { return 1; }"));
+        p("bad.patch", patch("int main(void) { return 7; }", "int main(void) { return 8; }"));
+        p("broken.patch", patch("int main(void) { return 0; }", "int main(void) { return 0; } BROKEN"));
+        p("extra.config", "CONFIG_FAKE_EXTRA=y\n".into());
+        p("dropped.config", "CONFIG_FAKE_DROPPED=y\n".into());
+        Fake { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `vm --kernel-source SRC --build-only --state-dir STATE ARGS…`.
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        bin()
+            .args(["vm", "--kernel-source"])
+            .arg(self.path("src"))
+            .args(["--build-only", "--build-jobs", "1", "--state-dir"])
+            .arg(self.path("state"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn built(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        let json = self.path("built.json");
+        let out = self.run(&[args, &["--json", json.to_str().unwrap()]].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(v["schema"], "dentrylab.vm-built/1");
+        v["kernels"].as_array().unwrap().clone()
+    }
+
+    /// Nothing of a build is left: no partial directory, no cached build.
+    fn assert_nothing_built(&self) {
+        let vm = self.path("state/vm");
+        let built = vm.join("built");
+        let n = std::fs::read_dir(&built).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(n, 0, "{} holds a build", built.display());
+        assert_no_partial(&vm);
+    }
+}
+
+fn assert_no_partial(vm: &Path) {
+    let partial: Vec<_> = std::fs::read_dir(vm.join("kernels"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(partial.is_empty(), "left behind: {partial:?}");
+}
+
+/// The one error line of a failed run (exit 1), with no cause lines.
+fn one_error_line(out: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("dentrylab vm: ")).collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    lines[0].to_string()
+}
+
+macro_rules! require_build_tools {
+    () => {
+        for t in ["make", "patch", "tar", "cp"] {
+            require!(has(t), "needs {t} (see .ci/run for its package)");
+        }
+    };
+}
+
+#[test]
+fn a_patched_kernel_and_its_baseline_are_built_cached_and_told_apart() {
+    require_build_tools!();
+    let f = Fake::new();
+    let good = f.path("good.patch");
+    let first = f.built(&["--patch", good.to_str().unwrap()]);
+    assert_eq!(first.len(), 2, "{first:?}");
+    let (base, patched) = (&first[0], &first[1]);
+    assert_eq!(base["patches"], serde_json::json!([]));
+    assert_eq!(patched["patches"][0]["name"], "good.patch");
+    assert_ne!(base["key"], patched["key"]);
+    for k in &first {
+        assert_eq!(k["cached"], false, "{k}");
+        let key = k["key"].as_str().unwrap();
+        // The release names the build, so that the guest's uname -r tells them apart.
+        assert_eq!(k["release"].as_str().unwrap(), format!("1.2.3-dentrylab-{}", &key[..8]));
+        let image = std::fs::read_to_string(k["image"].as_str().unwrap()).unwrap();
+        // The project's fragment merged onto defconfig's .config, for both.
+        assert!(image.contains("CONFIG_FAKE_BASE=y") && image.contains("CONFIG_PROC_KCORE=y"), "{image}");
+        assert!(image.contains("# CONFIG_MODULES is not set"), "{image}");
+    }
+    let image = |k: &serde_json::Value| std::fs::read_to_string(k["image"].as_str().unwrap()).unwrap();
+    assert!(image(base).contains("return 0;") && image(patched).contains("return 1;"));
+    // The source tree itself is never changed.
+    assert_eq!(std::fs::read_to_string(f.path("src/hello.c")).unwrap(), HELLO);
+    assert_no_partial(&f.path("state/vm"));
+
+    // The same source, patches and configuration: both from the cache.
+    let again = f.built(&["--patch", good.to_str().unwrap()]);
+    for (a, b) in again.iter().zip(&first) {
+        assert_eq!((a["cached"].as_bool(), &a["key"]), (Some(true), &b["key"]), "{a}");
+    }
+    // Another configuration line: both built anew, under new keys.
+    let extra = f.path("extra.config");
+    let other = f.built(&["--patch", good.to_str().unwrap(), "--kernel-config", extra.to_str().unwrap()]);
+    for (a, b) in other.iter().zip(&first) {
+        assert_eq!(a["cached"], false, "{a}");
+        assert_ne!(a["key"], b["key"]);
+        assert!(image(a).contains("CONFIG_FAKE_EXTRA=y"));
+    }
+    // Without patches: the baseline alone, from the cache.
+    let alone = f.built(&[]);
+    assert_eq!(alone.len(), 1);
+    assert_eq!((alone[0]["cached"].as_bool(), &alone[0]["key"]), (Some(true), &base["key"]));
+}
+
+#[test]
+fn a_patch_that_does_not_apply_is_one_line_naming_its_hunk_and_nothing_is_left() {
+    require_build_tools!();
+    let f = Fake::new();
+    let out = f.run(&["--patch", f.path("good.patch").to_str().unwrap(), f.path("bad.patch").to_str().unwrap()]);
+    let line = one_error_line(&out);
+    assert!(line.contains("bad.patch") && line.contains("hello.c") && line.contains("Hunk #1 FAILED"), "{line}");
+    f.assert_nothing_built();
+}
+
+#[test]
+fn a_failing_build_is_the_compilers_first_error_and_only_its_log_is_kept() {
+    require_build_tools!();
+    let f = Fake::new();
+    let logs = f.path("logs");
+    let out = f.run(&["--patch", f.path("broken.patch").to_str().unwrap(), "--logs", logs.to_str().unwrap()]);
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("make bzImage failed") && line.contains("hello.c:1:30: error: expected identifier"),
+        "{line}"
+    );
+    f.assert_nothing_built();
+    // With --logs, the failed build's log stays there, and only there.
+    let kept: Vec<_> = std::fs::read_dir(&logs).unwrap().filter_map(|e| e.ok()).collect();
+    assert_eq!(kept.len(), 1);
+    assert!(std::fs::read_to_string(kept[0].path()).unwrap().contains("error: expected identifier"));
+}
+
+#[test]
+fn a_configuration_line_the_tree_drops_is_named() {
+    require_build_tools!();
+    let f = Fake::new();
+    let out = f.run(&["--kernel-config", f.path("dropped.config").to_str().unwrap()]);
+    let line = one_error_line(&out);
+    assert!(line.contains("`CONFIG_FAKE_DROPPED=y`") && line.contains("dropped.config"), "{line}");
+    f.assert_nothing_built();
+}
+
+#[test]
+fn bad_source_patch_and_config_flags_are_one_line_and_exit_2() {
+    let f = Fake::new();
+    let src = f.path("src");
+    let src = src.to_str().unwrap();
+    usage_error("vm", &["--patch", "x.patch", "--kernel", "host", "--", "reclaim"], &["--kernel-source"]);
+    usage_error("vm", &["--kernel-source", "7.3", "--build-only"], &["7.3", "linux-source-X"]);
+    let missing = f.path("missing.patch");
+    usage_error(
+        "vm",
+        &["--kernel-source", src, "--build-only", "--patch", missing.to_str().unwrap()],
+        &["--patch", "missing.patch", "cannot read it"],
+    );
+    usage_error(
+        "vm",
+        &["--kernel-source", src, "--build-only", "--patch", f.path("extra.config").to_str().unwrap()],
+        &["--patch", "not a unified diff"],
+    );
+    std::fs::write(f.path("bad.config"), "CONFIG_A=y\nnot a line\n").unwrap();
+    usage_error(
+        "vm",
+        &["--kernel-source", src, "--build-only", "--kernel-config", f.path("bad.config").to_str().unwrap()],
+        &["line 2", "not a line"],
+    );
+    let empty = tempfile::tempdir().unwrap();
+    usage_error("vm", &["--kernel-source", empty.path().to_str().unwrap(), "--build-only"], &["no Makefile"]);
+    // Without --build-only, a command to run is still needed.
+    usage_error("vm", &["--kernel-source", src], &["COMMAND"]);
+}
+
+#[test]
+fn vm_help_names_the_source_and_patch_options() {
+    let out = bin().args(["vm", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for o in ["--kernel-source", "--patch", "--kernel-config", "--build-jobs", "--build-only"] {
+        assert!(help.contains(o), "{o} missing from vm --help");
+    }
+}
