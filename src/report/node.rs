@@ -127,7 +127,8 @@ fn memory_table(b: &ByCgroup) -> String {
         (
             "Kernel memory",
             "Working set − kernel memory",
-            "cgroup v1 reports no reclaimable slab per cgroup: kernel memory is memory.kmem.usage_in_bytes              (reclaimable or not), so the corrected figure is a lower bound",
+            "cgroup v1 reports no reclaimable slab per cgroup: kernel memory is memory.kmem.usage_in_bytes \
+             (reclaimable or not), so the corrected figure is a lower bound",
         )
     };
     let mut s = String::from("\nmemory of each cgroup with its children, as cAdvisor reads it\n");

@@ -114,7 +114,8 @@ pub(crate) fn table(files: &[PathBuf]) -> Result<String> {
             let tcg = if l.emulated { " (TCG, emulated)" } else { "" };
             let cells = match &l.cost {
                 Some(c) => {
-                    let per = format!("{:.0} ns ({:.0}–{:.0}; {} sizes){tcg}", c.median * 1e9, c.low * 1e9, c.high * 1e9, c.sizes);
+                    let n = if c.sizes == 1 { "1 size".to_string() } else { format!("{} sizes", c.sizes) };
+                    let per = format!("{:.0} ns ({:.0}–{:.0}; {n}){tcg}", c.median * 1e9, c.low * 1e9, c.high * 1e9);
                     let each = DEADLINES.map(|(_, d)| {
                         let a = guidance::allowed(c, d);
                         format!("{} ({}–{}){tcg}", count(a.dentries), count(a.dentries_low), count(a.dentries_high))
