@@ -66,7 +66,10 @@ fn a_value_per_knob_from_the_calibration_and_the_recorded_results() {
 
     // fs.dentry-negative: 1050 → 315 dentries per 1,000 ops (medians), beyond the 2 reps' spread.
     let k = knob(&v, "fs.dentry-negative");
-    assert_eq!((k["present"].as_bool(), k["judged"].as_bool(), k["current"].as_str()), (Some(true), Some(true), Some("0")));
+    assert_eq!(
+        (k["present"].as_bool(), k["judged"].as_bool(), k["current"].as_str()),
+        (Some(true), Some(true), Some("0"))
+    );
     assert!(k["value"].as_str().unwrap().starts_with("1 (measured ×0.30 on temp-tables)"), "{k}");
     let e = &k["evidence"][0];
     assert!((e["dentries_ratio"].as_f64().unwrap() - 0.3).abs() < 1e-9, "{e}");
@@ -147,7 +150,12 @@ fn status_advise_prints_one_line_per_knob() {
     let out = String::from_utf8_lossy(&o.stdout);
     let at = out.find("advice (dentrylab advise").unwrap_or_else(|| panic!("{out}"));
     let lines: Vec<&str> = out[at..].lines().skip(1).take_while(|l| l.starts_with("  ")).collect();
-    for name in ["fs.dentry-negative (now 0): set 1", "vm.vfs_cache_pressure (now 100)", "memory-limit: set", "fs.dentry-limit: cannot judge"] {
+    for name in [
+        "fs.dentry-negative (now 0): set 1",
+        "vm.vfs_cache_pressure (now 100)",
+        "memory-limit: set",
+        "fs.dentry-limit: cannot judge",
+    ] {
         assert!(lines.iter().any(|l| l.contains(name)), "{name} in {lines:?}");
     }
 }

@@ -18,6 +18,7 @@ const MATRICES: &[&str] = &[
     "docs/results/vm-matrix-ext4-negative-umount.json",
     "docs/results/vm-matrix-ext4-negative-drop-caches.json",
     "docs/results/vm-matrix-icount-ext4-negative-umount-dropcaches-inotify.json",
+    "docs/results/vm-6.12-rt-vs-cloud-idle.json",
 ];
 
 fn guidance(files: &[&str]) -> String {
@@ -48,7 +49,8 @@ fn one_row_per_kernel_and_path_emulated_ones_marked() {
 
 #[test]
 fn a_file_that_is_not_a_matrix_fails_with_its_name() {
-    let o = bin().current_dir(repo()).args(["__internal", "__guidance", "docs/results/seed-6.18.json"]).output().unwrap();
+    let o =
+        bin().current_dir(repo()).args(["__internal", "__guidance", "docs/results/seed-6.18.json"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("seed-6.18.json: not a vm matrix"), "{o:?}");
 }

@@ -149,6 +149,9 @@ pub(crate) struct AdviseArgs {
 fn parse_growth(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_end_matches("/s");
     let (neg, t) = t.strip_prefix('-').map_or((false, t), |r| (true, r));
+    if t == "0" {
+        return Ok(0.0);
+    }
     let n = crate::size::parse_count(t)
         .map_err(|_| format!("{s:?} is not a rate of dentries per second (write for example 20k, 1.5M or 20k/s)"))?;
     Ok(if neg { -(n as f64) } else { n as f64 })

@@ -22,13 +22,8 @@ fn growth(a: &Advice) -> String {
 pub(crate) fn text(a: &Advice) -> String {
     let mut s = format!("dentrylab advise: kernel {}\n\n", a.kernel);
     let _ = writeln!(s, "calibration: {}", a.calibration);
-    let _ = writeln!(
-        s,
-        "dentries now: {} ({} unused); growth {}",
-        grouped(a.nr_dentry),
-        grouped(a.nr_unused),
-        growth(a)
-    );
+    let _ =
+        writeln!(s, "dentries now: {} ({} unused); growth {}", grouped(a.nr_dentry), grouped(a.nr_unused), growth(a));
     let _ = match &a.target {
         Some(t) => writeln!(
             s,
@@ -55,10 +50,7 @@ pub(crate) fn text(a: &Advice) -> String {
             ]
         })
         .collect();
-    s += &render_grid(&Grid {
-        header: vec!["Knob".into(), "Scope".into(), "Now".into(), "Set".into()],
-        rows,
-    });
+    s += &render_grid(&Grid { header: vec!["Knob".into(), "Scope".into(), "Now".into(), "Set".into()], rows });
     for k in a.knobs.iter().filter(|k| k.judged) {
         s += &details(k);
     }

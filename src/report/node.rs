@@ -146,7 +146,11 @@ fn memory_table(b: &ByCgroup) -> String {
     let _ = writeln!(
         s,
         "working set: usage − inactive file ({}), what the kubelet's eviction and kubectl top read; {note}",
-        if b.cgroup_version == 2 { "memory.current − inactive_file" } else { "memory.usage_in_bytes − total_inactive_file" }
+        if b.cgroup_version == 2 {
+            "memory.current − inactive_file"
+        } else {
+            "memory.usage_in_bytes − total_inactive_file"
+        }
     );
     s
 }

@@ -84,7 +84,9 @@ impl Held {
     pub(crate) fn line(&self) -> String {
         let m = &self.memory;
         let slab = match (m.slab_reclaimable_bytes, m.working_set_without_reclaimable_slab_bytes) {
-            (Some(s), Some(w)) => format!("reclaimable slab {} (slab_reclaimable), working set without it {}", bytes(s), bytes(w)),
+            (Some(s), Some(w)) => {
+                format!("reclaimable slab {} (slab_reclaimable), working set without it {}", bytes(s), bytes(w))
+            }
             _ => "no reclaimable slab figure on cgroup v1".into(),
         };
         let kernel = match (m.kernel_bytes, self.kernel_bytes_per_entry) {

@@ -60,8 +60,7 @@ fn lines_of(m: &Matrix<ReclaimResult>) -> Vec<Line> {
         for pm in &r.per_method {
             let left_out: Vec<u64> = pm.fits.gap_left_out.iter().map(|l| l.target).collect();
             let of_method = r.sizes.iter().filter(|s| s.method == pm.method);
-            let largest =
-                of_method.clone().max_by_key(|s| s.target).map(|s| (s.target, s.max_gap_seconds.median));
+            let largest = of_method.clone().max_by_key(|s| s.target).map(|s| (s.target, s.max_gap_seconds.median));
             let sizes: Vec<Size> = of_method
                 .filter(|s| !left_out.contains(&s.target))
                 .map(|s| Size {

@@ -109,7 +109,10 @@ pub(crate) fn compare(r: &Recorded, knob: &str) -> Vec<Evidence> {
             beyond_spread: high < 1.0 || low > 1.0,
             repetitions: b.len().min(w.len()),
             throughput_ratio: tput(w).zip(tput(b)).filter(|(_, b)| *b > 0.0).map(|(w, b)| w / b),
-            longest_stretch_seconds: (max_of(b, |x| x.longest_stretch_seconds), max_of(w, |x| x.longest_stretch_seconds)),
+            longest_stretch_seconds: (
+                max_of(b, |x| x.longest_stretch_seconds),
+                max_of(w, |x| x.longest_stretch_seconds),
+            ),
             longest_drop_stretch_seconds: max_of(w, |x| x.longest_drop_stretch_seconds),
             longest_drop_write_seconds: max_of(w, |x| x.longest_drop_write_seconds),
         });

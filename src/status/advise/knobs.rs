@@ -81,7 +81,11 @@ fn on_first_incident(node: &Node<'_>, target: Option<&Target>, best: Option<&Evi
     let t = target?;
     let Some(now) = t.seconds_to else {
         return Some(match node.growth_per_second {
-            None => format!("the growth is not known, so neither is the time to the {} at {}", t.name, human(t.dentries as u64)),
+            None => format!(
+                "the growth is not known, so neither is the time to the {} at {}",
+                t.name,
+                human(t.dentries as u64)
+            ),
             Some(_) => format!("the count is not growing: no time to the {} at {}", t.name, human(t.dentries as u64)),
         });
     };

@@ -109,7 +109,9 @@ impl Recorded {
         let v: serde_json::Value = serde_json::from_str(text).with_context(|| format!("{source}: not JSON"))?;
         let bench = v.get("benchmark").and_then(|b| b.as_str()).unwrap_or("");
         if bench != "mitigate" {
-            bail!("{source}: not a mitigate result (benchmark {bench:?}): give a file written by `dentrylab mitigate --json`");
+            bail!(
+                "{source}: not a mitigate result (benchmark {bench:?}): give a file written by `dentrylab mitigate --json`"
+            );
         }
         let schema = v.get("schema").and_then(serde_json::Value::as_u64).unwrap_or(0);
         if schema != u64::from(MITIGATE_SCHEMA) {
@@ -123,7 +125,8 @@ impl Recorded {
 
     /// A file the user names.
     pub(crate) fn read(path: &Path) -> Result<Recorded> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("--mitigate {}: cannot read", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("--mitigate {}: cannot read", path.display()))?;
         Recorded::parse(&text, &path.display().to_string())
     }
 }
@@ -131,10 +134,7 @@ impl Recorded {
 /// The shipped results: their path in the repository and their text.
 const SHIPPED: &[(&str, &str)] = &[
     ("docs/results/mitigate-mariadb-6.18.json", include_str!("../../../docs/results/mitigate-mariadb-6.18.json")),
-    (
-        "docs/results/mitigate-containers-6.18.json",
-        include_str!("../../../docs/results/mitigate-containers-6.18.json"),
-    ),
+    ("docs/results/mitigate-containers-6.18.json", include_str!("../../../docs/results/mitigate-containers-6.18.json")),
     ("docs/results/mitigate-drop-6.18.json", include_str!("../../../docs/results/mitigate-drop-6.18.json")),
     ("docs/results/mitigate-pressure-6.18.json", include_str!("../../../docs/results/mitigate-pressure-6.18.json")),
     (
