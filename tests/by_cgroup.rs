@@ -65,6 +65,44 @@ fn fixture_trees_rank_own_slab_with_kubernetes_names() {
     assert_eq!(v2["top"][0]["bytes"], 360_000_000u64);
 }
 
+/// The exporter on the v2 fixture: the pod's working set as cAdvisor
+/// computes it, its reclaimable slab and the working set without it, in
+/// `tests/golden/6.18-cgroup-v2.prom` (which the dashboard's metrics are
+/// checked against, tests/deploy.rs), labelled `uid` to join kube_pod_info.
+#[test]
+fn exporter_gives_the_pods_working_set_and_its_slab_on_v2() {
+    let state = tempfile::tempdir().unwrap();
+    let e = Exporter::start(&[
+        "--proc-root",
+        fixture("6.18").to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+        "--by-cgroup",
+        "--top",
+        "3",
+        "--cgroup-root",
+        cgroup_fixture("v2-systemd").to_str().unwrap(),
+    ]);
+    let m = e.metrics();
+    let uid = "uid=\"0f3b5d2a-8c1e-4b7f-9a6d-2e4c8b1a7f90\"";
+    let value = |family: &str| -> f64 {
+        m.lines()
+            .find(|l| l.starts_with(&format!("{family}{{")) && l.contains(uid))
+            .unwrap_or_else(|| panic!("no {family} for the pod:\n{m}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(value("dentrylab_cgroup_working_set_bytes"), 417e6);
+    assert_eq!(value("dentrylab_cgroup_slab_reclaimable_bytes"), 400e6);
+    assert_eq!(value("dentrylab_cgroup_working_set_without_reclaimable_slab_bytes"), 17e6);
+    assert_eq!(value("dentrylab_cgroup_dentry_bytes_estimated"), 400e6);
+    metrics::assert_golden("6.18-cgroup-v2", &m);
+    metrics::assert_promtool_ok(&["check", "metrics"], Some(&m), &repo());
+}
+
 #[test]
 fn as_nobody_on_a_fixture_with_an_unreadable_file() {
     require!(common::is_root(), "needs root to switch to nobody with setpriv");

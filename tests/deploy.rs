@@ -108,7 +108,7 @@ fn metric_names(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn dashboard_and_alerts_use_only_exported_metrics() {
-    let golden = ["6.18-builtin", "6.18-extras", "6.18-victims"]
+    let golden = ["6.18-builtin", "6.18-extras", "6.18-victims", "6.18-cgroup-v2"]
         .iter()
         .map(|g| std::fs::read_to_string(metrics::golden_path(g)).unwrap())
         .collect::<String>();

@@ -15,6 +15,7 @@ pub(crate) mod census;
 pub(crate) mod edge;
 pub(crate) mod fit;
 pub(crate) mod folded;
+pub(crate) mod guidance;
 pub(crate) mod interval;
 pub(crate) mod linearity;
 pub(crate) mod oscillation;

@@ -78,6 +78,9 @@ pub(crate) enum Command {
     /// Where the node's dentries are: per filesystem and per directory, positive and negative, from the kernel's own hash table (root, needs /proc/kcore and BTF).
     #[command(long_about = crate::census::args::ABOUT, display_order = 12)]
     Census(crate::census::Args),
+    /// What to set on this node: per knob the kernel has, the value, its measured effect on the count and the first incident, its cost and failure mode (any user).
+    #[command(long_about = ADVISE_ABOUT, display_order = 13)]
+    Advise(AdviseArgs),
     /// Internal: dentrylab re-executing itself (children, workers, guardians, the guest's init).
     #[command(name = crate::sys::INTERNAL_COMMAND, hide = true)]
     Internal(internal::Internal),
@@ -97,6 +100,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report(a) => handlers::report::run(a),
         Command::Vm(a) => handlers::vm::run(a),
         Command::Census(a) => handlers::census::run(a),
+        Command::Advise(a) => handlers::advise::run(a),
         Command::Internal(command) => command.run(),
     }
 }

@@ -108,8 +108,63 @@ pub(crate) struct StatusArgs {
     #[arg(long, value_name = "K", requires = "census", default_value_t = crate::status::census::DEFAULT_TOP as u32,
           value_parser = clap::value_parser!(u32).range(1..=crate::census::args::MAX_TOP as i64))]
     pub census_top: u32,
+    /// Also one line per knob: what 'dentrylab advise' says to set, from the shipped mitigate results (the growth unknown: see 'dentrylab advise' for the times, effects and sources).
+    #[arg(long, conflicts_with = "watch")]
+    pub advise: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+pub(super) const ADVISE_ABOUT: &str = "What to set on this node, from its own numbers: its calibration (the one \
+    'status' reads, or the built-in conservative default, named), its dentry count and growth (sampled from \
+    dentry-state over --sample, or given with --growth), and recorded 'mitigate' results (--mitigate FILE, or \
+    the results shipped with dentrylab, each named). Per knob the kernel has (fs.dentry-negative, \
+    vm.vfs_cache_pressure, periodic drop_caches, a memory limit per cgroup, the negative-dentry limits where \
+    the kernel has them, ...): its value now, the value to set, its measured effect on the count and on the \
+    time to the first incident (the count at which some task first misses a deadline, else the soft-lockup \
+    edge), its cost and its failure mode (an OOM kill instead of a reclaim; a drop_caches that is itself a \
+    reclaim of every unused dentry at once). A knob no recorded result measured is listed with why.\n\n\
+    Reads only world-readable files: works as any user. Exit status: 0; 1 when a --mitigate file cannot be \
+    read or is not a mitigate result, or the node cannot be read; 2 on bad input.";
+
+/// `dentrylab advise`.
+#[derive(Debug, Args)]
+pub(crate) struct AdviseArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// A result written by 'dentrylab mitigate --json' (repeat for more) [default: the results shipped with dentrylab, recorded on this project's 6.18 VM].
+    #[arg(long, value_name = "FILE")]
+    pub mitigate: Vec<PathBuf>,
+    /// The node's growth in dentries per second (20k, 1.5M; a trailing /s allowed) instead of sampling it.
+    #[arg(long, value_name = "RATE", value_parser = parse_growth, allow_hyphen_values = true)]
+    pub growth: Option<f64>,
+    /// How long to sample dentry-state for the growth (1s to 10m).
+    #[arg(long, value_name = "DURATION", default_value = "5s", conflicts_with = "growth", value_parser = parse_sample)]
+    pub sample: std::time::Duration,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `--growth`: a count per second, `20k` or `20k/s`; a negative rate (a shrinking count) too.
+fn parse_growth(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches("/s");
+    let (neg, t) = t.strip_prefix('-').map_or((false, t), |r| (true, r));
+    if t == "0" {
+        return Ok(0.0);
+    }
+    let n = crate::size::parse_count(t)
+        .map_err(|_| format!("{s:?} is not a rate of dentries per second (write for example 20k, 1.5M or 20k/s)"))?;
+    Ok(if neg { -(n as f64) } else { n as f64 })
+}
+
+/// `--sample`: 1 s to 10 min.
+fn parse_sample(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{s:?} is not a duration from 1s to 10m (write for example 5s or 1m)");
+    let d = crate::bench::mitigate::knobs::parse_duration(s).ok_or_else(bad)?;
+    if !(1.0..=600.0).contains(&d.as_secs_f64()) {
+        return Err(bad());
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
+use super::memcg::stat_value;
+
 /// One line of `/proc/<pid>/cgroup`: `hierarchy-ID:controllers:path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Membership {
@@ -153,11 +155,6 @@ pub(crate) fn parse_limit(text: &str) -> Option<u64> {
     let t = text.trim();
     let v: u64 = t.parse().ok()?;
     (v < 1 << 62).then_some(v)
-}
-
-/// A `memory.stat` value by key.
-fn stat_value(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// The least room any level from this process's cgroup up to the

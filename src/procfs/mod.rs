@@ -14,6 +14,7 @@ pub mod dentry_state;
 pub(crate) mod kallsyms;
 pub(crate) mod kernel_log;
 pub(crate) mod kmsg;
+pub(crate) mod memcg;
 pub(crate) mod meminfo;
 pub mod mountinfo;
 pub(crate) mod oom;

@@ -17,6 +17,7 @@
 //! `svg`, `node` and `incident` (`status`'s first incident) below
 //! `markdown`, below `table`, below `document`, below `emit`.
 
+pub(crate) mod advise;
 pub(crate) mod document;
 pub(crate) mod emit;
 pub(crate) mod incident;

@@ -82,10 +82,76 @@ pub(crate) fn by_cgroup(b: &ByCgroup, nr_dentry: u64) -> String {
             grouped(nr_dentry)
         );
     }
+    s += &memory_table(b);
     let _ = writeln!(s, "shrinker debugfs: {}", b.shrinker_debugfs);
     for u in &b.unreadable {
         let _ = writeln!(s, "unreadable (left out): {u}");
     }
+    s
+}
+
+/// The listed cgroups' memory as cAdvisor reads it, beside the slab in it.
+fn memory_table(b: &ByCgroup) -> String {
+    let rows: Vec<Vec<String>> = b
+        .top
+        .iter()
+        .filter_map(|r| {
+            let m = r.memory?;
+            let f = m.figures;
+            let slab = if b.cgroup_version == 2 { f.slab_reclaimable_bytes } else { f.kernel_bytes };
+            let corrected = if b.cgroup_version == 2 {
+                f.working_set_without_reclaimable_slab_bytes
+            } else {
+                f.working_set_without_kernel_bytes
+            };
+            Some(vec![
+                r.cgroup.clone(),
+                bytes(f.working_set_bytes),
+                slab.map_or("–".into(), bytes),
+                format!("≤ {}", human(m.dentries_estimated)),
+                format!("≤ {}", bytes(m.dentry_bytes_estimated)),
+                corrected.map_or("–".into(), bytes),
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let (slab, corrected, note) = if b.cgroup_version == 2 {
+        (
+            "Reclaimable slab",
+            "Working set − reclaimable slab",
+            "reclaimable slab: slab_reclaimable of memory.stat (dentries, inodes and the other reclaimable caches)",
+        )
+    } else {
+        (
+            "Kernel memory",
+            "Working set − kernel memory",
+            "cgroup v1 reports no reclaimable slab per cgroup: kernel memory is memory.kmem.usage_in_bytes \
+             (reclaimable or not), so the corrected figure is a lower bound",
+        )
+    };
+    let mut s = String::from("\nmemory of each cgroup with its children, as cAdvisor reads it\n");
+    s += &render_grid(&Grid {
+        header: vec![
+            "Cgroup".into(),
+            "Working set (cAdvisor)".into(),
+            slab.into(),
+            "Dentries (est.)".into(),
+            "Dentry bytes".into(),
+            corrected.into(),
+        ],
+        rows,
+    });
+    let _ = writeln!(
+        s,
+        "working set: usage − inactive file ({}), what the kubelet's eviction and kubectl top read; {note}",
+        if b.cgroup_version == 2 {
+            "memory.current − inactive_file"
+        } else {
+            "memory.usage_in_bytes − total_inactive_file"
+        }
+    );
     s
 }
 

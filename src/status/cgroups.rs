@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calibration::DENTRY_OBJECT_BYTES;
 use super::kube::{self, KubeNames};
+use crate::procfs::memcg::CgroupMemory;
 use crate::procfs::{ProcRoot, cgroup, shrinker};
 
 /// Cgroups listed by default (and exported as series, plus one "other").
@@ -70,6 +71,36 @@ pub(crate) struct Row {
     pub lru_objects_exact: Option<u64>,
     /// Cgroups folded into this row (1 but for `other`).
     pub cgroups: usize,
+    /// The cgroup's memory, hierarchical as cAdvisor reads it (its children
+    /// included): the working set, the reclaimable slab in it and the
+    /// working set without it. `None` for `other` and where the files are
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<RowMemory>,
+}
+
+/// What a pod's memory is made of: cAdvisor's working set, the slab in it,
+/// the dentries' bytes estimated from that slab, and the working set
+/// without the slab the kernel may reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RowMemory {
+    #[serde(flatten)]
+    pub figures: CgroupMemory,
+    /// Dentries in the cgroup and its children, estimated from their slab
+    /// (v2 `slab_reclaimable`, v1 all kernel memory) ÷
+    /// [`CHARGED_BYTES_PER_DENTRY`]: an upper bound, exact for a cgroup
+    /// whose slab is only dentries.
+    pub dentries_estimated: u64,
+    /// Those dentries × [`CHARGED_BYTES_PER_DENTRY`].
+    pub dentry_bytes_estimated: u64,
+}
+
+impl RowMemory {
+    pub(crate) fn of(figures: CgroupMemory) -> RowMemory {
+        let slab = figures.slab_reclaimable_bytes.or(figures.kernel_bytes).unwrap_or(0);
+        let dentries_estimated = slab / CHARGED_BYTES_PER_DENTRY;
+        RowMemory { figures, dentries_estimated, dentry_bytes_estimated: dentries_estimated * CHARGED_BYTES_PER_DENTRY }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -239,6 +270,7 @@ pub(crate) fn collect(opts: &Options, proc: &ProcRoot, nr_dentry: u64, s_reclaim
             bytes,
             lru_objects_exact: None,
             cgroups,
+            memory: None,
         }
     };
     let cgroups_read = w.own.len();
@@ -250,6 +282,7 @@ pub(crate) fn collect(opts: &Options, proc: &ProcRoot, nr_dentry: u64, s_reclaim
         .into_iter()
         .map(|(p, b, ino)| Row {
             lru_objects_exact: exact.as_ref().map(|m| m.get(&ino).copied().unwrap_or(0)),
+            memory: CgroupMemory::read(&root.join(p.trim_start_matches('/')), version).map(RowMemory::of),
             ..row(p, b, 1)
         })
         .collect();
@@ -316,6 +349,13 @@ mod tests {
             ]
         );
         let top = &b.top[0];
+        // The container's memory (v1): 600 MB charged, 20 MB inactive file, 550 MB kernel memory.
+        let m = top.memory.unwrap();
+        assert_eq!(m.figures.working_set_bytes, 580 * M, "memory.usage_in_bytes − total_inactive_file");
+        assert_eq!(m.figures.slab_reclaimable_bytes, None, "v1 has no slab line");
+        assert_eq!(m.figures.working_set_without_kernel_bytes, Some(30 * M));
+        assert_eq!(m.dentries_estimated, 550 * M / 200);
+        assert!(b.top[1..].iter().all(|r| r.memory.is_none()), "the other cgroups have no usage file");
         assert_eq!(top.estimated_dentries, 550 * M / 200);
         assert!((top.share_of_node_dentries - 550.0 / 200.0 / 4.0).abs() < 1e-9);
         // 4M dentries × 192 B of 2000 MB reclaimable slab: 38.4%.
@@ -350,6 +390,13 @@ mod tests {
         assert_eq!(b.top[0].bytes, 360 * M, "the pod's own: the removed containers' charges");
         assert_eq!(b.top[0].lru_objects_exact, Some(1_000_012));
         assert_eq!(b.top[0].kubernetes.as_ref().unwrap().container_id, None);
+        // The pod's memory, hierarchical: 420 MB charged, 3 MB inactive file, 400 MB reclaimable slab.
+        let m = b.top[0].memory.unwrap();
+        assert_eq!(m.figures.working_set_bytes, 417 * M, "cAdvisor: memory.current − inactive_file");
+        assert_eq!(m.figures.slab_reclaimable_bytes, Some(400 * M));
+        assert_eq!(m.figures.working_set_without_reclaimable_slab_bytes, Some(17 * M));
+        assert_eq!((m.dentries_estimated, m.dentry_bytes_estimated), (2 * M, 400 * M));
+        assert!(b.top[1..].iter().all(|r| r.memory.is_none()), "no memory.current in the other fixtures");
         let crio = b.top.iter().find(|r| r.cgroup.contains("crio-")).unwrap();
         assert_eq!(crio.bytes, 100 * M);
         assert_eq!(crio.lru_objects_exact, Some(0));

@@ -11,6 +11,7 @@
 //! utilities; imported by `report`, `exporter`
 //! and `cli`.
 
+pub(crate) mod advise;
 pub(crate) mod calibration;
 pub(crate) mod census;
 pub(crate) mod cgroups;

@@ -20,6 +20,9 @@ pub(crate) struct Args {
     /// Create even if the memory estimate is over half of MemAvailable (or of what the memory cgroup's limit leaves).
     #[arg(long)]
     pub force: bool,
+    /// Create inside a memory cgroup of its own (root; removed when the run ends, however it ends) and report that cgroup's memory as cAdvisor reads it: its working set, the slab in it and the working set without it.
+    #[arg(long)]
+    pub memcg: bool,
 }
 
 impl Args {
@@ -36,6 +39,7 @@ impl Args {
             fs,
             hold_seconds: self.hold,
             overlay,
+            memcg: self.memcg,
         })
     }
 }

@@ -33,11 +33,14 @@ impl Benchmark for Create {
     }
 
     fn run(opts: &mut Options, cx: &Context, announce: &dyn Fn(&str)) -> Result<CreateResult> {
+        // The guardian and the cgroup before the sandbox: the guardian
+        // stays outside both, and removes the cgroup however this ends.
+        let memcg = opts.memcg.then(|| super::memcg::enter(cx.proc)).transpose()?;
         let mut sandbox = Sandbox::enter()?;
         let interrupted = Arc::new(AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, Arc::clone(&interrupted))?;
         }
-        super::run(opts, &mut sandbox, cx.proc, &interrupted, announce)
+        super::run(opts, &mut sandbox, cx.proc, &interrupted, announce, memcg.as_ref().map(|m| &m.cgroup))
     }
 }

@@ -8,6 +8,7 @@
 
 mod args;
 pub(crate) mod command;
+pub(crate) mod memcg;
 mod render;
 
 pub(crate) use args::Args;
@@ -41,6 +42,9 @@ pub(crate) struct Options {
     /// (`fs` is then the lower's type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<crate::sandbox::overlay::Stack>,
+    /// `--memcg`: create inside a memory cgroup of the run's own.
+    #[serde(default)]
+    pub memcg: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,6 +74,9 @@ pub(crate) struct CreateResult {
     /// unmounted in turn, what each freed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<crate::bench::layers::StackTeardown>,
+    /// With `--memcg`: the run's cgroup once the dentries were made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memcg: Option<memcg::Held>,
 }
 
 /// Creates, prints where the dentries are (via `announce`), holds, reclaims.
@@ -79,6 +86,7 @@ pub(crate) fn run(
     proc: &ProcRoot,
     interrupted: &Arc<AtomicBool>,
     announce: &dyn Fn(&str),
+    cgroup: Option<&crate::sandbox::cgroup::MemCgroup>,
 ) -> Result<CreateResult> {
     // The header says when the run started, not when it ended.
     let header = crate::result::Header::new("create");
@@ -125,6 +133,10 @@ pub(crate) fn run(
         std::process::id(),
         path
     ));
+    let memcg = cgroup.map(|c| memcg::Held::read(c, create.entries)).transpose()?;
+    if let Some(m) = &memcg {
+        announce(&m.line());
+    }
     let held = Instant::now();
     let reason = loop {
         if interrupted.load(Ordering::Relaxed) {
@@ -177,6 +189,7 @@ pub(crate) fn run(
             after,
         }),
         layers,
+        memcg,
     })
 }
 

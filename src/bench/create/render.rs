@@ -19,6 +19,9 @@ impl Render for CreateResult {
 
     fn text(&self) -> Doc {
         let mut d = Doc::new();
+        if let Some(m) = &self.memcg {
+            let _ = writeln!(d, "{}", m.line());
+        }
         if let Some(rc) = &self.reclaim {
             let _ = writeln!(
                 d,

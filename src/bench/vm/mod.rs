@@ -8,6 +8,7 @@
 //! `matrix`.
 
 pub(crate) mod channel;
+pub(crate) mod guidance;
 pub(crate) mod init;
 pub(crate) mod initramfs;
 pub(crate) mod kernel;
@@ -36,7 +37,8 @@ pub(crate) const GUARD_COMMAND: &str = "__vm-guard";
 
 /// `vm`'s internal commands (it is not a benchmark of the registry, so
 /// `cli::registry` adds these to the benchmarks').
-pub(crate) const INTERNAL: &[&dyn crate::sys::internal::InternalCommand] = &[&init::INIT_ENTRY, &GUARD_ENTRY];
+pub(crate) const INTERNAL: &[&dyn crate::sys::internal::InternalCommand] =
+    &[&init::INIT_ENTRY, &GUARD_ENTRY, &guidance::GUIDANCE_ENTRY];
 
 /// The arguments of [`GUARD_COMMAND`].
 #[derive(Debug, clap::Args)]

@@ -8,6 +8,7 @@
 //! In: the parsed arguments and the proc root. Out: the exit code. Only
 //! `main` calls these; nothing imports them.
 
+pub(crate) mod advise;
 pub(crate) mod census;
 pub(crate) mod node;
 pub(crate) mod report;

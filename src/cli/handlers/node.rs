@@ -56,7 +56,11 @@ pub(crate) fn status(a: cli::StatusArgs) -> Result<ExitCode> {
         return watch(&opts, every, a.samples, &mut out);
     }
     let s = status::run(&opts)?;
-    out.emit(&report::table::status(&s), &s)?;
+    let mut text = report::table::status(&s);
+    if a.advise {
+        text += &super::advise::for_status(&s, &opts.proc)?;
+    }
+    out.emit(&text, &s)?;
     if let Some(p) = &a.textfile {
         output::write_atomic(p, &exporter::metrics::encode(&s, s.collection_seconds))?;
     }
