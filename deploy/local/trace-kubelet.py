@@ -147,10 +147,13 @@ DUR = re.compile(r"<(\d+\.\d+)>$")
 
 
 def parse_strace(path, roots):
-    """Every traced call: (pid, program, call, first argument, start, seconds,
-    result). A process's program is its last execve's argv[0] (and, for
-    runc, its subcommand), else its parent's; `roots` names the attached pids."""
+    """Every traced call: pid, program, owner, call, arguments, start,
+    seconds, result. A process's program is its last execve's argv[0] (and,
+    for runc, its subcommand), else its parent's; its owner the `-id` of the
+    containerd shim it descends from (the pod's sandbox), if any; `roots`
+    names the attached pids."""
     prog, calls, pending = dict(roots), [], {}
+    prog["owner"] = {}
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
         m = CALL.match(line)
@@ -173,18 +176,23 @@ def parse_strace(path, roots):
 
 def record(prog, calls, pid, ts, call, rest, dur):
     result = rest.rsplit(" = ", 1)[-1].split(" ")[0] if " = " in rest else "?"
+    owner = prog["owner"]
     if call in ("clone", "clone3") and result.isdigit():
         prog.setdefault(int(result), prog.get(pid, "?"))
+        if pid in owner:
+            owner.setdefault(int(result), owner[pid])
     if call == "execve" and result == "0":
         argv = re.findall(r'"((?:[^"\\]|\\.)*)"', rest.split("], ")[0])[1:]
         name = os.path.basename(argv[0]) if argv else "?"
+        if name.startswith("containerd-shim") and "-id" in argv[:-1]:
+            owner[pid] = argv[argv.index("-id") + 1]
         if name == "runc" or (name == "exe" and "init" in argv):
             sub = next((a for a in argv[1:] if a in ("create", "start", "delete", "kill", "state", "init",
                                                      "exec", "features")), "")
             name = f"runc {sub}".strip()
         prog[pid] = name
     args = rest.rsplit(") = ", 1)[0] if ") = " in rest else rest
-    calls.append({"pid": pid, "program": prog.get(pid, "?"), "call": call,
+    calls.append({"pid": pid, "program": prog.get(pid, "?"), "owner": owner.get(pid), "call": call,
                   "arg": args[:100], "start": ts, "seconds": dur, "result": result})
 
 
@@ -242,12 +250,30 @@ def one_rep(api, rec, size, rep, a, out_dir):
         for name, _, answered in stream.pods:
             at = rec.running.get(name, (None, None))[0]
             pods.append({"name": name, "created": answered, "running": at})
+    sandboxes = sandbox_pods()
     sel = f"dentrylab-victim%3D{label}"
     api.call("DELETE", f"/api/v1/namespaces/{kv.NS}/pods?labelSelector={sel}&gracePeriodSeconds=1")
     kv.wait_gone(api, sel)
     time.sleep(2.0)
     calls = parse_strace(trace, {p: c for p, c in roots.items()})
+    for c in calls:
+        c["pod"] = sandboxes.get(c["owner"])
     return analyse(size, rep, result, pods, calls, sampler, (s0, s1, s2), (t_ctrl, t_sig, t_exit), a)
+
+
+def sandbox_pods():
+    """{container id: pod name} of every container containerd holds (its
+    CRI labels), so a shim's -id names its pod."""
+    ctr = ["ctr", "--address", os.path.join(kv.RUN, "containerd/containerd.sock"), "--namespace", "k8s.io"]
+    ids = subprocess.run(ctr + ["containers", "ls", "-q"], capture_output=True, text=True).stdout.split()
+    out = {}
+    for i in ids:
+        info = subprocess.run(ctr + ["containers", "info", i], capture_output=True, text=True).stdout
+        try:
+            out[i] = json.loads(info).get("Labels", {}).get("io.kubernetes.pod.name")
+        except ValueError:
+            pass
+    return out
 
 
 def analyse(size, rep, result, pods, calls, sampler, sched, times, a):
@@ -264,9 +290,10 @@ def analyse(size, rep, result, pods, calls, sampler, sched, times, a):
     # Per pod started during the reclaim: the long calls inside its start.
     per_pod = []
     for p in during:
-        mine = [c for c in long_during if c["start"] >= p["created"] - 0.05 and c["start"] <= p["running"]]
+        mine = [c for c in long_during if c.get("pod") == p["name"]]
         per_pod.append({"pod": p["name"], "start_seconds": p["running"] - p["created"],
-                        "long_calls": len(mine), "waited_seconds": sum(c["seconds"] for c in mine)})
+                        "long_calls": [f"{c['program']} {c['call']} {c['seconds']:.3f}" for c in mine],
+                        "waited_seconds": sum(c["seconds"] for c in mine)})
     samples = collections.Counter()
     for t, g, _, frames in sampler.samples:
         if t_sig <= t <= t_exit:
@@ -278,7 +305,7 @@ def analyse(size, rep, result, pods, calls, sampler, sched, times, a):
 
     rc = result.get("reclaim") or {}
     return {
-        "size": size, "rep": rep, "umount_seconds": rc.get("umount_seconds"),
+        "size": size, "rep": rep, "umount_seconds": rc.get("umount_seconds"), "t_sigterm": t_sig,
         "control_seconds": t_sig - t_ctrl, "reclaim_seconds": t_exit - t_sig,
         "pods_control": len(control), "pods_during": len(during),
         "long_calls_during": sorted(long_during, key=lambda c: c["start"]),
@@ -301,11 +328,11 @@ def show(r, a):
     for x in r["long_calls_during_by_program"]:
         print(f"  {x['count']:3d}  {x['program']:<16} {x['call']}")
     for c in r["long_calls_during"]:
-        print(f"    {c['start'] - r['long_calls_during'][0]['start']:7.3f} s  {c['seconds']:.3f} s  "
-              f"{c['program']:<14} {c['call']}({c['arg']}) = {c['result']}")
-    waits = [p["long_calls"] for p in r["per_pod"]]
-    if waits:
-        print(f"long calls inside each pod's start during the reclaim: {sorted(waits)}")
+        print(f"    {c['start'] - r['t_sigterm']:7.3f} s  {c['seconds']:.3f} s  "
+              f"{c['program']:<14} {c.get('pod') or '-':<14} {c['call']}({c['arg']}) = {c['result']}")
+    print("each pod started across the reclaim: its start, and its shim's long calls (runc, mounts)")
+    for p in sorted(r["per_pod"], key=lambda p: -p["start_seconds"]):
+        print(f"  {p['start_seconds']:.2f} s  {p['pod']:<14} {len(p['long_calls'])} long: {', '.join(p['long_calls'])}")
     print("D-state samples during the reclaim (program, stack):")
     for s in r["d_state_samples_during"][:12]:
         print(f"  {s['samples']:4d}  {s['program']:<16} {s['stack']}")
