@@ -241,8 +241,14 @@ def one_rep(api, rec, size, rep, a, out_dir):
         time.sleep(0.2)
     sampler.stop.set()
     sampler.join()
+    # strace detaches on SIGINT once each tracee stops; a loaded node may
+    # take longer than that: killed, it detaches them all (ptrace does).
     tracer.send_signal(signal.SIGINT)
-    tracer.wait(timeout=60)
+    try:
+        tracer.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        tracer.kill()
+        tracer.wait()
     result = json.load(open(out_json))
     os.unlink(out_json)
     pods = []
