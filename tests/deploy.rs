@@ -380,6 +380,49 @@ fn openapi_validation_rejects_a_wrong_field() {
     assert!(api.violations(&unknown).is_err());
 }
 
+/// What `deploy/local/image.sh` wrote: its index, manifest and config, and
+/// `tar -tvz` of its one layer.
+struct Image {
+    index: serde_json::Value,
+    config: serde_json::Value,
+    layer: String,
+}
+
+/// Runs `deploy/local/image.sh OUT NAME BIN ARGS...` (IMAGE_FILES from
+/// `files`, when given) and unpacks what it wrote; Err(stderr) when it fails.
+fn image_sh(dir: &std::path::Path, name: &str, args: &[&str], files: Option<&str>) -> Result<Image, String> {
+    let out = dir.join(format!("{}.tar", name.replace([':', '/'], "_")));
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(metrics::repo().join("deploy/local/image.sh"))
+        .args([out.to_str().unwrap(), name, env!("CARGO_BIN_EXE_dentrylab")])
+        .args(args);
+    if let Some(f) = files {
+        cmd.env("IMAGE_FILES", f);
+    }
+    let st = cmd.output().unwrap();
+    if !st.status.success() {
+        return Err(String::from_utf8_lossy(&st.stderr).into_owned());
+    }
+    let unpack = out.with_extension("oci");
+    std::fs::create_dir(&unpack).unwrap();
+    let st = std::process::Command::new("tar").arg("-xf").arg(&out).arg("-C").arg(&unpack).status().unwrap();
+    assert!(st.success());
+    let json = |p: std::path::PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let blob =
+        |d: &serde_json::Value| unpack.join("blobs/sha256").join(d.as_str().unwrap().trim_start_matches("sha256:"));
+    let index = json(unpack.join("index.json"));
+    let manifest = json(blob(&index["manifests"][0]["digest"]));
+    let list =
+        std::process::Command::new("tar").arg("-tvzf").arg(blob(&manifest["layers"][0]["digest"])).output().unwrap();
+    Ok(Image {
+        config: json(blob(&manifest["config"]["digest"])),
+        index,
+        layer: String::from_utf8_lossy(&list.stdout).into_owned(),
+    })
+}
+
 /// The images have an empty /tmp: the calibration Job's `reclaim` mounts its
 /// scratch tmpfs there, and on an image without one it failed on a real node
 /// with "cannot mount the sandbox's scratch tmpfs on /tmp: ENOENT".
@@ -393,34 +436,42 @@ fn images_have_a_tmp_for_the_calibration() {
     );
     // deploy/local/image.sh, run for real on a small binary.
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("image.tar");
-    let script = metrics::repo().join("deploy/local/image.sh");
-    let bin = env!("CARGO_BIN_EXE_dentrylab");
-    let st = std::process::Command::new("bash")
-        .arg(&script)
-        .args([out.to_str().unwrap(), "example.org/t:1", bin, "/dentrylab", "65534:65534", "/dentrylab", "status"])
-        .output()
-        .unwrap();
-    assert!(st.status.success(), "image.sh: {}", String::from_utf8_lossy(&st.stderr));
-    let unpack = dir.path().join("oci");
-    std::fs::create_dir(&unpack).unwrap();
-    let st = std::process::Command::new("tar").arg("-xf").arg(&out).arg("-C").arg(&unpack).status().unwrap();
-    assert!(st.success());
-    let index: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(unpack.join("index.json")).unwrap()).unwrap();
-    assert_eq!(index["manifests"][0]["annotations"]["io.containerd.image.name"], "example.org/t:1");
-    let blob =
-        |d: &serde_json::Value| unpack.join("blobs/sha256").join(d.as_str().unwrap().trim_start_matches("sha256:"));
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(blob(&index["manifests"][0]["digest"])).unwrap()).unwrap();
-    let layer = blob(&manifest["layers"][0]["digest"]);
-    let list = std::process::Command::new("tar").arg("-tvzf").arg(&layer).output().unwrap();
-    let list = String::from_utf8_lossy(&list.stdout);
+    let img = image_sh(dir.path(), "example.org/t:1", &["/dentrylab", "65534:65534", "/dentrylab", "status"], None)
+        .unwrap_or_else(|e| panic!("image.sh: {e}"));
+    assert_eq!(img.index["manifests"][0]["annotations"]["io.containerd.image.name"], "example.org/t:1");
+    let list = &img.layer;
     assert!(list.lines().any(|l| l.starts_with("drwxrwxrwt") && l.ends_with("./tmp/")), "{list}");
     assert!(list.lines().any(|l| l.starts_with("-rwxr-xr-x") && l.ends_with("./dentrylab")), "{list}");
-    let config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(blob(&manifest["config"]["digest"])).unwrap()).unwrap();
-    assert_eq!(config["config"]["User"], "65534:65534");
-    assert_eq!(config["config"]["Entrypoint"], serde_json::json!(["/dentrylab"]));
-    assert_eq!(config["config"]["Cmd"], serde_json::json!(["status"]));
+    assert_eq!(img.config["config"]["User"], "65534:65534");
+    assert_eq!(img.config["config"]["Entrypoint"], serde_json::json!(["/dentrylab"]));
+    assert_eq!(img.config["config"]["Cmd"], serde_json::json!(["status"]));
+}
+
+/// IMAGE_FILES adds files at their own paths, symlinks followed: the shared
+/// libraries of Debian's prometheus in the image of the operator's
+/// Prometheus (deploy/local/prometheus-operator.sh). A missing one fails
+/// with one line naming it, never an image without it.
+#[test]
+fn image_sh_adds_image_files_at_their_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("lib/libfake.so.1");
+    std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+    std::fs::write(&lib, "not a library").unwrap();
+    let link = dir.path().join("libfake-link.so");
+    std::os::unix::fs::symlink(&lib, &link).unwrap();
+    let files = format!("{} {}", lib.display(), link.display());
+    let args = ["/bin/t", "65534:65534", "/bin/t"];
+    let img = image_sh(dir.path(), "example.org/t:2", &args, Some(&files)).unwrap_or_else(|e| panic!("image.sh: {e}"));
+    for f in [&lib, &link] {
+        let inside = format!(".{}", f.display());
+        assert!(
+            img.layer.lines().any(|l| l.starts_with('-') && l.ends_with(&inside)),
+            "{inside} as a file in {}",
+            img.layer
+        );
+    }
+    assert!(img.layer.lines().any(|l| l.ends_with("./bin/t")), "{}", img.layer);
+    let err =
+        image_sh(dir.path(), "example.org/t:3", &args, Some("/nonexistent/libgone.so")).err().expect("image.sh failed");
+    assert!(err.contains("IMAGE_FILES: no such file: /nonexistent/libgone.so"), "{err}");
 }

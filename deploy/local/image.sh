@@ -9,7 +9,10 @@
 #
 # NAME is the image's full reference (io.containerd.image.name), e.g.
 # ghcr.io/dentrylab/dentrylab:0.1.0; USER is uid:gid; ENTRYPOINT and CMD as
-# in a Dockerfile's exec form (CMD may be empty).
+# in a Dockerfile's exec form (CMD may be empty). IMAGE_FILES (optional, a
+# space-separated list of absolute host paths) adds those files at the same
+# paths, symlinks followed: the shared libraries of a dynamically linked
+# binary (Debian's prometheus: its libc and loader).
 set -euo pipefail
 if [ $# -lt 6 ]; then
     echo "usage: $0 OUT.tar NAME BINARY PATH-IN-IMAGE USER ENTRYPOINT [CMD...]" >&2
@@ -34,6 +37,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/rootfs$(dirname "$inpath")" "$work/oci/blobs/sha256"
 install -m 0755 "$binary" "$work/rootfs$inpath"
+for f in ${IMAGE_FILES:-}; do
+    [ -f "$f" ] || { echo "IMAGE_FILES: no such file: $f" >&2; exit 1; }
+    mkdir -p "$work/rootfs$(dirname "$f")"
+    cp -L "$f" "$work/rootfs$f"
+done
 # An empty /tmp, as every base image has: `dentrylab reclaim` mounts its
 # scratch tmpfs there, and on an image without one it fails with ENOENT.
 mkdir -m 1777 "$work/rootfs/tmp"

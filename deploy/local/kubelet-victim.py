@@ -19,7 +19,8 @@ repetition):
   4. Every pod of the repetition Running, the kubelet's metrics read, the
      pods deleted and gone before the next one.
 The dentrylab binary is the static one up.sh builds for the image
-(target/x86_64-unknown-linux-gnu/release/dentrylab).
+(target/x86_64-unknown-linux-gnu/release/dentrylab), or DENTRYLAB_BINARY
+(an absolute path), which up.sh then puts in the image instead.
 
 What it records:
   - Each pod's created -> Running: from the POST's answer to the watch event
@@ -75,7 +76,9 @@ RUN = os.path.join(K8S, "run")
 PKI = os.path.join(RUN, "pki")
 NODE, NODE_IP, NS = "dentrylab-node", "10.215.0.1", "dentrylab-victim"
 PAUSE_IMAGE = "localhost/dentrylab/pause:1"
-DENTRYLAB = os.path.join(REPO, "target/x86_64-unknown-linux-gnu/release/dentrylab")
+# The static build up.sh makes for the image, or DENTRYLAB_BINARY (which
+# up.sh then puts in the image too).
+DENTRYLAB = os.environ.get("DENTRYLAB_BINARY") or os.path.join(REPO, "target/x86_64-unknown-linux-gnu/release/dentrylab")
 DENTRYLAB_HOST = os.path.join(REPO, "target/release/dentrylab")  # for --refit without the static build
 POD_START_SLO_SECONDS = 5.0  # Kubernetes' pod startup SLO (p99, stateless pods, no image pull)
 KUBELET_HISTOGRAMS = [

@@ -90,18 +90,31 @@ trap 'exit 130' INT TERM
 BIN=$("$here/build.sh" | tail -n 1)
 mkdir -p "$K8S/images"
 # A static dentrylab (glibc, crt-static): the image has nothing but the binary.
-(cd "$repo" && RUSTFLAGS="-C target-feature=+crt-static" \
-    cargo build --release --quiet --target x86_64-unknown-linux-gnu)
-dl_bin=$repo/target/x86_64-unknown-linux-gnu/release/dentrylab
-if file "$dl_bin" 2>/dev/null | grep -q 'dynamically linked'; then
-    die "$dl_bin is dynamically linked: it cannot run in an image with nothing else in it"
+# DENTRYLAB_BINARY instead names one already built (a host `cargo build
+# --release`, say, on a machine where a second, static build costs too much):
+# dynamically linked, its libraries (as ldd lists them) go into the image
+# beside it.
+dl_libs=
+if [ -n "${DENTRYLAB_BINARY:-}" ]; then
+    dl_bin=$(realpath "$DENTRYLAB_BINARY")
+    [ -x "$dl_bin" ] || die "DENTRYLAB_BINARY=$DENTRYLAB_BINARY is not an executable"
+    if file "$dl_bin" 2>/dev/null | grep -q 'dynamically linked'; then
+        dl_libs=$(ldd "$dl_bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | tr '\n' ' ')
+    fi
+else
+    (cd "$repo" && RUSTFLAGS="-C target-feature=+crt-static" \
+        cargo build --release --quiet --target x86_64-unknown-linux-gnu)
+    dl_bin=$repo/target/x86_64-unknown-linux-gnu/release/dentrylab
+    if file "$dl_bin" 2>/dev/null | grep -q 'dynamically linked'; then
+        die "$dl_bin is dynamically linked: it cannot run in an image with nothing else in it"
+    fi
 fi
-dl_sum=$(sha256sum "$dl_bin" | cut -c1-16)
+dl_sum=$(cat "$dl_bin" $dl_libs | sha256sum | cut -c1-16)
 if [ "$(cat "$K8S/images/dentrylab.sum" 2>/dev/null)" != "$dl_sum $DENTRYLAB_IMAGE" ]; then
     # Stripped, as deploy/Dockerfile does (12.7 MB -> 10.1 MB; a 4 MB image).
     strip -o "$K8S/images/dentrylab" "$dl_bin"
-    "$here/image.sh" "$K8S/images/dentrylab.tar" "$DENTRYLAB_IMAGE" "$K8S/images/dentrylab" /dentrylab \
-        65534:65534 /dentrylab exporter --listen 0.0.0.0:10366 >/dev/null
+    IMAGE_FILES=$dl_libs "$here/image.sh" "$K8S/images/dentrylab.tar" "$DENTRYLAB_IMAGE" "$K8S/images/dentrylab" \
+        /dentrylab 65534:65534 /dentrylab exporter --listen 0.0.0.0:10366 >/dev/null
     echo "$dl_sum $DENTRYLAB_IMAGE" >"$K8S/images/dentrylab.sum"
 fi
 pause_sum=$(sha256sum "$BIN/pause" | cut -c1-16)
