@@ -37,14 +37,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/rootfs$(dirname "$inpath")" "$work/oci/blobs/sha256"
 install -m 0755 "$binary" "$work/rootfs$inpath"
+# An empty /tmp, as every base image has: `dentrylab reclaim` mounts its
+# scratch tmpfs there, and on an image without one it fails with ENOENT.
+# Made before IMAGE_FILES, which may live under /tmp.
+mkdir -m 1777 "$work/rootfs/tmp"
 for f in ${IMAGE_FILES:-}; do
     [ -f "$f" ] || { echo "IMAGE_FILES: no such file: $f" >&2; exit 1; }
     mkdir -p "$work/rootfs$(dirname "$f")"
     cp -L "$f" "$work/rootfs$f"
 done
-# An empty /tmp, as every base image has: `dentrylab reclaim` mounts its
-# scratch tmpfs there, and on an image without one it fails with ENOENT.
-mkdir -m 1777 "$work/rootfs/tmp"
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$work/rootfs" -cf "$work/layer.tar" .
 diff_id=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
 gzip -n -9 "$work/layer.tar"
