@@ -73,7 +73,10 @@ fn seconds(x: f64) -> String {
 
 fn deadline(r: &Row) -> String {
     let now = if r.read_now { ", read now" } else { "" };
-    format!("{} ({}{now})", r.deadline.name, seconds(r.deadline.seconds))
+    // What the task takes anyway, where a wait was judged against the rest.
+    let before = r.deadline.before.as_ref().filter(|_| r.not_measured.is_none());
+    let before = before.map(|b| format!(", {} of it {}'s own", seconds(b.seconds), b.of));
+    format!("{} ({}{now}{})", r.deadline.name, seconds(r.deadline.seconds), before.unwrap_or_default())
 }
 
 fn distance(r: &Row) -> String {

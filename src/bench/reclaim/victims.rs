@@ -387,7 +387,7 @@ pub(crate) const RCU_STALL_TIMEOUT: &str = "/sys/module/rcupdate/parameters/rcu_
 /// kubelet's and Kubernetes' at their defaults.
 pub(crate) fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
     let d =
-        |name: &str, seconds: f64, source: String, watches| Deadline { name: name.into(), seconds, source, watches };
+        |name: &str, seconds: f64, source: String, watches| Deadline { name: name.into(), seconds, source, watches, before: None };
     let mut out = vec![
         d(
             "an exec or HTTP probe's timeout",
@@ -395,7 +395,10 @@ pub(crate) fn deadlines(env: &Environment, proc: &ProcRoot) -> Vec<Deadline> {
             "Kubernetes' default timeoutSeconds".into(),
             Watches::Victims,
         ),
-        d("the pod-startup SLO", POD_STARTUP_SLO_SECONDS, "Kubernetes' pod startup SLO".into(), Watches::Victims),
+        Deadline {
+            before: Some(victims::pod_start_before()),
+            ..d("the pod-startup SLO", POD_STARTUP_SLO_SECONDS, "Kubernetes' pod startup SLO".into(), Watches::Victims)
+        },
     ];
     if let Some(t) = env.watchdog_thresh_seconds.filter(|&t| t > 0) {
         out.push(d(

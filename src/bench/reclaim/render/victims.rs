@@ -147,7 +147,10 @@ pub(crate) fn deadlines_grid(a: &Analysis) -> Option<Grid> {
             vec![
                 i.deadline.name.clone(),
                 format!("{:.0}", i.deadline.seconds),
-                i.deadline.source.clone(),
+                match &i.deadline.before {
+                    Some(b) => format!("{}, less {} s: {}", i.deadline.source, b.seconds, b.source),
+                    None => i.deadline.source.clone(),
+                },
                 crossing(i, a),
                 i.first.as_ref().map(|c| who(&c.who, i.deadline.watches)).unwrap_or_else(|| "–".into()),
             ]
