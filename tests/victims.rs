@@ -189,18 +189,23 @@ fn cgroups_of(pid: u32) -> Vec<PathBuf> {
     out
 }
 
-/// Starts a 300k reclaim with `victims`, SIGKILLs it `after_ms` after its
-/// victims started, and waits until the namespaces `held` named before the
-/// kill and the run's cgroups are gone. Returns the run's pid and those
-/// namespaces, for the caller's own checks.
-fn kill_while_victims_run(victims: &str, after_ms: u64, held: fn(u32) -> BTreeSet<String>) -> (u32, BTreeSet<String>) {
-    let mut child = bin()
+/// A 300k reclaim of one repetition with `victims`, its output dropped.
+fn spawn_reclaim(victims: &str) -> std::process::Child {
+    bin()
         .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
         .args(["--victims", victims, "--no-save"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Starts a 300k reclaim with `victims`, SIGKILLs it `after_ms` after its
+/// victims started, and waits until the namespaces `held` named before the
+/// kill and the run's cgroups are gone. Returns the run's pid and those
+/// namespaces, for the caller's own checks.
+fn kill_while_victims_run(victims: &str, after_ms: u64, held: fn(u32) -> BTreeSet<String>) -> (u32, BTreeSet<String>) {
+    let mut child = spawn_reclaim(victims);
     let pid = child.id();
     let start = Instant::now();
     while !victims_running(pid) {
@@ -442,13 +447,7 @@ fn a_sigkill_at_any_moment_leaves_no_mariadbd() {
     require!(mariadbd_present(), "needs mariadbd (apt-get install mariadb-server; .ci/run installs it)");
     let _k = kernel_lock();
     for moment in ["installing", "victims", "victims+1500ms"] {
-        let mut child = bin()
-            .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
-            .args(["--victims", "mariadb,umount", "--no-save"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_reclaim("mariadb,umount");
         let pid = child.id();
         let start = Instant::now();
         let ready = |pid: u32| match moment {

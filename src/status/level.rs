@@ -95,7 +95,13 @@ mod tests {
     }
 
     fn row(key: DeadlineKey, seconds: f64, who: &str, p: &Prediction) -> Row {
-        let deadline = Deadline { name: format!("{key:?}"), seconds, source: String::new(), watches: Watches::Victims, before: None };
+        let deadline = Deadline {
+            name: format!("{key:?}"),
+            seconds,
+            source: String::new(),
+            watches: Watches::Victims,
+            before: None,
+        };
         Row {
             key,
             deadline,
