@@ -448,9 +448,9 @@ fn images_have_a_tmp_for_the_calibration() {
 }
 
 /// IMAGE_FILES adds files at their own paths, symlinks followed: the shared
-/// libraries of Debian's prometheus in the image of the operator's
-/// Prometheus (deploy/local/prometheus-operator.sh). A missing one fails
-/// with one line naming it, never an image without it.
+/// libraries of a dynamically linked dentrylab in the image
+/// (deploy/local/up.sh's DENTRYLAB_BINARY). A missing one fails with one
+/// line naming it, never an image without it.
 #[test]
 fn image_sh_adds_image_files_at_their_paths() {
     let dir = tempfile::tempdir().unwrap();

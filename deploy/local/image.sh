@@ -12,7 +12,7 @@
 # in a Dockerfile's exec form (CMD may be empty). IMAGE_FILES (optional, a
 # space-separated list of absolute host paths) adds those files at the same
 # paths, symlinks followed: the shared libraries of a dynamically linked
-# binary (Debian's prometheus: its libc and loader).
+# binary (up.sh's DENTRYLAB_BINARY: its libc and loader).
 set -euo pipefail
 if [ $# -lt 6 ]; then
     echo "usage: $0 OUT.tar NAME BINARY PATH-IN-IMAGE USER ENTRYPOINT [CMD...]" >&2

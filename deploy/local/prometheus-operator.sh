@@ -2,13 +2,15 @@
 # Builds prometheus-operator and its config reloader from the Go module proxy
 # at a pinned version, and the two images the operator's Prometheus pod runs
 # on the one-node cluster of deploy/local/up.sh (no registry is reachable):
-# the config reloader (static, from the same build) and Debian's prometheus
-# (dynamically linked: its libc and loader go into the image beside it).
+# the config reloader (static, from the same build) and Prometheus 3.5.0
+# with Kubernetes discovery (static, `deploy/tools/install.sh prometheus`:
+# also from the Go module proxy, pinned, without the web UI).
 # Cached: a second run with everything in place returns at once. Prints, on
 # its last line, the variables .ci/k8s evaluates:
 #
 #   eval "$(deploy/local/prometheus-operator.sh | tail -n 1)"
 #   # -> OPERATOR_BIN=<dir> OPERATOR_CRDS=<dir> OPERATOR_VERSION=v0.85.0
+#   #    PROMETHEUS_BIN=<file> PROMETHEUS_VERSION=v3.5.0
 #   #    PROMETHEUS_IMAGE=... RELOADER_IMAGE=... OPERATOR_IMAGES="<tar> <tar>"
 #
 # How it builds: the operator's go.mod replaces its own two submodules
@@ -31,33 +33,24 @@
 set -euo pipefail
 
 # v0.85.0 (2025-08-21): the newest release the module proxy answers for here.
-# Its compatibility matrix starts at Prometheus v2.45.0; Debian 12's is
-# 2.42.0, which the Prometheus object names as its version, so the operator
+# Its compatibility matrix runs from Prometheus v2.45.0 to v3.5.0, its
+# default; the Prometheus object names PROMETHEUS_VERSION, and the operator
 # generates the configuration and flags that version takes (it gates each
-# newer option on the version).
+# option on the version).
 VERSION=v0.85.0
 MOD=github.com/prometheus-operator/prometheus-operator
-PROMETHEUS_IMAGE=localhost/dentrylab/prometheus:2.42.0
+PROMETHEUS_VERSION=v3.5.0 # deploy/tools/install.sh prometheus builds it
+PROMETHEUS_IMAGE=localhost/dentrylab/prometheus:$PROMETHEUS_VERSION
 RELOADER_IMAGE=localhost/dentrylab/prometheus-config-reloader:$VERSION
 
 here=$(cd "$(dirname "$0")" && pwd)
-dir=${DENTRYLAB_TOOLS_DIR:-$HOME/.cache/dentrylab/tools}
+. "$here/../tools/go-env.sh"
+dir=$TOOLS
 k8s=${DENTRYLAB_K8S_DIR:-$HOME/.cache/dentrylab/k8s}
-mkdir -p "$dir/bin" "$dir/build/prometheus-operator" "$k8s/images"
-dir=$(cd "$dir" && pwd)
+mkdir -p "$dir/build/prometheus-operator" "$k8s/images"
 k8s=$(cd "$k8s" && pwd)
 bin=$dir/bin
 stamp=$bin/prometheus-operator.version
-export GOMODCACHE=$dir/gomod GOCACHE=$dir/gocache
-export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 GOTOOLCHAIN=${GOTOOLCHAIN:-auto}
-
-GO=
-for cand in "$(command -v go 2>/dev/null || true)" /usr/local/go/bin/go; do
-    if [ -n "$cand" ] && [ -x "$cand" ]; then
-        GO=$cand
-        break
-    fi
-done
 
 have_bins() {
     [ "$(cat "$stamp" 2>/dev/null)" = "$MOD@$VERSION" ] || return 1
@@ -65,7 +58,7 @@ have_bins() {
     "$bin/prometheus-config-reloader" --version 2>&1 | grep -q "${VERSION#v}"
 }
 if ! have_bins; then
-    [ -n "$GO" ] || { echo "prometheus-operator.sh: no go on the PATH or in /usr/local/go" >&2; exit 1; }
+    need_go prometheus-operator.sh
     start=$(date +%s)
     cd "$dir/build/prometheus-operator"
     if ! [ -f go.mod ] || ! grep -q "$MOD $VERSION" go.mod; then
@@ -99,24 +92,20 @@ fi
 crds=$GOMODCACHE/$MOD@$VERSION/example/prometheus-operator-crd
 ls "$crds"/monitoring.coreos.com_*.yaml >/dev/null 2>&1 || { echo "no CRDs in $crds" >&2; exit 1; }
 
-# The images (deploy/local/image.sh: one-layer OCI tarballs).
-prom=$(command -v prometheus || true)
-[ -n "$prom" ] || { echo "prometheus-operator.sh: no prometheus: apt-get install prometheus" >&2; exit 1; }
-prom_version=$("$prom" --version 2>&1 | awk 'NR == 1 {print $3}')
-case "$prom_version" in 2.42.*) ;; *)
-    echo "prometheus-operator.sh: $prom is $prom_version; the Prometheus object says v2.42.0 (Debian 12's)" >&2
-    exit 1 ;;
-esac
-libs=$(ldd "$prom" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | tr '\n' ' ')
-sum=$(cat "$prom" $libs "$bin/prometheus-config-reloader" | sha256sum | cut -c1-16)
-if [ "$(cat "$k8s/images/prometheus-operator.sum" 2>/dev/null)" != "$sum $VERSION" ]; then
-    IMAGE_FILES=$libs "$here/image.sh" "$k8s/images/prometheus.tar" "$PROMETHEUS_IMAGE" "$prom" /bin/prometheus \
+# The images (deploy/local/image.sh: one-layer OCI tarballs of static binaries).
+prom=$("$here/../tools/install.sh" prometheus | tail -n 1)
+"$prom" --version 2>&1 | grep -q "version ${PROMETHEUS_VERSION#v} " \
+    || { echo "prometheus-operator.sh: $prom is not Prometheus $PROMETHEUS_VERSION" >&2; exit 1; }
+sum=$(cat "$prom" "$bin/prometheus-config-reloader" | sha256sum | cut -c1-16)
+if [ "$(cat "$k8s/images/prometheus-operator.sum" 2>/dev/null)" != "$sum $VERSION $PROMETHEUS_VERSION" ]; then
+    "$here/image.sh" "$k8s/images/prometheus.tar" "$PROMETHEUS_IMAGE" "$prom" /bin/prometheus \
         65534:65534 /bin/prometheus >/dev/null
     "$here/image.sh" "$k8s/images/prometheus-config-reloader.tar" "$RELOADER_IMAGE" \
         "$bin/prometheus-config-reloader" /bin/prometheus-config-reloader 65534:65534 \
         /bin/prometheus-config-reloader >/dev/null
-    echo "$sum $VERSION" >"$k8s/images/prometheus-operator.sum"
+    echo "$sum $VERSION $PROMETHEUS_VERSION" >"$k8s/images/prometheus-operator.sum"
 fi
 echo "prometheus-operator $VERSION in $bin; CRDs in $crds; images $PROMETHEUS_IMAGE, $RELOADER_IMAGE" >&2
-echo "OPERATOR_BIN=$bin OPERATOR_CRDS=$crds OPERATOR_VERSION=$VERSION PROMETHEUS_IMAGE=$PROMETHEUS_IMAGE" \
-    "RELOADER_IMAGE=$RELOADER_IMAGE OPERATOR_IMAGES=\"$k8s/images/prometheus.tar $k8s/images/prometheus-config-reloader.tar\""
+echo "OPERATOR_BIN=$bin OPERATOR_CRDS=$crds OPERATOR_VERSION=$VERSION PROMETHEUS_BIN=$prom" \
+    "PROMETHEUS_VERSION=$PROMETHEUS_VERSION PROMETHEUS_IMAGE=$PROMETHEUS_IMAGE RELOADER_IMAGE=$RELOADER_IMAGE" \
+    "OPERATOR_IMAGES=\"$k8s/images/prometheus.tar $k8s/images/prometheus-config-reloader.tar\""
