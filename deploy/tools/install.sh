@@ -6,6 +6,7 @@
 #
 #   deploy/tools/install.sh helm     # helm, for deploy/render.sh and `helm lint`
 #   deploy/tools/install.sh npd      # node-problem-detector, for tests/npd.rs
+#   deploy/tools/install.sh metrics-server  # for `kubectl top`, deploy/local/pod-memory.py
 #
 # Everything goes under $DENTRYLAB_TOOLS_DIR (default
 # $HOME/.cache/dentrylab/tools): bin/NAME and bin/NAME.version (the binary
@@ -13,6 +14,7 @@
 # them, a rebuild then downloads nothing). Static builds (CGO_ENABLED=0).
 set -euo pipefail
 
+ldflags=
 case "${1:-}" in
 helm)
     # helm v3: `go install` of its command at a release tag.
@@ -31,8 +33,18 @@ npd)
     tags=
     check_args=(--version)
     ;;
+metrics-server)
+    # What `kubectl top` reads (the metrics.k8s.io API, from each kubelet's
+    # /metrics/resource); its version stamped as its Makefile does.
+    pkg=sigs.k8s.io/metrics-server/cmd/metrics-server
+    VERSION=v0.8.0
+    name=metrics-server
+    tags=
+    ldflags="-X k8s.io/client-go/pkg/version.gitVersion=$VERSION"
+    check_args=(--version)
+    ;;
 *)
-    echo "usage: deploy/tools/install.sh helm|npd" >&2
+    echo "usage: deploy/tools/install.sh helm|npd|metrics-server" >&2
     exit 2
     ;;
 esac
@@ -69,13 +81,15 @@ if [ "$name" = helm ]; then
     [ "$built" = "$bin" ] || mv "$built" "$bin"
 else
     # The proxy refuses node-problem-detector's version list, which `go
-    # install pkg@version` reads for deprecations (403): download the pinned
+    # install pkg@version` reads for deprecations (403) (metrics-server is
+    # built the same way, for its version stamp): download the pinned
     # version (checked against the checksum database) and build its command
     # in its own module, with its own go.sum.
     mod=${pkg%%/cmd/*}
     src=$(cd "$dir" && "$GO" mod download -json "$mod@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
     [ -n "$src" ] || { echo "go mod download $mod@$VERSION gave no directory" >&2; exit 1; }
-    (cd "$src" && GOFLAGS=-mod=readonly "$GO" build ${tags:+-tags "$tags"} -o "$bin" "./${pkg#"$mod"/}")
+    (cd "$src" && GOFLAGS=-mod=readonly "$GO" build ${tags:+-tags "$tags"} ${ldflags:+-ldflags "$ldflags"} \
+        -o "$bin" "./${pkg#"$mod"/}")
 fi
 echo "$pkg@$VERSION" >"$stamp"
 if ! "$bin" "${check_args[@]}" >/dev/null 2>&1; then
