@@ -11,17 +11,18 @@ ends; with --running it uses one already up and leaves it up. Then:
   1. An image with the host's dentrylab binary and mkfs.ext4 (each with the
      shared libraries ldd lists; deploy/local/image.sh), imported into the
      cluster's containerd. The dentrylab binary is --dentrylab (default
-     target/release/dentrylab, `cargo build --release`).
+     target/release/dentrylab, `cargo build --release`); up.sh puts the
+     same binary in the cluster's own image (DENTRYLAB_BINARY).
   2. metrics-server (deploy/tools/install.sh metrics-server: built from the
      Go module proxy at a pinned version) run on the host against the API
      server, registered as the metrics.k8s.io APIService: what `kubectl
      top` reads. Without kube-proxy a Service's ClusterIP routes nowhere, so
      the Service's fixed ClusterIP is added to the cluster's bridge and
      metrics-server listens on it (the API server dials it there); the
-     API server has no front-proxy client certificate, so metrics-server
-     lets anonymous requests read the metrics API
-     (--authorization-always-allow-paths). Both last only as long as this
-     script. When metrics-server cannot be built or does not become
+     API server has no front-proxy client certificate, so requests reach
+     metrics-server as system:anonymous, which a ClusterRoleBinding lets
+     read the metrics API (and --authorization-always-allow-paths its
+     discovery). All of it lasts only as long as this script. When metrics-server cannot be built or does not become
      available, the JSON says why and the rest goes on.
   3. dentrylab's exporter on the host (`exporter --by-cgroup`, on a free
      loopback port).
@@ -176,12 +177,26 @@ def metrics_server():
         f"--kubelet-client-certificate={PKI}/apiserver-kubelet-client.crt",
         f"--kubelet-client-key={PKI}/apiserver-kubelet-client.key",
         "--kubelet-preferred-address-types=InternalIP", f"--metric-resolution={MS_RESOLUTION_SECONDS}s",
-        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/apis/metrics.k8s.io/*"])
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/version,/apis,/apis/*,/openapi/*"])
     CLEANUPS.append(lambda: kubectl("delete", "apiservice", "v1beta1.metrics.k8s.io", "--ignore-not-found",
                                     check=False))
     CLEANUPS.append(lambda: kubectl("-n", "kube-system", "delete", "service,endpointslice", "-l",
                                     "app=dentrylab-metrics-server", "--ignore-not-found", check=False))
     labels = {"app": "dentrylab-metrics-server"}
+    # The API server proxies without a front-proxy certificate, so each
+    # request reaches metrics-server as system:anonymous: let that user read
+    # the metrics API (resource requests; the paths above are the rest).
+    CLEANUPS.append(lambda: kubectl("delete", "clusterrole,clusterrolebinding", "-l",
+                                    "app=dentrylab-metrics-server", "--ignore-not-found", check=False))
+    apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+           "metadata": {"name": "dentrylab-metrics-reader", "labels": labels},
+           "rules": [{"apiGroups": ["metrics.k8s.io"], "resources": ["pods", "nodes"],
+                      "verbs": ["get", "list", "watch"]}]})
+    apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+           "metadata": {"name": "dentrylab-metrics-reader", "labels": labels},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                       "name": "dentrylab-metrics-reader"},
+           "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}]})
     apply({"apiVersion": "v1", "kind": "Service",
            "metadata": {"name": "metrics-server", "namespace": "kube-system", "labels": labels},
            "spec": {"clusterIP": MS_IP, "ports": [{"name": "https", "port": MS_PORT, "protocol": "TCP"}]}})
@@ -357,8 +372,16 @@ def measure(a):
         "pod_uid") == uid]
     readings["status_by_cgroup"] = {"command": "dentrylab status --by-cgroup --top 50 --json -",
                                     "figure": status["by_cgroup"]["figure"], "rows": rows}
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-        scrape = r.read().decode()
+    scrape = None
+    for _ in range(30):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+                scrape = r.read().decode()
+            break
+        except OSError:
+            time.sleep(1)
+    if scrape is None:
+        die(f"the exporter on 127.0.0.1:{port} did not answer (log: {RUN}/log/pod-memory-exporter.log)")
     readings["exporter"] = {"command": f"dentrylab exporter --by-cgroup --top 50 --listen 127.0.0.1:{port}",
                             "series": [s for s in prom_series(scrape, None, {"uid": uid})
                                        if s["name"].startswith("dentrylab_cgroup_")]}
@@ -429,7 +452,9 @@ def main():
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not a.running:
-        up = subprocess.run([os.path.join(HERE, "up.sh")], stdout=subprocess.PIPE, text=True)
+        # The cluster's own image gets the same binary (no static build).
+        env = dict(os.environ, DENTRYLAB_BINARY=os.environ.get("DENTRYLAB_BINARY", os.path.realpath(a.dentrylab)))
+        up = subprocess.run([os.path.join(HERE, "up.sh")], stdout=subprocess.PIPE, text=True, env=env)
         if up.returncode != 0:
             die(f"up.sh failed (exit {up.returncode})")
     elif not os.path.exists(os.path.join(RUN, "admin.kubeconfig")):
