@@ -185,7 +185,8 @@ fn the_target_and_its_notes_come_from_the_calibration() {
     let first = s["incidents"]["first"].as_str().unwrap_or_else(|| panic!("a first incident: {s}"));
     let row = s["incidents"]["rows"].as_array().unwrap().iter().find(|r| r["key"] == first).unwrap();
     let t = &v["target"];
-    assert_eq!(t["name"], format!("{} ({} s)", row["name"].as_str().unwrap(), row["seconds"]), "{t} {row}");
+    let name = format!("{} ({} s)", row["name"].as_str().unwrap(), row["seconds"].as_f64().unwrap());
+    assert_eq!(t["name"], name, "{t} {row}");
     assert_eq!(t["dentries"], row["dentries_low"], "the low end of the first incident's interval: {t} {row}");
     // The fixture's first incident: the umount victim past a probe's 1 s, its interval 9.81M-12.8M.
     assert_eq!(first, "probe_timeout");
