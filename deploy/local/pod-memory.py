@@ -363,7 +363,12 @@ def measure(a):
     readings = {"witness_before": witness(cg, version)}
     cadvisor = kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/metrics/cadvisor").stdout
     resource = kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/metrics/resource").stdout
-    readings["cadvisor"] = prom_series(cadvisor, CADVISOR_FAMILIES, {"namespace": NS, "pod": POD})
+    # The pod's cgroup and its containers', by the cgroup path in `id`
+    # (cAdvisor labels a container's series with pod and container only
+    # when it finds the container in its runtime: this cluster's containerd
+    # socket is not where cAdvisor looks, so those carry `id` alone).
+    readings["cadvisor"] = [x for x in prom_series(cadvisor, CADVISOR_FAMILIES, {})
+                            if f"pod{uid}" in x["labels"].get("id", "")]
     readings["resource"] = prom_series(resource, RESOURCE_FAMILIES, {"namespace": NS, "pod": POD})
     readings["metrics_server"] = top_once() if ms["available"] else None
     st = run(dentrylab, "status", "--by-cgroup", "--top", "50", "--json", "-")
@@ -392,44 +397,64 @@ def measure(a):
 
 
 def summary(out):
-    """The side-by-side table: one figure per source, for the container."""
+    """The side-by-side table: each source's figures for the pod's cgroup and
+    for its container's (`create`), where the source has them."""
     r = out["readings"]
-    w = r["witness_before"]
+    uid, cid = out["pod"]["uid"], out["pod"]["container_id"]
 
     def one(series, name, **want):
-        v = [s["value"] for s in series if s["name"] == name and all(s["labels"].get(k) == x
-                                                                         for k, x in want.items())]
+        v = [x["value"] for x in series if x["name"] == name
+             and all(x["labels"].get(k, "") == val for k, val in want.items())]
         return v[0] if v else None
 
-    row = next((x for x in r["status_by_cgroup"]["rows"] if x["cgroup"].endswith(out["pod"]["container_id"])),
-               None)
-    mem = (row or {}).get("memory") or {}
+    def cadvisor(name, level):
+        v = [x["value"] for x in r["cadvisor"] if x["name"] == name and (
+            x["labels"]["id"].endswith(cid) if level == "container" else x["labels"]["id"].endswith(f"pod{uid}"))]
+        return v[0] if v else None
+
+    def status_row(level):
+        for x in r["status_by_cgroup"]["rows"]:
+            if x["cgroup"].endswith(cid if level == "container" else f"pod{uid}"):
+                return x.get("memory") or {}
+        return {}
+
     ex = r["exporter"]["series"]
-    cid = out["pod"]["container_id"]
-    return {
-        "witness_working_set_bytes": w["working_set_bytes"],
-        "witness_kernel_bytes": w["kernel_bytes"],
-        "witness_slab_reclaimable_bytes": w["slab_reclaimable_bytes"],
-        "cadvisor_container_memory_working_set_bytes": one(r["cadvisor"], "container_memory_working_set_bytes",
-                                                           container=CONTAINER),
-        "resource_container_memory_working_set_bytes": one(r["resource"], "container_memory_working_set_bytes",
-                                                           container=CONTAINER),
-        "resource_pod_memory_working_set_bytes": one(r["resource"], "pod_memory_working_set_bytes"),
-        "kubectl_top_container_memory_bytes": (r["metrics_server"] or {}).get("container_memory_bytes"),
-        "status_working_set_bytes": mem.get("working_set_bytes"),
-        "status_kernel_bytes": mem.get("kernel_bytes"),
-        "status_slab_reclaimable_bytes": mem.get("slab_reclaimable_bytes"),
-        "status_dentries_estimated": mem.get("dentries_estimated"),
-        "status_working_set_without_kernel_bytes": mem.get("working_set_without_kernel_bytes"),
-        "status_working_set_without_reclaimable_slab_bytes": mem.get("working_set_without_reclaimable_slab_bytes"),
-        "exporter_working_set_bytes": one(ex, "dentrylab_cgroup_working_set_bytes", container_id=cid),
-        "exporter_kernel_memory_bytes": one(ex, "dentrylab_cgroup_kernel_memory_bytes", container_id=cid),
-        "exporter_dentry_bytes_estimated": one(ex, "dentrylab_cgroup_dentry_bytes_estimated", container_id=cid),
-        "exporter_working_set_without_kernel_memory_bytes": one(
-            ex, "dentrylab_cgroup_working_set_without_kernel_memory_bytes", container_id=cid),
-        "exporter_working_set_without_reclaimable_slab_bytes": one(
-            ex, "dentrylab_cgroup_working_set_without_reclaimable_slab_bytes", container_id=cid),
-    }
+    out_ = {}
+    for level in ("container", "pod"):
+        st = status_row(level)
+        ex_id = cid if level == "container" else ""
+        out_[level] = {
+            "cadvisor_working_set_bytes": cadvisor("container_memory_working_set_bytes", level),
+            "cadvisor_usage_bytes": cadvisor("container_memory_usage_bytes", level),
+            "cadvisor_kernel_usage_bytes": cadvisor("container_memory_kernel_usage", level),
+            "resource_working_set_bytes": one(r["resource"], "container_memory_working_set_bytes",
+                                              container=CONTAINER) if level == "container"
+            else one(r["resource"], "pod_memory_working_set_bytes"),
+            "kubectl_top_bytes": (r["metrics_server"] or {}).get("container_memory_bytes")
+            if level == "container" else None,
+            "status_working_set_bytes": st.get("working_set_bytes"),
+            "status_kernel_bytes": st.get("kernel_bytes"),
+            "status_slab_reclaimable_bytes": st.get("slab_reclaimable_bytes"),
+            "status_dentries_estimated": st.get("dentries_estimated"),
+            "status_working_set_without_kernel_bytes": st.get("working_set_without_kernel_bytes"),
+            "status_working_set_without_reclaimable_slab_bytes": st.get(
+                "working_set_without_reclaimable_slab_bytes"),
+            "exporter_working_set_bytes": one(ex, "dentrylab_cgroup_working_set_bytes", container_id=ex_id),
+            "exporter_kernel_memory_bytes": one(ex, "dentrylab_cgroup_kernel_memory_bytes", container_id=ex_id),
+            "exporter_slab_reclaimable_bytes": one(ex, "dentrylab_cgroup_slab_reclaimable_bytes",
+                                                   container_id=ex_id),
+            "exporter_dentry_bytes_estimated": one(ex, "dentrylab_cgroup_dentry_bytes_estimated",
+                                                   container_id=ex_id),
+            "exporter_working_set_without_kernel_memory_bytes": one(
+                ex, "dentrylab_cgroup_working_set_without_kernel_memory_bytes", container_id=ex_id),
+            "exporter_working_set_without_reclaimable_slab_bytes": one(
+                ex, "dentrylab_cgroup_working_set_without_reclaimable_slab_bytes", container_id=ex_id),
+        }
+    w = r["witness_before"]
+    out_["container"].update({"witness_working_set_bytes": w["working_set_bytes"],
+                              "witness_kernel_bytes": w["kernel_bytes"],
+                              "witness_slab_reclaimable_bytes": w["slab_reclaimable_bytes"]})
+    return out_
 
 
 def main():
