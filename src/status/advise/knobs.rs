@@ -81,11 +81,9 @@ fn on_first_incident(node: &Node<'_>, target: Option<&Target>, best: Option<&Evi
     let t = target?;
     let Some(now) = t.seconds_to else {
         return Some(match node.growth_per_second {
-            None => format!(
-                "the growth is not known, so neither is the time to {} at {}",
-                t.name,
-                human(t.dentries as u64)
-            ),
+            None => {
+                format!("the growth is not known, so neither is the time to {} at {}", t.name, human(t.dentries as u64))
+            }
             Some(_) => format!("the count is not growing: no time to {} at {}", t.name, human(t.dentries as u64)),
         });
     };
@@ -200,7 +198,7 @@ fn memory_limit(recorded: &[Recorded]) -> Knob {
     let sweeps: Vec<&Recorded> = recorded.iter().filter(|r| r.memory_limit_sweep.is_some()).collect();
     let mut k = Knob {
         knob: "memory-limit".into(),
-        scope: "memory cgroup (per pod)".into(),
+        scope: "memory cgroup, per pod".into(),
         present: true,
         current: None,
         judged: !sweeps.is_empty(),
