@@ -257,8 +257,13 @@ pub(crate) fn load(dir: &Path) -> Result<Option<Calibration>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", p.display())),
     };
-    let c: Calibration =
-        serde_json::from_str(&text).with_context(|| format!("{} is not a calibration", p.display()))?;
+    let c: Calibration = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a calibration: save a new one with `sudo dentrylab reclaim --sizes auto`, or move it away \
+             to use the built-in default",
+            p.display()
+        )
+    })?;
     Ok(Some(c))
 }
 

@@ -159,3 +159,119 @@ fn status_advise_prints_one_line_per_knob() {
         assert!(lines.iter().any(|l| l.contains(name)), "{name} in {lines:?}");
     }
 }
+
+fn status_json(proc: &Path, state: &Path) -> serde_json::Value {
+    let o = bin()
+        .args(["status", "--proc-root", proc.to_str().unwrap(), "--state-dir", state.to_str().unwrap()])
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// What advise keeps the node below is the calibration's first incident,
+/// the low end of its interval, exactly as `status` reads it from the same
+/// files; its name, and the notes on how far the calibration holds here
+/// (another kernel build than the node's), are the calibration's too; the
+/// text names each deadline once, with its own article.
+#[test]
+fn the_target_and_its_notes_come_from_the_calibration() {
+    let d = proc_tree();
+    let proc = d.path().join("proc");
+    let state = repo().join("tests/fixtures/calibration/6.18-victims");
+    let v = advise(&proc, &["--growth", "1000/s"]);
+    let s = status_json(&proc, &state);
+    let first = s["incidents"]["first"].as_str().unwrap_or_else(|| panic!("a first incident: {s}"));
+    let row = s["incidents"]["rows"].as_array().unwrap().iter().find(|r| r["key"] == first).unwrap();
+    let t = &v["target"];
+    let name = format!("{} ({} s)", row["name"].as_str().unwrap(), row["seconds"].as_f64().unwrap());
+    assert_eq!(t["name"], name, "{t} {row}");
+    assert_eq!(t["dentries"], row["dentries_low"], "the low end of the first incident's interval: {t} {row}");
+    // The fixture's first incident: the umount victim past a probe's 1 s, its interval 9.81M-12.8M.
+    assert_eq!(first, "probe_timeout");
+    assert!((t["dentries"].as_f64().unwrap() - 9_814_387.467).abs() < 1.0, "{t}");
+    let nr = v["nr_dentry"].as_f64().unwrap();
+    assert!((t["seconds_to"].as_f64().unwrap() - (t["dentries"].as_f64().unwrap() - nr) / 1000.0).abs() < 1e-6);
+    assert_eq!(v["calibration"], s["calibration"]["name"]);
+    let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    for n in s["notes"].as_array().unwrap() {
+        assert!(notes.contains(&n.as_str().unwrap()), "status's note {n} in advise's {notes:?}");
+    }
+    assert!(notes.iter().any(|n| n.contains("measured on kernel 6.18.44-fc-v669")), "{notes:?}");
+
+    let o = bin()
+        .args(["advise", "--proc-root", proc.to_str().unwrap(), "--state-dir", state.to_str().unwrap()])
+        .args(["--growth", "1000/s"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("first incident: an exec or HTTP probe's timeout (1 s) at 9.81M dentries"), "{out}");
+    assert!(!out.contains("the an ") && !out.contains("the the "), "{out}");
+    assert!(out.contains("note: the calibration was measured on kernel 6.18.44-fc-v669"), "{out}");
+}
+
+/// A calibration without the victims' part (schema 1): the target is the
+/// soft-lockup edge's low end, named so.
+#[test]
+fn without_victims_the_target_is_the_soft_lockup() {
+    let d = proc_tree();
+    let proc = d.path().join("proc");
+    let state = repo().join("tests/fixtures/calibration/6.18-quick");
+    let o = bin()
+        .args(["advise", "--proc-root", proc.to_str().unwrap(), "--state-dir", state.to_str().unwrap()])
+        .args(["--growth", "0", "--json", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = status_json(&proc, &state);
+    assert_eq!(v["target"]["name"], "the soft lockup");
+    let p = &s["prediction"];
+    let want = if p["lockup_dentries_low"].is_null() { &p["lockup_dentries"] } else { &p["lockup_dentries_low"] };
+    assert_eq!(&v["target"]["dentries"], want, "{p}");
+    assert!(v["target"]["seconds_to"].is_null(), "not growing: {}", v["target"]);
+}
+
+/// A calibration file that is not one (cut short, empty, another
+/// benchmark's result): `advise` and `status --advise` exit 1, the first
+/// line naming the file and what to do, the parser's reason below it.
+#[test]
+fn a_garbled_calibration_is_one_clear_line() {
+    let d = proc_tree();
+    let proc = d.path().join("proc");
+    let seed = std::fs::read_to_string(repo().join("docs/results/seed-6.18.json")).unwrap();
+    for (what, text) in [("cut short", "{\"schema\": 2, \"kernel\": "), ("empty", ""), ("a reclaim result", &*seed)] {
+        let state = tempfile::tempdir().unwrap();
+        let file = state.path().join("calibration.json");
+        std::fs::write(&file, text).unwrap();
+        for args in [&["advise", "--growth", "0"][..], &["status", "--advise"][..]] {
+            let o = bin()
+                .args(args)
+                .args(["--proc-root", proc.to_str().unwrap(), "--state-dir", state.path().to_str().unwrap()])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{what} {args:?}: {err}");
+            let first = err.lines().next().unwrap_or("");
+            assert!(
+                first.contains(&format!("{} is not a calibration", file.display()))
+                    && first.contains("sudo dentrylab reclaim --sizes auto"),
+                "{what} {args:?}: {err}"
+            );
+            assert!(err.lines().count() == 2 && !err.contains("panicked"), "{what} {args:?}: {err}");
+            assert!(o.stdout.is_empty(), "{what} {args:?}: nothing printed before the error");
+        }
+    }
+    // No calibration at all is no error: the built-in default, named.
+    let empty = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["advise", "--growth", "0", "--proc-root", proc.to_str().unwrap()])
+        .args(["--state-dir", empty.path().to_str().unwrap(), "--json", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["calibration"].as_str().unwrap().starts_with("built-in conservative default"), "{}", v["calibration"]);
+    assert!(v["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("sudo dentrylab reclaim")));
+}

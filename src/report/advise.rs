@@ -4,8 +4,6 @@
 
 use std::fmt::Write;
 
-use super::Grid;
-use super::plain::render_grid;
 use crate::size::{grouped, human};
 use crate::status::advise::{Advice, GrowthSource, Knob};
 use crate::status::growth::{human_duration, signed_rate};
@@ -27,30 +25,20 @@ pub(crate) fn text(a: &Advice) -> String {
     let _ = match &a.target {
         Some(t) => writeln!(
             s,
-            "first incident: the {} at {} dentries, {}\n",
+            "first incident: {} at {} dentries, {}\n",
             t.name,
             human(t.dentries as u64),
             t.seconds_to.map_or("no time at this growth".into(), |x| format!("{} away", human_duration(x)))
         ),
         None => writeln!(s, "first incident: not predicted by the calibration\n"),
     };
-    let rows = a
-        .knobs
-        .iter()
-        .map(|k| {
-            vec![
-                k.knob.clone(),
-                k.scope.clone(),
-                k.current.clone().unwrap_or_else(|| if k.present { "–".into() } else { "absent".into() }),
-                match (&k.value, &k.why_not) {
-                    (Some(v), _) => v.clone(),
-                    (None, Some(w)) => format!("cannot judge: {w}"),
-                    (None, None) => "–".into(),
-                },
-            ]
-        })
-        .collect();
-    s += &render_grid(&Grid { header: vec!["Knob".into(), "Scope".into(), "Now".into(), "Set".into()], rows });
+    // One line per knob (a table would right-align sentences): its scope,
+    // its value now, and what to set or why it cannot be judged.
+    let _ = writeln!(s, "what to set, per knob:");
+    for k in &a.knobs {
+        let now = k.current.clone().unwrap_or_else(|| if k.present { "–".into() } else { "absent".into() });
+        let _ = writeln!(s, "  {} ({}, now {now}): {}", k.knob, k.scope, what(k));
+    }
     for k in a.knobs.iter().filter(|k| k.judged) {
         s += &details(k);
     }
@@ -79,17 +67,21 @@ fn details(k: &Knob) -> String {
     s
 }
 
+/// `set VALUE`, or why the knob cannot be judged.
+fn what(k: &Knob) -> String {
+    match (&k.value, &k.why_not) {
+        (Some(v), _) => format!("set {v}"),
+        (None, Some(w)) => format!("cannot judge: {w}"),
+        (None, None) => "–".into(),
+    }
+}
+
 /// `status --advise`: one line per knob.
 pub(crate) fn lines(a: &Advice) -> String {
     let mut s = String::from("\nadvice (dentrylab advise for the effects and sources):\n");
     for k in &a.knobs {
-        let what = match (&k.value, &k.why_not) {
-            (Some(v), _) => format!("set {v}"),
-            (None, Some(w)) => format!("cannot judge: {w}"),
-            (None, None) => "–".into(),
-        };
         let now = k.current.as_ref().map_or(String::new(), |c| format!(" (now {c})"));
-        let _ = writeln!(s, "  {}{now}: {what}", k.knob);
+        let _ = writeln!(s, "  {}{now}: {}", k.knob, what(k));
     }
     s
 }

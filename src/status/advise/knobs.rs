@@ -81,17 +81,15 @@ fn on_first_incident(node: &Node<'_>, target: Option<&Target>, best: Option<&Evi
     let t = target?;
     let Some(now) = t.seconds_to else {
         return Some(match node.growth_per_second {
-            None => format!(
-                "the growth is not known, so neither is the time to the {} at {}",
-                t.name,
-                human(t.dentries as u64)
-            ),
-            Some(_) => format!("the count is not growing: no time to the {} at {}", t.name, human(t.dentries as u64)),
+            None => {
+                format!("the growth is not known, so neither is the time to {} at {}", t.name, human(t.dentries as u64))
+            }
+            Some(_) => format!("the count is not growing: no time to {} at {}", t.name, human(t.dentries as u64)),
         });
     };
     let Some(e) = best else {
         return Some(format!(
-            "no change measured: the {} at {} stays {} away",
+            "no change measured: {} at {} stays {} away",
             t.name,
             human(t.dentries as u64),
             human_duration(now)
@@ -99,7 +97,7 @@ fn on_first_incident(node: &Node<'_>, target: Option<&Target>, best: Option<&Evi
     };
     let with = node.seconds_to(t.dentries, e.dentries_ratio).unwrap_or(f64::INFINITY);
     Some(format!(
-        "the {} at {}: {} away now, {} with it (today's growth ×{:.2}, as {} measured)",
+        "{} at {}: {} away now, {} with it (today's growth ×{:.2}, as {} measured)",
         t.name,
         human(t.dentries as u64),
         human_duration(now),
@@ -171,14 +169,14 @@ fn drop_caches(node: &Node<'_>, target: Option<&Target>, recorded: &[Recorded], 
     let in_use = node.status.dentries.nr_dentry.saturating_sub(node.status.dentries.nr_unused) as f64;
     k.value = Some(match (target, node.growth_per_second) {
         (Some(t), Some(g)) if g > 0.0 && t.dentries > in_use => format!(
-            "at most every {} (the {} at {} less the {} dentries in use, at today's growth)",
+            "at most every {} ({} at {} less the {} dentries in use, at today's growth)",
             human_duration((t.dentries - in_use) / g),
             t.name,
             human(t.dentries as u64),
             human(in_use as u64)
         ),
         (Some(t), _) if t.dentries <= in_use => format!(
-            "none helps: the dentries in use ({}) are already past the {} at {}",
+            "none helps: the dentries in use ({}) are already past {} at {}",
             human(in_use as u64),
             t.name,
             human(t.dentries as u64)
@@ -200,7 +198,7 @@ fn memory_limit(recorded: &[Recorded]) -> Knob {
     let sweeps: Vec<&Recorded> = recorded.iter().filter(|r| r.memory_limit_sweep.is_some()).collect();
     let mut k = Knob {
         knob: "memory-limit".into(),
-        scope: "memory cgroup (per pod)".into(),
+        scope: "memory cgroup, per pod".into(),
         present: true,
         current: None,
         judged: !sweeps.is_empty(),

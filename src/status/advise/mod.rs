@@ -35,7 +35,8 @@ pub(crate) enum GrowthSource {
 /// The count the advice keeps the node below.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Target {
-    /// The deadline's name (the first incident's), or `soft lockup`.
+    /// The deadline's name with its article and seconds (the first incident's,
+    /// `an exec or HTTP probe's timeout (1 s)`), or `the soft lockup`.
     pub name: String,
     /// The low end of its 90% interval where there is one, else the point.
     pub dentries: f64,
@@ -103,7 +104,7 @@ impl Node<'_> {
         });
         let lockup = || {
             let p = &s.prediction;
-            p.lockup_dentries_low.or(p.lockup_dentries).map(|d| ("soft lockup".to_string(), d))
+            p.lockup_dentries_low.or(p.lockup_dentries).map(|d| ("the soft lockup".to_string(), d))
         };
         let (name, dentries) = first.or_else(lockup)?;
         let seconds_to = self.seconds_to(dentries, 1.0);
@@ -126,7 +127,8 @@ impl Node<'_> {
 pub(crate) fn assess(node: &Node<'_>, recorded: &[recorded::Recorded], proc: &ProcRoot) -> Advice {
     let s = node.status;
     let target = node.target();
-    let mut notes = Vec::new();
+    // The node's own notes first: they say how far its calibration can be trusted here.
+    let mut notes = s.notes.clone();
     if recorded.iter().any(|r| r.environment.kernel != s.environment.kernel) {
         notes.push(format!(
             "some recorded results were measured on another kernel than this node's ({}): their effects are that \
