@@ -190,8 +190,9 @@ fn not_measured(key: DeadlineKey, ran: &[Victim]) -> Option<String> {
         MeasuredBy::Nobody(why) => Some(why.into()),
         MeasuredBy::Only(v) if ran.contains(&v) => None,
         MeasuredBy::Only(v) => Some(format!(
-            "only the {} victim measures it, and the calibration did not run it (saved before it existed, or \
-             --victims left it out): {HOW_TO_MEASURE}",
+            "only the {} victim measures it, and the calibration did not run it (saved before it existed, \
+             --victims left it out, or none of its calls overlapped a reclaim: the calibration's victims say \
+             why): {HOW_TO_MEASURE}",
             v.name()
         )),
     }

@@ -52,8 +52,10 @@ impl ReclaimResult {
 /// fits (the reclaiming CPU's is the calibration's stretch fit already),
 /// who does not wait, and every deadline with its first incident.
 fn saved(a: &Analysis, ran: &[crate::probe::victims::Victim]) -> VictimsCalibration {
+    // A victim that failed ran, but measured nothing.
+    let ran = ran.iter().copied().filter(|v| !a.failed.iter().any(|f| f.victim == *v)).collect();
     VictimsCalibration {
-        ran: ran.to_vec(),
+        ran,
         largest_size: a.sizes.iter().map(|s| s.target).max().unwrap_or(0),
         fits: a.fits.iter().filter(|f| f.watches == Watches::Victims).cloned().collect(),
         unaffected: a.unaffected.iter().map(|u| NotWaiting { victim: u.victim, why: u.why.clone() }).collect(),

@@ -153,6 +153,10 @@ pub(crate) struct Analysis {
     /// The victims whose calls do not wait for the reclaim (not fitted).
     #[serde(default)]
     pub unaffected: Vec<Unaffected>,
+    /// The victims none of whose calls overlapped a reclaim, with the
+    /// first error their calls met: not measured, never "not waiting".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<Unaffected>,
     pub incidents: Vec<Incident>,
     /// For every method and victim: whether that reclaim path stalls it
     /// (judged as [`Analysis::unaffected`] is; fits and deadlines are the
@@ -194,6 +198,9 @@ enum Judged {
     Unaffected(String),
 }
 
+/// Why a victim was not measured.
+const NO_CALL: &str = "no call overlapped a reclaim";
+
 /// Whether a victim waits for the reclaim: its longest call during the
 /// reclaim at the largest size must be [`WAIT_FACTOR`]× its longest
 /// outside, taken over every size's control window (the median of all of
@@ -203,7 +210,7 @@ enum Judged {
 /// does not: the safe side, as the stretch's fit falls back to the wider
 /// model when a run cannot test.
 fn judge(fit: Option<&crate::analysis::fit::PowerFit>, last: Option<&VictimSize>, controls: &[f64]) -> Judged {
-    let Some(last) = last else { return Judged::Unaffected("no call overlapped a reclaim".into()) };
+    let Some(last) = last else { return Judged::Unaffected(NO_CALL.into()) };
     let controls: Vec<f64> = controls.iter().copied().filter(|c| c.is_finite()).collect();
     let outside = if controls.is_empty() { last.outside_longest_seconds } else { median(&controls) };
     let during = last.longest_seconds.median;
@@ -309,9 +316,17 @@ pub(crate) fn analyse(
     kinds.sort();
     kinds.dedup();
     let (mut out, mut fits, mut unaffected, mut stalls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut failed = Vec::new();
     for &method in &methods {
         for &v in &kinds {
             let (rows, points, controls) = rows_of(runs, sizes, method, v);
+            if rows.is_empty() && method == first {
+                // Nothing measured: say why, and judge no deadline by it.
+                let error = runs.iter().flat_map(|r| &r.victims).find_map(|o| o.error.clone().filter(|_| o.victim == v));
+                let why = error.map_or_else(|| NO_CALL.to_string(), |e| format!("{NO_CALL}: {e}"));
+                failed.push(Unaffected { victim: v, why });
+                continue;
+            }
             // The reclaim's own machinery: c·N unless the waits reject it,
             // with the victims' own run scatter carried into the band.
             let model = crate::analysis::linearity::choose(&points, crate::analysis::run_scatter::VICTIM);
@@ -361,7 +376,7 @@ pub(crate) fn analyse(
         });
     }
     let incidents = super::deadline_keys::incidents(deadlines, &fits);
-    Some(Analysis { sizes: out, fits, unaffected, incidents, stalls })
+    Some(Analysis { sizes: out, fits, unaffected, failed, incidents, stalls })
 }
 
 /// Kubernetes' default timeout of an exec or HTTP probe (`timeoutSeconds`).
@@ -544,6 +559,26 @@ pub(crate) mod tests {
             }
         }
         analyse(&runs, &[], None, &[]).unwrap()
+    }
+
+    /// A victim whose every call failed measured nothing: it is named with
+    /// its error as failed, never "not waiting", and judges no deadline.
+    #[test]
+    fn a_victim_whose_calls_all_failed_is_failed_not_unaffected() {
+        let mut runs = Vec::new();
+        for target in [1_000_000, 2_000_000] {
+            let mut r = run("umount", target, 0);
+            r.victims.truncate(1);
+            r.victims[0].victim = Victim::PodStart;
+            r.victims[0].during = stats(0, 0.0);
+            r.victims[0].error = Some("pod-start step 'cgroup mkdir': File exists (os error 17)".into());
+            runs.push(r);
+        }
+        let a = analyse(&runs, &[], None, &[]).unwrap();
+        assert!(a.unaffected.is_empty() && a.fits.is_empty(), "{a:?}");
+        assert_eq!(a.failed.len(), 1, "{a:?}");
+        assert_eq!(a.failed[0].victim, Victim::PodStart);
+        assert!(a.failed[0].why.contains("no call overlapped a reclaim: pod-start step"), "{}", a.failed[0].why);
     }
 
     /// A wait clear of its control whose growth the data can neither show

@@ -250,6 +250,7 @@ mod tests {
                 may_wait: None,
             }],
             unaffected: vec![Unaffected { victim: Victim::Stat, why: "flat".into() }],
+            failed: vec![],
             incidents: vec![],
             stalls: vec![],
         });
