@@ -90,7 +90,9 @@ fn arm64_version_under_qemu_is_the_amd64_one() {
     assert_eq!(arm, amd);
     // The same crate version as the binary the tests built (the compiler
     // differs: the image's is the pinned Debian one).
-    let ours = String::from_utf8(run(common::bin().arg("--version")).stdout).unwrap();
+    let mut cmd = common::bin();
+    cmd.arg("--version");
+    let ours = String::from_utf8(run(cmd).stdout).unwrap();
     let word = |s: &str| s.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
     assert_eq!(word(&arm), word(&ours), "arm64 {arm:?}, tests' {ours:?}");
 }

@@ -12,8 +12,10 @@
 # built --no-default-features, like deploy/Dockerfile: without the census's
 # BPF backend, which would need libbpf, libelf and zlib built for each
 # architecture; the census walks by /proc/kcore in the image. The cargo
-# target directory is target/static (another compiler than the one the
-# tests build with; kept apart so neither rebuilds the other's).
+# target directory is $DENTRYLAB_STATIC_TARGET (default
+# $HOME/.cache/dentrylab/static-target): another compiler than the one the
+# tests build with, kept apart so neither rebuilds the other's, and outside
+# the clone so that CI's fresh clone rebuilds only dentrylab itself.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-target/image}
@@ -24,7 +26,8 @@ sysroot=$(deploy/tools/rust-cross.sh | tail -n 1)
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
 name=${DENTRYLAB_IMAGE:-ghcr.io/dentrylab/dentrylab:$version}
 
-export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc CARGO_TARGET_DIR=$PWD/target/static
+export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+export CARGO_TARGET_DIR=${DENTRYLAB_STATIC_TARGET:-$HOME/.cache/dentrylab/static-target}
 # Target flags only: with --target, cargo gives build scripts and proc
 # macros (built for the host) none of these.
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static"
