@@ -66,7 +66,11 @@ fn https_scrape_needs_the_password() {
     require!(common::has("openssl") && common::has("curl"), "needs openssl and curl (see .ci/run)");
     let dir = web_dir("");
     let e = start("--web-config-file", dir.path());
-    assert!(e.banner.contains("listening on https://") && e.banner.contains("TLS, basic auth for 1 user"), "{}", e.banner);
+    assert!(
+        e.banner.contains("listening on https://") && e.banner.contains("TLS, basic auth for 1 user"),
+        "{}",
+        e.banner
+    );
 
     let none = curl(&e, dir.path(), "https", None);
     assert_eq!(status(&none), 401, "{}", String::from_utf8_lossy(&none.stderr));

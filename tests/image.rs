@@ -105,7 +105,8 @@ fn arm64_status_under_qemu_is_the_amd64_one() {
     for kernel in ["6.18", "5.10"] {
         let root = fixture(kernel);
         for extra in [&[][..], &["--json", "-"][..]] {
-            let mut args = vec!["status", "--proc-root", root.to_str().unwrap(), "--state-dir", state.to_str().unwrap()];
+            let mut args =
+                vec!["status", "--proc-root", root.to_str().unwrap(), "--state-dir", state.to_str().unwrap()];
             args.extend_from_slice(extra);
             let arm = dentrylab("arm64", &args);
             let amd = dentrylab("amd64", &args);
@@ -114,7 +115,12 @@ fn arm64_status_under_qemu_is_the_amd64_one() {
             assert_eq!(text, String::from_utf8(amd.stdout).unwrap(), "status {extra:?} on {kernel}");
         }
     }
-    println!("{}", String::from_utf8_lossy(&dentrylab("arm64", &["status", "--proc-root", fixture("6.18").to_str().unwrap()]).stdout));
+    println!(
+        "{}",
+        String::from_utf8_lossy(
+            &dentrylab("arm64", &["status", "--proc-root", fixture("6.18").to_str().unwrap()]).stdout
+        )
+    );
 }
 
 /// The layout: its index names one image index by tag, which lists one
@@ -142,8 +148,12 @@ fn oci_image_has_one_manifest_per_platform() {
     assert_eq!(entries[0]["annotations"]["org.opencontainers.image.ref.name"], version);
     assert_eq!(entries[0]["mediaType"], "application/vnd.oci.image.index.v1+json");
     let index = json(&blob(&entries[0]));
-    let platforms: Vec<&str> =
-        index["manifests"].as_array().unwrap().iter().map(|m| m["platform"]["architecture"].as_str().unwrap()).collect();
+    let platforms: Vec<&str> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["platform"]["architecture"].as_str().unwrap())
+        .collect();
     assert_eq!(platforms, ["amd64", "arm64"]);
     let unpack = tempfile::tempdir().unwrap();
     for m in index["manifests"].as_array().unwrap() {
@@ -165,12 +175,14 @@ fn oci_image_has_one_manifest_per_platform() {
             c.arg("-xzf").arg(&gz).arg("-C").arg(&dir);
             c
         });
-        let diff_id = sha256(&run({
-            let mut c = Command::new("gzip");
-            c.arg("-dc").arg(&gz);
-            c
-        })
-        .stdout);
+        let diff_id = sha256(
+            &run({
+                let mut c = Command::new("gzip");
+                c.arg("-dc").arg(&gz);
+                c
+            })
+            .stdout,
+        );
         assert_eq!(config["rootfs"]["diff_ids"][0], format!("sha256:{diff_id}"), "{arch}: the layer's diff_id");
         assert_eq!(read(&dir.join("dentrylab")), read(&built(arch).unwrap()), "{arch}: /dentrylab");
         assert!(dir.join("tmp").is_dir() && std::fs::read_dir(dir.join("tmp")).unwrap().next().is_none());

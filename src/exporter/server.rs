@@ -82,7 +82,11 @@ impl Web {
             let value = HeaderValue::from_str(v).with_context(|| format!("http_server_config.headers.{k}: {v:?}"))?;
             headers.push((name, value));
         }
-        Ok(Web { tls: tls.map(tokio_rustls::TlsAcceptor::from), users: Users::new(c.users.clone()).map(Arc::new), headers })
+        Ok(Web {
+            tls: tls.map(tokio_rustls::TlsAcceptor::from),
+            users: Users::new(c.users.clone()).map(Arc::new),
+            headers,
+        })
     }
 
     /// `https` or `http`.

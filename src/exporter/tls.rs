@@ -24,7 +24,9 @@ fn provider() -> Arc<CryptoProvider> {
 fn read(pem: &Pem, what: &str) -> Result<Vec<u8>> {
     match pem {
         Pem::Inline(s) => Ok(s.as_bytes().to_vec()),
-        Pem::File(f) => std::fs::read(f).with_context(|| format!("tls_server_config.{what}_file: cannot read {}", f.display())),
+        Pem::File(f) => {
+            std::fs::read(f).with_context(|| format!("tls_server_config.{what}_file: cannot read {}", f.display()))
+        }
     }
 }
 
@@ -85,14 +87,12 @@ impl ResolvesServerCert for Reloading {
 pub(crate) fn server_config(t: &Tls) -> Result<Arc<rustls::ServerConfig>> {
     let provider = provider();
     let first = certified(t, &provider)?;
-    let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
-        (Version::Tls12, &rustls::version::TLS12),
-        (Version::Tls13, &rustls::version::TLS13),
-    ]
-    .into_iter()
-    .filter(|(v, _)| (t.min_version..=t.max_version).contains(v))
-    .map(|(_, p)| p)
-    .collect();
+    let versions: Vec<&'static rustls::SupportedProtocolVersion> =
+        [(Version::Tls12, &rustls::version::TLS12), (Version::Tls13, &rustls::version::TLS13)]
+            .into_iter()
+            .filter(|(v, _)| (t.min_version..=t.max_version).contains(v))
+            .map(|(_, p)| p)
+            .collect();
     let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions)
         .context("tls_server_config: min_version and max_version")?;

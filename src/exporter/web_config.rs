@@ -82,7 +82,9 @@ pub(crate) fn load(path: &Path) -> Result<WebConfig> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let c = parse(&text, dir).with_context(|| format!("{}", path.display()))?;
     if let Some(t) = &c.tls {
-        for (what, pem) in [("cert_file", Some(&t.cert)), ("key_file", Some(&t.key)), ("client_ca_file", t.client_ca.as_ref())] {
+        for (what, pem) in
+            [("cert_file", Some(&t.cert)), ("key_file", Some(&t.key)), ("client_ca_file", t.client_ca.as_ref())]
+        {
             if let Some(Pem::File(f)) = pem {
                 std::fs::metadata(f).with_context(|| {
                     format!("{}: tls_server_config.{what}: cannot read {}", path.display(), f.display())
@@ -107,10 +109,12 @@ pub(crate) fn parse(text: &str, dir: &Path) -> Result<WebConfig> {
             "tls_server_config" => c.tls = tls(v, dir)?,
             "http_server_config" => c.headers = http(v)?,
             "basic_auth_users" => c.users = users(v)?,
-            "rate_limit" => bail!(
-                "rate_limit is not supported by dentrylab: --max-requests bounds the scrapes in flight instead"
+            "rate_limit" => {
+                bail!("rate_limit is not supported by dentrylab: --max-requests bounds the scrapes in flight instead")
+            }
+            other => bail!(
+                "unknown key {other:?} (exporter-toolkit's keys: tls_server_config, http_server_config, basic_auth_users)"
             ),
-            other => bail!("unknown key {other:?} (exporter-toolkit's keys: tls_server_config, http_server_config, basic_auth_users)"),
         }
     }
     Ok(c)
@@ -172,7 +176,9 @@ fn tls(v: &Yaml, dir: &Path) -> Result<Option<Tls>> {
             "client_auth_type" => auth = string(v, &at)?,
             "min_version" => min = version(v, &at)?,
             "max_version" => max = version(v, &at)?,
-            "prefer_server_cipher_suites" => prefer = v.as_bool().with_context(|| format!("{at}: not true or false"))?,
+            "prefer_server_cipher_suites" => {
+                prefer = v.as_bool().with_context(|| format!("{at}: not true or false"))?
+            }
             "cipher_suites" | "curve_preferences" | "client_allowed_sans" => {
                 bail!("{at} is not supported by dentrylab (its TLS, rustls, picks safe suites and curves itself)")
             }
@@ -316,10 +322,19 @@ mod tests {
             ("tls_server_config:\n  cert_file: a\n", "missing one of key or key_file"),
             ("tls_server_config:\n  cert_file: a\n  cert: b\n  key_file: k\n", "give cert or cert_file, not both"),
             ("tls_server_config:\n  cert_file: a\n  key_file: k\n  min_version: TLS11\n", "TLS11 is not supported"),
-            ("tls_server_config:\n  cert_file: a\n  key_file: k\n  cipher_suites: [X]\n", "cipher_suites is not supported"),
-            ("tls_server_config:\n  cert_file: a\n  key_file: k\n  client_auth_type: RequireAnyClientCert\n", "not supported"),
+            (
+                "tls_server_config:\n  cert_file: a\n  key_file: k\n  cipher_suites: [X]\n",
+                "cipher_suites is not supported",
+            ),
+            (
+                "tls_server_config:\n  cert_file: a\n  key_file: k\n  client_auth_type: RequireAnyClientCert\n",
+                "not supported",
+            ),
             ("tls_server_config:\n  cert_file: a\n  key_file: k\n  client_ca_file: ca\n", "without a client_auth_type"),
-            ("tls_server_config:\n  cert_file: a\n  key_file: k\n  client_auth_type: RequireAndVerifyClientCert\n", "needs client_ca_file"),
+            (
+                "tls_server_config:\n  cert_file: a\n  key_file: k\n  client_auth_type: RequireAndVerifyClientCert\n",
+                "needs client_ca_file",
+            ),
             ("tls_server_config:\n  certfile: a\n", "unknown key tls_server_config.certfile"),
             ("basic_auth_users:\n  u: plain\n", "basic_auth_users.u: not a bcrypt hash"),
             ("http_server_config:\n  headers:\n    X-Powered-By: me\n", "can not be configured"),
