@@ -1,10 +1,13 @@
-//! An image for every node (issue 39): the static amd64 and arm64 binaries
-//! and the multi-arch OCI image that `deploy/image/build.sh` writes
-//! (`.ci/run` runs it before the tests; `DENTRYLAB_IMAGE_DIR` names another
-//! output directory than `target/image`). The arm64 binary runs here under
-//! qemu-user (`qemu-aarch64-static`, Debian's qemu-user-static) on the
-//! captured proc trees, and must say what the amd64 binary says; the image's
-//! layout is read by hand (every blob's digest and size) and by skopeo.
+//! An image for every node (issue 39). The static arm64 binary that
+//! `deploy/image/cross.sh cross-test arm64` builds with the pinned Debian
+//! toolchain (`.ci/run` builds it before the tests, into
+//! `target/qemu-test/dentrylab-linux-arm64`; `DENTRYLAB_ARM64_BIN` names
+//! another) runs here under qemu-user (`qemu-aarch64-static`, Debian's
+//! qemu-user-static) on the captured proc trees and must say what the
+//! amd64 binary the tests built says. `deploy/image/oci.sh` makes a
+//! multi-arch OCI image of those two binaries, read by hand (every blob's
+//! digest and size) and by skopeo: the same script that
+//! `deploy/image/build.sh` runs on the release binaries it ships.
 
 mod common;
 mod metrics;
@@ -15,22 +18,34 @@ use std::process::{Command, Output};
 use metrics::{calibration_dir, fixture, repo};
 use serde_json::Value;
 
-fn image_dir() -> PathBuf {
-    std::env::var_os("DENTRYLAB_IMAGE_DIR").map_or_else(|| repo().join("target/image"), PathBuf::from)
-}
-
-/// The built binary for `arch`, if deploy/image/build.sh has run.
-fn built(arch: &str) -> Option<PathBuf> {
-    let p = image_dir().join(format!("dentrylab-linux-{arch}"));
+/// The arm64 binary, if it was built.
+fn arm64() -> Option<PathBuf> {
+    let p = std::env::var_os("DENTRYLAB_ARM64_BIN")
+        .map_or_else(|| repo().join("target/qemu-test/dentrylab-linux-arm64"), PathBuf::from);
     p.is_file().then_some(p)
 }
 
-macro_rules! require_built {
+/// The amd64 binary: the one the tests built.
+fn amd64() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dentrylab"))
+}
+
+macro_rules! require_arm64 {
     () => {
         $crate::require!(
-            built("amd64").is_some() && built("arm64").is_some(),
-            "needs the static binaries in {} (deploy/image/build.sh; .ci/run runs it)",
-            image_dir().display()
+            arm64().is_some(),
+            "needs the arm64 binary (deploy/image/cross.sh cross-test arm64 target/qemu-test/dentrylab-linux-arm64; \
+             .ci/run builds it)"
+        );
+    };
+}
+
+macro_rules! require_qemu {
+    () => {
+        require_arm64!();
+        $crate::require!(
+            common::has("qemu-aarch64-static"),
+            "needs qemu-aarch64-static (qemu-user-static: deploy/tools/rust-cross.sh installs it)"
         );
     };
 }
@@ -41,18 +56,18 @@ fn run(mut cmd: Command) -> Output {
     out
 }
 
-/// `dentrylab ARGS` for `arch`: natively for amd64, under qemu-user for arm64.
-fn dentrylab(arch: &str, args: &[&str]) -> Output {
-    let bin = built(arch).unwrap();
+/// `dentrylab ARGS` for `arch`: natively for amd64, under qemu-user for
+/// arm64; its standard output.
+fn dentrylab(arch: &str, args: &[&str]) -> String {
     let mut cmd = if arch == "arm64" {
         let mut c = Command::new("qemu-aarch64-static");
-        c.arg(bin);
+        c.arg(arm64().unwrap());
         c
     } else {
-        Command::new(bin)
+        Command::new(amd64())
     };
     cmd.args(args).env_clear().env("PATH", "/usr/bin:/bin");
-    run(cmd)
+    String::from_utf8(run(cmd).stdout).unwrap()
 }
 
 /// The ELF machine and whether the file asks for a program interpreter or
@@ -71,36 +86,45 @@ fn elf(path: &Path) -> (object::Architecture, bool) {
 }
 
 #[test]
-fn both_binaries_are_static_for_their_machine() {
-    require_built!();
-    for (arch, machine) in [("amd64", object::Architecture::X86_64), ("arm64", object::Architecture::Aarch64)] {
-        let (got, dynamic) = elf(&built(arch).unwrap());
-        assert_eq!(got, machine, "dentrylab-linux-{arch}");
-        assert!(!dynamic, "dentrylab-linux-{arch} needs an interpreter or a shared library");
-    }
+fn arm64_binary_is_static_for_its_machine() {
+    require_arm64!();
+    let (machine, dynamic) = elf(&arm64().unwrap());
+    assert_eq!(machine, object::Architecture::Aarch64);
+    assert!(!dynamic, "the arm64 binary needs an interpreter or a shared library");
+    // The witness that the check can fail: the tests' own binary is dynamic.
+    assert_eq!(elf(&amd64()), (object::Architecture::X86_64, true));
+}
+
+/// The compiler deploy/tools/rust-cross.sh pins (`RUST_DEB=1.96.0+dfsg...`).
+fn pinned_rustc() -> String {
+    let script = std::fs::read_to_string(repo().join("deploy/tools/rust-cross.sh")).unwrap();
+    let line = script.lines().find_map(|l| l.strip_prefix("RUST_DEB=")).expect("RUST_DEB= in rust-cross.sh");
+    line.split('+').next().unwrap().to_string()
+}
+
+/// `dentrylab 0.1.0 (revision R, rustc V)`: the line without `V`, and `V`.
+fn version_parts(line: &str) -> (String, String) {
+    let (head, rustc) = line.trim_end().rsplit_once(", rustc ").unwrap_or_else(|| panic!("{line:?}"));
+    (head.to_string(), rustc.trim_end_matches(')').to_string())
 }
 
 #[test]
 fn arm64_version_under_qemu_is_the_amd64_one() {
-    require_built!();
-    require!(common::has("qemu-aarch64-static"), "needs qemu-aarch64-static (qemu-user-static; see .ci/run)");
-    let arm = String::from_utf8(dentrylab("arm64", &["--version"]).stdout).unwrap();
-    let amd = String::from_utf8(dentrylab("amd64", &["--version"]).stdout).unwrap();
-    println!("arm64 under qemu: {arm}");
-    assert_eq!(arm, amd);
-    // The same crate version as the binary the tests built (the compiler
-    // differs: the image's is the pinned Debian one).
-    let mut cmd = common::bin();
-    cmd.arg("--version");
-    let ours = String::from_utf8(run(cmd).stdout).unwrap();
-    let word = |s: &str| s.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-    assert_eq!(word(&arm), word(&ours), "arm64 {arm:?}, tests' {ours:?}");
+    require_qemu!();
+    let arm = dentrylab("arm64", &["--version"]);
+    let amd = dentrylab("amd64", &["--version"]);
+    println!("arm64 under qemu: {arm}amd64 (the tests' build): {amd}");
+    // The same version and revision; each names its own compiler: the
+    // arm64 one the pinned Debian rustc, the tests' their own.
+    let ((arm_head, arm_rustc), (amd_head, _)) = (version_parts(&arm), version_parts(&amd));
+    assert_eq!(arm_head, amd_head);
+    assert_eq!(arm_rustc, pinned_rustc(), "{arm}");
+    assert!(arm_head.starts_with(&format!("dentrylab {} (revision ", env!("CARGO_PKG_VERSION"))), "{arm}");
 }
 
 #[test]
 fn arm64_status_under_qemu_is_the_amd64_one() {
-    require_built!();
-    require!(common::has("qemu-aarch64-static"), "needs qemu-aarch64-static (qemu-user-static; see .ci/run)");
+    require_qemu!();
     let state = calibration_dir();
     for kernel in ["6.18", "5.10"] {
         let root = fixture(kernel);
@@ -110,11 +134,9 @@ fn arm64_status_under_qemu_is_the_amd64_one() {
             args.extend_from_slice(extra);
             let arm = dentrylab("arm64", &args);
             let amd = dentrylab("amd64", &args);
-            let text = String::from_utf8(arm.stdout).unwrap();
-            assert!(text.contains("dentr"), "status on {kernel} said: {text}");
-            let amd = String::from_utf8(amd.stdout).unwrap();
+            assert!(arm.contains("dentr"), "status on {kernel} said: {arm}");
             if extra.is_empty() {
-                assert_eq!(text, amd, "status on {kernel}");
+                assert_eq!(arm, amd, "status on {kernel}");
             } else {
                 // The JSON also says when the run started and how long the
                 // collection took (slower under qemu): all else is equal.
@@ -124,16 +146,25 @@ fn arm64_status_under_qemu_is_the_amd64_one() {
                     assert!(o.remove("started_at").is_some() && o.remove("collection_seconds").is_some(), "{t}");
                     v
                 };
-                assert_eq!(strip(&text), strip(&amd), "status --json on {kernel}");
+                assert_eq!(strip(&arm), strip(&amd), "status --json on {kernel}");
             }
         }
     }
-    println!(
-        "{}",
-        String::from_utf8_lossy(
-            &dentrylab("arm64", &["status", "--proc-root", fixture("6.18").to_str().unwrap()]).stdout
-        )
-    );
+    let root = fixture("6.18");
+    let args = ["status", "--proc-root", root.to_str().unwrap(), "--state-dir", state.to_str().unwrap()];
+    println!("arm64 under qemu, status on the 6.18 fixture:\n{}", dentrylab("arm64", &args));
+}
+
+/// `deploy/image/oci.sh` on the two binaries, in `dir`; the layout's path.
+fn image(dir: &Path) -> PathBuf {
+    let oci = dir.join("oci");
+    let mut c = Command::new(repo().join("deploy/image/oci.sh"));
+    c.arg(&oci).arg(format!("ghcr.io/dentrylab/dentrylab:{}", env!("CARGO_PKG_VERSION")));
+    c.arg(format!("amd64={}", amd64().display())).arg(format!("arm64={}", arm64().unwrap().display()));
+    let said = String::from_utf8(run(c).stdout).unwrap();
+    assert!(said.starts_with("ghcr.io/dentrylab/dentrylab:") && said.contains(" sha256:"), "{said}");
+    assert!(dir.join("oci.tar").is_file(), "oci.sh writes the layout as a tarball too");
+    oci
 }
 
 /// The layout: its index names one image index by tag, which lists one
@@ -142,8 +173,9 @@ fn arm64_status_under_qemu_is_the_amd64_one() {
 /// /dentrylab (the same bytes) and an empty /tmp.
 #[test]
 fn oci_image_has_one_manifest_per_platform() {
-    require_built!();
-    let oci = image_dir().join("oci");
+    require_arm64!();
+    let work = tempfile::tempdir().unwrap();
+    let oci = image(work.path());
     let read = |p: &Path| std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let blob = |d: &Value| -> Vec<u8> {
         let digest = d["digest"].as_str().unwrap();
@@ -157,19 +189,13 @@ fn oci_image_has_one_manifest_per_platform() {
     let top = json(&read(&oci.join("index.json")));
     let entries = top["manifests"].as_array().unwrap();
     assert_eq!(entries.len(), 1, "{top}");
-    let version = env!("CARGO_PKG_VERSION");
-    assert_eq!(entries[0]["annotations"]["org.opencontainers.image.ref.name"], version);
+    assert_eq!(entries[0]["annotations"]["org.opencontainers.image.ref.name"], env!("CARGO_PKG_VERSION"));
     assert_eq!(entries[0]["mediaType"], "application/vnd.oci.image.index.v1+json");
     let index = json(&blob(&entries[0]));
-    let platforms: Vec<&str> = index["manifests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["platform"]["architecture"].as_str().unwrap())
-        .collect();
+    let manifests = index["manifests"].as_array().unwrap();
+    let platforms: Vec<&str> = manifests.iter().map(|m| m["platform"]["architecture"].as_str().unwrap()).collect();
     assert_eq!(platforms, ["amd64", "arm64"]);
-    let unpack = tempfile::tempdir().unwrap();
-    for m in index["manifests"].as_array().unwrap() {
+    for m in manifests {
         let arch = m["platform"]["architecture"].as_str().unwrap();
         assert_eq!(m["platform"]["os"], "linux");
         let manifest = json(&blob(m));
@@ -178,26 +204,24 @@ fn oci_image_has_one_manifest_per_platform() {
         assert_eq!(config["config"]["User"], "65534:65534");
         let layers = manifest["layers"].as_array().unwrap();
         assert_eq!(layers.len(), 1);
-        let layer = blob(&layers[0]);
-        let dir = unpack.path().join(arch);
+        let gz = work.path().join(format!("{arch}.tar.gz"));
+        std::fs::write(&gz, blob(&layers[0])).unwrap();
+        let dir = work.path().join(arch);
         std::fs::create_dir(&dir).unwrap();
-        let gz = unpack.path().join(format!("{arch}.tar.gz"));
-        std::fs::write(&gz, &layer).unwrap();
         run({
             let mut c = Command::new("tar");
             c.arg("-xzf").arg(&gz).arg("-C").arg(&dir);
             c
         });
-        let diff_id = sha256(
-            &run({
-                let mut c = Command::new("gzip");
-                c.arg("-dc").arg(&gz);
-                c
-            })
-            .stdout,
-        );
-        assert_eq!(config["rootfs"]["diff_ids"][0], format!("sha256:{diff_id}"), "{arch}: the layer's diff_id");
-        assert_eq!(read(&dir.join("dentrylab")), read(&built(arch).unwrap()), "{arch}: /dentrylab");
+        let tar = run({
+            let mut c = Command::new("gzip");
+            c.arg("-dc").arg(&gz);
+            c
+        });
+        let diff_id = format!("sha256:{}", sha256(&tar.stdout));
+        assert_eq!(config["rootfs"]["diff_ids"][0], diff_id, "{arch}: the layer's diff_id");
+        let binary = if arch == "arm64" { arm64().unwrap() } else { amd64() };
+        assert!(read(&dir.join("dentrylab")) == read(&binary), "{arch}: /dentrylab is not {}", binary.display());
         assert!(dir.join("tmp").is_dir() && std::fs::read_dir(dir.join("tmp")).unwrap().next().is_none());
     }
 }
@@ -207,9 +231,10 @@ fn oci_image_has_one_manifest_per_platform() {
 /// checks every blob's digest.
 #[test]
 fn skopeo_reads_both_platforms() {
-    require_built!();
+    require_arm64!();
     require!(common::has("skopeo"), "needs skopeo (see .ci/run)");
-    let reference = format!("oci:{}:{}", image_dir().join("oci").display(), env!("CARGO_PKG_VERSION"));
+    let work = tempfile::tempdir().unwrap();
+    let reference = format!("oci:{}:{}", image(work.path()).display(), env!("CARGO_PKG_VERSION"));
     for arch in ["amd64", "arm64"] {
         let out = run({
             let mut c = Command::new("skopeo");
@@ -220,8 +245,7 @@ fn skopeo_reads_both_platforms() {
         assert_eq!(config["architecture"], arch);
         assert_eq!(config["config"]["Entrypoint"][0], "/dentrylab");
     }
-    let copy = tempfile::tempdir().unwrap();
-    let to = format!("oci:{}:copy", copy.path().join("oci").display());
+    let to = format!("oci:{}:copy", work.path().join("copy").display());
     run({
         let mut c = Command::new("skopeo");
         c.args(["copy", "--all", "--quiet", &reference, &to]);

@@ -10,7 +10,7 @@
 #   dpkg gets no foreign architecture) and unpacked into a sysroot of its own;
 # - the linker and the static C library for arm64: gcc-aarch64-linux-gnu and
 #   libc6-dev-arm64-cross (libc.a, libgcc_eh.a);
-# - qemu-user-static, which runs the arm64 binary here (tests/arm64.rs).
+# - qemu-user-static, which runs the arm64 binary here (tests/image.rs).
 #
 #   deploy/tools/rust-cross.sh      # prints the arm64 sysroot on its last line
 #
