@@ -3,7 +3,7 @@
 //! HTTPS scrape with a self-signed certificate made here (openssl), 401
 //! without credentials or with a wrong password, 200 with the right ones,
 //! plain HTTP refused on the TLS port; a file that cannot be used is one
-//! line on stderr and exit 1.
+//! line on stderr, exit 2 for an error in it and 1 for one it cannot read.
 
 mod common;
 mod metrics;
@@ -123,32 +123,45 @@ fn exporter(args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// A web config that cannot be used stops the exporter at start: one line
-/// naming the file and what is wrong in it, exit 1.
+/// A web config that cannot be used stops the exporter at start with one
+/// line naming the flag, the file and what is wrong: exit 2 for what is
+/// wrong in it (bad input, as a bad flag), exit 1 for a file that cannot be
+/// read (the kernel's errno).
 #[test]
-fn a_bad_web_config_is_one_line_and_exit_1() {
+fn a_bad_web_config_is_one_line_and_exit_2() {
     require!(common::has("openssl"), "needs openssl (see .ci/run)");
     let dir = web_dir("");
     let file = dir.path().join("web-config.yml");
     let good = std::fs::read_to_string(&file).unwrap();
+    let unreadable = "cannot read ".to_string() + dir.path().join("missing.crt").to_str().unwrap();
     let cases = [
-        ("cert_file: server.crt", "cert_file: missing.crt", "tls_server_config.cert_file: cannot read"),
-        ("cert_file: server.crt", "cert_file: server.key", "no PEM certificate"),
-        ("key_file: server.key", "key_file: server.crt", "not a PEM private key"),
-        ("basic_auth_users:", "basic_auth_user:", "unknown key \"basic_auth_user\""),
-        ("tls_server_config:", "tls_server_config:\n  min_version: TLS10", "TLS10 is not supported"),
+        ("cert_file: server.crt", "cert_file: missing.crt", unreadable.as_str(), 1),
+        ("cert_file: server.crt", "cert_file: server.key", "no PEM certificate", 2),
+        ("key_file: server.key", "key_file: server.crt", "not a PEM private key", 2),
+        ("basic_auth_users:", "basic_auth_user:", "unknown key \"basic_auth_user\"", 2),
+        ("tls_server_config:", "tls_server_config:\n  min_version: TLS10", "TLS10 is not supported", 2),
+        ("prometheus: ", "prometheus: plain-", "basic_auth_users.prometheus: not a bcrypt hash", 2),
     ];
-    for (from, to, says) in cases {
-        std::fs::write(&file, good.replacen(from, to, 1)).unwrap();
+    let named = format!("--web-config-file {}: ", file.display());
+    for (from, to, says, code) in cases {
+        let text = good.replacen(from, to, 1);
+        assert_ne!(text, good, "{from:?} is in the file");
+        std::fs::write(&file, text).unwrap();
         let out = exporter(&["--web-config-file", file.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{to}: {err}");
-        assert!(err.contains(says) && err.contains("--web-config-file") && err.lines().count() == 1, "{to}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{to}: {err}");
+        assert!(err.contains(says) && err.contains(&named) && err.lines().count() == 1, "{to}: {err}");
+        if code == 1 {
+            assert!(err.contains("No such file or directory (os error 2)"), "the kernel's errno: {err}");
+        }
     }
     let out = exporter(&["--web-config-file", "/nonexistent/web.yml"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("cannot read /nonexistent/web.yml") && err.lines().count() == 1, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "dentrylab: error: --web-config-file /nonexistent/web.yml: cannot read it: No such file or directory (os error 2)"
+    );
     let out = exporter(&["--web-config-file"]);
     assert_eq!(out.status.code(), Some(2), "a flag without its value");
 }

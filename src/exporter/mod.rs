@@ -85,7 +85,10 @@ pub(crate) fn run(opts: &Options, announce: &dyn Fn(&str, &str)) -> Result<()> {
         Err(e) => format!("unreadable ({e:#}): the calibration collector is at 0 until it is fixed"),
     };
     collector.forget_growth();
-    let web = server::Web::new(&opts.web).context("--web-config-file")?;
+    let web = server::Web::new(&opts.web).map_err(|e| match &opts.web.file {
+        Some(f) => web_config::about_file(f, e),
+        None => e,
+    })?;
     let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
     let addr = listener.local_addr().context("listening socket address")?;
     let census = opts.census.clone().map(|c| census::Background::start(c, opts.status.proc.clone())).transpose()?;

@@ -41,6 +41,7 @@ use super::auth::{self, Asked, Users};
 use super::collect::Scrapes;
 use super::metrics;
 use super::web_config::WebConfig;
+use crate::error::UsageError;
 
 /// Largest request head (request line and headers); a longer one gets 431.
 pub(crate) const MAX_REQUEST_HEAD_BYTES: usize = 8 * 1024;
@@ -73,13 +74,16 @@ pub(crate) struct Web {
 
 impl Web {
     /// Fails (at start) on a certificate, key or client CA that cannot be
-    /// used.
+    /// used: bad input ([`UsageError`]) when it is not one, a failure when
+    /// it cannot be read.
     pub(crate) fn new(c: &WebConfig) -> Result<Web> {
         let tls = c.tls.as_ref().map(super::tls::server_config).transpose()?;
         let mut headers = Vec::new();
         for (k, v) in &c.headers {
-            let name = HeaderName::from_bytes(k.as_bytes()).with_context(|| format!("header name {k:?}"))?;
-            let value = HeaderValue::from_str(v).with_context(|| format!("http_server_config.headers.{k}: {v:?}"))?;
+            let bad = |what: String| -> anyhow::Error { UsageError(what).into() };
+            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(format!("header name {k:?}: {e}")))?;
+            let value =
+                HeaderValue::from_str(v).map_err(|e| bad(format!("http_server_config.headers.{k}: {v:?}: {e}")))?;
             headers.push((name, value));
         }
         Ok(Web {

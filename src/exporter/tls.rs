@@ -3,12 +3,14 @@
 //! start (a bad pair fails there, exit 1) and read again on a handshake
 //! after either file changed (a renewed certificate is served without a
 //! restart, as exporter-toolkit does); a renewal that cannot be read is one
-//! log line, and the last good pair is served meanwhile.
+//! log line, and the last good pair is served meanwhile. A certificate,
+//! key or client CA that is not one is bad input ([`UsageError`], exit 2 at
+//! start); one that cannot be read is a failure (exit 1).
 
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -16,6 +18,12 @@ use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 
 use super::web_config::{ClientAuth, Pem, Tls, Version};
+use crate::error::UsageError;
+
+/// What is wrong in the web config or the PEM it names: bad input.
+fn bad(what: String) -> anyhow::Error {
+    UsageError(what).into()
+}
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
@@ -35,15 +43,15 @@ fn certified(t: &Tls, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>> {
     let certs = read(&t.cert, "cert")?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&certs)
         .collect::<Result<_, _>>()
-        .map_err(|e| anyhow!("tls_server_config.cert: not a PEM certificate ({e})"))?;
+        .map_err(|e| bad(format!("tls_server_config.cert: not a PEM certificate ({e})")))?;
     if certs.is_empty() {
-        anyhow::bail!("tls_server_config.cert: no PEM certificate in it");
+        return Err(bad("tls_server_config.cert: no PEM certificate in it".into()));
     }
     let key = read(&t.key, "key")?;
     let key = PrivateKeyDer::from_pem_slice(&key)
-        .map_err(|e| anyhow!("tls_server_config.key: not a PEM private key ({e})"))?;
+        .map_err(|e| bad(format!("tls_server_config.key: not a PEM private key ({e})")))?;
     let ck = CertifiedKey::from_der(certs, key, provider)
-        .map_err(|e| anyhow!("tls_server_config: the certificate and key do not make a pair: {e}"))?;
+        .map_err(|e| bad(format!("tls_server_config: the certificate and key do not make a pair: {e}")))?;
     Ok(Arc::new(ck))
 }
 
@@ -95,20 +103,20 @@ pub(crate) fn server_config(t: &Tls) -> Result<Arc<rustls::ServerConfig>> {
             .collect();
     let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions)
-        .context("tls_server_config: min_version and max_version")?;
+        .map_err(|e| bad(format!("tls_server_config: min_version and max_version: {e}")))?;
     let builder = match (&t.client_ca, t.client_auth) {
         (Some(ca), ClientAuth::VerifyIfGiven | ClientAuth::RequireAndVerify) => {
             let mut roots = rustls::RootCertStore::empty();
             let pem = read(ca, "client_ca")?;
             for c in CertificateDer::pem_slice_iter(&pem) {
-                let c = c.map_err(|e| anyhow!("tls_server_config.client_ca: not a PEM certificate ({e})"))?;
-                roots.add(c).map_err(|e| anyhow!("tls_server_config.client_ca: {e}"))?;
+                let c = c.map_err(|e| bad(format!("tls_server_config.client_ca: not a PEM certificate ({e})")))?;
+                roots.add(c).map_err(|e| bad(format!("tls_server_config.client_ca: {e}")))?;
             }
             let mut v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider));
             if t.client_auth == ClientAuth::VerifyIfGiven {
                 v = v.allow_unauthenticated();
             }
-            builder.with_client_cert_verifier(v.build().map_err(|e| anyhow!("tls_server_config.client_ca: {e}"))?)
+            builder.with_client_cert_verifier(v.build().map_err(|e| bad(format!("tls_server_config.client_ca: {e}")))?)
         }
         _ => builder.with_no_client_auth(),
     };

@@ -19,13 +19,23 @@
 //! accepted and has no effect (the exporter answers HTTP/1.1).
 //!
 //! Pure: [`parse`] reads text, [`load`] reads the file and checks that
-//! the certificate files exist and every hash is bcrypt.
+//! the certificate files exist and every hash is bcrypt. Each error is one
+//! line naming the flag and the file ([`about_file`]): what is wrong in
+//! the file (its YAML, a key, a hash, a certificate or key that is not
+//! one) is bad input, exit 2, as for a bad flag; a file that cannot be
+//! read is a failure, exit 1, with the kernel's errno.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use yaml_rust2::Yaml;
+
+use crate::error::UsageError;
+
+/// The option that names the file, in every error about it (node_exporter's
+/// `--web.config.file` is its alias).
+pub(crate) const FLAG: &str = "--web-config-file";
 
 /// The whole file.
 #[derive(Debug, Clone, Default)]
@@ -35,6 +45,9 @@ pub(crate) struct WebConfig {
     pub users: BTreeMap<String, String>,
     /// `http_server_config.headers`, added to every answer.
     pub headers: Vec<(String, String)>,
+    /// The file it was read from ([`load`]), named in errors found later
+    /// (a certificate that is not one).
+    pub file: Option<PathBuf>,
 }
 
 /// Where a PEM comes from: a file (read again when it changes) or the
@@ -78,21 +91,29 @@ pub(crate) struct Tls {
 /// Reads and checks the file at `path`: YAML in exporter-toolkit's
 /// schema, certificate and key files that can be read, bcrypt hashes.
 pub(crate) fn load(path: &Path) -> Result<WebConfig> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| about_file(path, anyhow!("cannot read it: {e}")))?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let c = parse(&text, dir).with_context(|| format!("{}", path.display()))?;
+    let mut c = parse(&text, dir).map_err(|e| about_file(path, UsageError(format!("{e:#}")).into()))?;
+    c.file = Some(path.to_path_buf());
     if let Some(t) = &c.tls {
         for (what, pem) in
             [("cert_file", Some(&t.cert)), ("key_file", Some(&t.key)), ("client_ca_file", t.client_ca.as_ref())]
         {
             if let Some(Pem::File(f)) = pem {
-                std::fs::metadata(f).with_context(|| {
-                    format!("{}: tls_server_config.{what}: cannot read {}", path.display(), f.display())
+                std::fs::metadata(f).map_err(|e| {
+                    about_file(path, anyhow!("tls_server_config.{what}: cannot read {}: {e}", f.display()))
                 })?;
             }
         }
     }
     Ok(c)
+}
+
+/// `e` as one line naming the flag and `file`: bad input (exit 2) when `e`
+/// is a [`UsageError`], else a failure (exit 1).
+pub(crate) fn about_file(file: &Path, e: anyhow::Error) -> anyhow::Error {
+    let line = format!("{FLAG} {}: {e:#}", file.display());
+    if e.downcast_ref::<UsageError>().is_some() { UsageError(line).into() } else { anyhow!(line) }
 }
 
 /// Parses the file's text; relative file names are joined to `dir`.

@@ -114,7 +114,7 @@ pub(crate) fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
         },
     });
     let web = match &a.web_config_file {
-        Some(f) => exporter::web_config::load(f).context("--web-config-file")?,
+        Some(f) => exporter::web_config::load(f)?,
         None => exporter::web_config::WebConfig::default(),
     };
     let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, limits, status, census, web };
