@@ -94,6 +94,9 @@ if [ ! -e "$libdir/.complete" ]; then
         -oAPT::Architectures::=arm64 -oDebug::NoLocking=1 -oAPT::Sandbox::User=root)
     pkg=libstd-rust-web-dev:arm64=$RUST_DEB
     rm -f "$apt/debs"/*.deb
+    # The private lists: fetched the first time, and again when the
+    # download fails on lists gone stale.
+    compgen -G "$apt/lists/*_Packages*" >/dev/null || apt-get "${opts[@]}" update >&2
     if ! (cd "$apt/debs" && apt-get "${opts[@]}" download "$pkg" >&2); then
         apt-get "${opts[@]}" update >&2
         (cd "$apt/debs" && apt-get "${opts[@]}" download "$pkg" >&2) || die "apt-get download $pkg failed"
