@@ -181,3 +181,29 @@ fn every_alert_has_a_runbook_in_the_docs() {
         assert!(!s(&r["expr"], "expr").contains("job=\""), "{name}: no job name in the rule");
     }
 }
+
+/// `webConfig.secretName`: the Secret mounted read-only, the exporter
+/// pointed at its file, probes that only open the port (HTTP would get 401
+/// or speak plain HTTP to TLS), the ServiceMonitor's scheme as given.
+#[test]
+fn web_config_mounts_its_secret() {
+    require!(helm().is_some(), "needs helm (deploy/tools/install.sh helm; .ci/run puts it on the PATH)");
+    let docs = rendered("webConfig.secretName=dentrylab-web,serviceMonitor.enabled=true,serviceMonitor.scheme=https");
+    let pod = &of_kind(&docs, "DaemonSet")["spec"]["template"]["spec"];
+    let c = &list(&pod["containers"], "containers")[0];
+    let args: Vec<&str> = list(&c["args"], "args").iter().map(|a| s(a, "arg")).collect();
+    assert!(args.windows(2).any(|w| w == ["--web-config-file", "/etc/dentrylab/web/web-config.yml"]), "{args:?}");
+    let vol = list(&pod["volumes"], "volumes").iter().find(|v| v["name"].as_str() == Some("web-config")).unwrap();
+    assert_eq!(s(&vol["secret"]["secretName"], "secretName"), "dentrylab-web");
+    let mount = list(&c["volumeMounts"], "volumeMounts").iter().find(|m| m["name"].as_str() == Some("web-config"));
+    assert_eq!(mount.unwrap()["readOnly"].as_bool(), Some(true));
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert_eq!(s(&c[probe]["tcpSocket"]["port"], probe), "metrics");
+    }
+    let ep = &list(&of_kind(&docs, "ServiceMonitor")["spec"]["endpoints"], "endpoints")[0];
+    assert_eq!(s(&ep["scheme"], "scheme"), "https");
+    let api = openapi();
+    let ds = yaml_to_json(of_kind(&docs, "DaemonSet"));
+    let v = api.violations(&ds).unwrap();
+    assert!(v.is_empty(), "the DaemonSet with webConfig: {v:?}");
+}

@@ -187,6 +187,9 @@ pub(crate) struct ExporterArgs {
     /// Log lines on stderr (the address served, a collector that fails, a census that cannot run): text, or json (one object a line).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+    /// TLS and basic auth from a file in the format of Prometheus' exporter-toolkit (node_exporter's --web.config.file, which is accepted too): tls_server_config.cert_file/key_file, basic_auth_users with bcrypt hashes. Read at start: an error in the file, or a certificate or key it names that is not one, stops the exporter with exit 2; a file that cannot be read, with exit 1.
+    #[arg(long, visible_alias = "web.config.file", value_name = "PATH")]
+    pub web_config_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub node: NodeArgs,
     #[command(flatten)]

@@ -15,14 +15,19 @@
 //! label sets), `census`, `analysis`, `sys`; imported only by `cli`.
 //! Inside, one way: `text` (the exposition format) below `collectors`
 //! (one file per source; `census` runs the background census,
-//! `--census-interval`) below `metrics` and `collect` below `server`.
+//! `--census-interval`) below `metrics` and `collect` below `server`;
+//! `web_config` (the `--web-config-file` format), `tls` and `auth` below
+//! `server`.
 
+mod auth;
 mod collect;
 pub(crate) mod collectors;
 pub(crate) mod log;
 pub(crate) mod metrics;
 pub(crate) mod server;
 pub(crate) mod text;
+mod tls;
+pub(crate) mod web_config;
 
 pub(crate) use collectors::census;
 
@@ -59,14 +64,17 @@ pub(crate) struct Options {
     pub status: status::Options,
     /// `--census-interval`: the census collector.
     pub census: Option<census::Options>,
+    /// `--web-config-file`: TLS, basic auth, headers (default: none).
+    pub web: web_config::WebConfig,
 }
 
 /// Reads the node once (so a wrong proc root fails at start, exit 1; a
 /// source that fails later, or another one now, is a collector at 0 and a
-/// log line), listens, starts the scrape workers (a thread that cannot be
-/// started fails here, exit 1), announces the address, serves until
-/// killed.
-pub(crate) fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result<()> {
+/// log line), sets up TLS (a certificate that cannot be used fails here,
+/// exit 1), listens, starts the scrape workers (a thread that cannot be
+/// started fails here, exit 1), announces the URL and what it serves
+/// with, serves until killed.
+pub(crate) fn run(opts: &Options, announce: &dyn Fn(&str, &str)) -> Result<()> {
     let collector = Arc::new(Collector::new(&opts.status));
     let first = collector.read();
     if let Err(e) = &first.node {
@@ -77,6 +85,10 @@ pub(crate) fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result
         Err(e) => format!("unreadable ({e:#}): the calibration collector is at 0 until it is fixed"),
     };
     collector.forget_growth();
+    let web = server::Web::new(&opts.web).map_err(|e| match &opts.web.file {
+        Some(f) => web_config::about_file(f, e),
+        None => e,
+    })?;
     let listener = crate::sys::tcp_listener(opts.listen, ACCEPT_BACKLOG)?;
     let addr = listener.local_addr().context("listening socket address")?;
     let census = opts.census.clone().map(|c| census::Background::start(c, opts.status.proc.clone())).transpose()?;
@@ -86,9 +98,13 @@ pub(crate) fn run(opts: &Options, announce: &dyn Fn(SocketAddr, &str)) -> Result
         census: census.clone(),
     });
     let scrapes = collect::Scrapes::start(collector, opts.workers, Arc::new(sources))?;
-    announce(addr, &calibration);
+    let with = match web.describe() {
+        d if d.is_empty() => format!("calibration: {calibration}"),
+        d => format!("calibration: {calibration}; {d}"),
+    };
+    announce(&format!("{}://{addr}/metrics", web.scheme()), &with);
     if let Some(c) = census {
         c.go();
     }
-    server::serve(listener, scrapes, opts.limits)
+    server::serve(listener, scrapes, opts.limits, web)
 }

@@ -20,6 +20,8 @@ pub(crate) struct Stats {
     pub max_steps: u64,
 }
 
+// The map's bytes: read and written by the BPF object only.
+#[cfg(any(feature = "bpf", test))]
 impl Stats {
     const LEN: usize = 10 * 8;
 

@@ -149,7 +149,7 @@ impl Exporter {
         let mut banner = String::new();
         err.read_line(&mut banner).unwrap();
         let addr = banner
-            .split("http://")
+            .split("://") // http, or https with --web-config-file
             .nth(1)
             .and_then(|r| r.split("/metrics").next())
             .and_then(|a| a.parse().ok())

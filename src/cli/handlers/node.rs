@@ -113,7 +113,11 @@ pub(crate) fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
             top: a.census_top as usize,
         },
     });
-    let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, limits, status, census };
+    let web = match &a.web_config_file {
+        Some(f) => exporter::web_config::load(f)?,
+        None => exporter::web_config::WebConfig::default(),
+    };
+    let opts = exporter::Options { listen: a.listen, workers: a.workers as usize, limits, status, census, web };
     // As PID 1 in a container the default action of SIGTERM is ignored:
     // handle it. Nothing to clean up, the exporter only reads.
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])
@@ -126,8 +130,8 @@ pub(crate) fn exporter(a: cli::ExporterArgs) -> Result<ExitCode> {
             }
         })
         .context("cannot start the signal thread (raise the process's thread limit: ulimit -u, the pids cgroup)")?;
-    exporter::run(&opts, &|addr, calibration| {
-        tracing::info!("dentrylab exporter: listening on http://{addr}/metrics (calibration: {calibration})");
+    exporter::run(&opts, &|url, with| {
+        tracing::info!("dentrylab exporter: listening on {url} ({with})");
     })?;
     Ok(ExitCode::SUCCESS)
 }
