@@ -72,8 +72,14 @@ struct dentry {
 
 /* Longest chain followed (the kcore walk's MAX_CHAIN). */
 #define MAX_CHAIN 4096
-/* Steps of one run: a bucket or a dentry each. Bounds how long one run holds RCU. */
+/*
+ * Steps of one run at most: a dentry, a batch of bucket heads read, or a
+ * look through the batch for the next chain each. Bounds how long one run
+ * holds RCU. A run may be given a lower bound (args[5]).
+ */
 #define MAX_STEPS (1 << 18)
+/* Bucket heads read at once: 512 bytes. A run may be given fewer (args[6]). */
+#define BATCH 64
 /* Directories tallied before user space drains the map. */
 #define MAX_DIRS (1 << 18)
 /* Most bytes of a dentry copied at once: every field above lies in them. */
@@ -97,7 +103,7 @@ struct dir_counts {
 	__u64 negative;
 };
 
-/* Reads skipped, by reason, and what was walked. Layout shared with probe/census_bpf.rs. */
+/* Reads skipped, by reason, and what was walked. Layout shared with probe/bpf_prog.rs. */
 struct stats {
 	__u64 buckets;
 	__u64 walked;
@@ -109,6 +115,8 @@ struct stats {
 	__u64 created;
 	__u64 runs;
 	__u64 max_steps;
+	__u64 steps;
+	__u64 batches;
 };
 
 struct {
@@ -141,18 +149,34 @@ struct {
  * The walk's state lives in a map, not on the stack: values loaded from a
  * map are unknown to the verifier, so it verifies the loop's callback once
  * for all iterations instead of tracking each counter's value through them.
+ *
+ * The bucket heads are read a batch at a time into `heads`: buckets
+ * [base, base + len), of which those before base + pos are done (their
+ * chains walked, or empty). A batch that cannot be read at once is read
+ * one head at a time (`single`), so each unreadable bucket is counted.
  */
 struct walk {
 	__u64 table;
 	__u64 shift;
-	__u64 next_bucket;
 	__u64 end;
-	__u64 bucket;
 	__u64 room;
+	__u64 limit;
+	__u64 batch;
+	__u64 base;
+	__u64 len;
+	__u64 pos;
+	__u64 single;
+	__u64 bucket;
 	__u64 node;
 	__u64 steps;
 	__u64 chain;
-	__u8 d[DENTRY_READ];
+	__u64 heads[BATCH];
+	/* The dentry as copied, read as words: clang compiles a cast of a byte array's element into byte loads. */
+	union {
+		__u8 b[DENTRY_READ];
+		__u32 w32[DENTRY_READ / 4];
+		__u64 w64[DENTRY_READ / 8];
+	} d;
 };
 
 struct {
@@ -162,40 +186,96 @@ struct {
 	__type(value, struct walk);
 } state SEC(".maps");
 
+/* What each step is given (on the run's stack): the two map values, looked up once a run. */
+struct step_ctx {
+	struct walk *w;
+	struct stats *st;
+};
+
 static __always_inline __u64 at64(struct walk *w, __u64 off)
 {
-	return *(__u64 *)&w->d[off & (DENTRY_READ - 8)];
+	return w->d.w64[(off / 8) & (DENTRY_READ / 8 - 1)];
 }
 
 static __always_inline __u32 at32(struct walk *w, __u64 off)
 {
-	return *(__u32 *)&w->d[off & (DENTRY_READ - 4)];
+	return w->d.w32[(off / 4) & (DENTRY_READ / 4 - 1)];
 }
 
-static long step(__u64 i, void *unused)
+/* Reads the heads of the next batch; 1 at the range's end. */
+static __always_inline long read_batch(struct walk *w, struct stats *st)
 {
-	__u32 zero = 0;
-	struct stats *st = bpf_map_lookup_elem(&stats, &zero);
-	struct walk *w = bpf_map_lookup_elem(&state, &zero);
-
-	if (!st || !w)
+	__u64 next = w->base + w->len;
+	if (next >= w->end)
 		return 1;
+	__u64 n = w->end - next;
+	if (n > w->batch)
+		n = w->batch;
+	if (n > BATCH)
+		n = BATCH;
+	w->base = next;
+	w->pos = 0;
+	w->len = n;
+	st->batches++;
+	w->single = bpf_probe_read_kernel(w->heads, n * 8, (void *)(w->table + next * 8)) != 0;
+	return 0;
+}
+
+/* The next bucket of a batch read one head at a time: its chain, or it counted unreadable. */
+static __always_inline void read_one(struct walk *w, struct stats *st)
+{
+	__u64 head = 0;
+	__u64 b = w->base + w->pos;
+	w->pos++;
+	if (bpf_probe_read_kernel(&head, sizeof(head), (void *)(w->table + b * 8))) {
+		st->unreadable++;
+		return;
+	}
+	/* hlist_bl_first(): bit 0 is the bucket's lock. */
+	w->node = head & ~1ULL;
+	w->bucket = b;
+	w->chain = 0;
+}
+
+/* Looks through the batch from pos for a bucket with a chain: it is next, empty ones are done. */
+static __always_inline void find_chain(struct walk *w)
+{
+	for (int k = 0; k < BATCH; k++) {
+		__u64 p = w->pos;
+		if (p >= w->len)
+			return;
+		w->pos = p + 1;
+		/* hlist_bl_first(): bit 0 is the bucket's lock. */
+		__u64 head = w->heads[p & (BATCH - 1)] & ~1ULL;
+		if (head) {
+			w->node = head;
+			w->bucket = w->base + p;
+			w->chain = 0;
+			return;
+		}
+	}
+}
+
+/* One step: between chains, the next chain found (and its first dentry read); else the chain's next dentry. */
+static long step(__u64 i, void *arg)
+{
+	struct step_ctx *c = arg;
+	struct walk *w = c->w;
+	struct stats *st = c->st;
+
 	w->steps++;
 	if (!w->node) {
 		/* Between chains: stop where the next chain could overrun the steps or the map. */
-		if (w->next_bucket >= w->end || w->steps + MAX_CHAIN + 2 >= MAX_STEPS || st->created >= w->room)
+		if (w->steps + MAX_CHAIN + 2 >= w->limit || st->created >= w->room)
 			return 1;
-		__u64 head = 0;
-		w->bucket = w->next_bucket++;
-		st->buckets++;
-		w->chain = 0;
-		if (bpf_probe_read_kernel(&head, sizeof(head), (void *)(w->table + w->bucket * 8))) {
-			st->unreadable++;
+		if (w->pos >= w->len)
+			return read_batch(w, st);
+		if (w->single)
+			read_one(w, st);
+		else
+			find_chain(w);
+		if (!w->node)
 			return 0;
-		}
-		/* hlist_bl_first(): bit 0 is the bucket's lock. */
-		w->node = head & ~1ULL;
-		return 0;
 	}
 	if (++w->chain > MAX_CHAIN) {
 		st->chains_cut++;
@@ -229,7 +309,7 @@ static long step(__u64 i, void *unused)
 		w->node = 0;
 		return 1;
 	}
-	if (bpf_probe_read_kernel(w->d, len, (void *)(w->node - o_hash))) {
+	if (bpf_probe_read_kernel(w->d.b, len, (void *)(w->node - o_hash))) {
 		st->unreadable++;
 		w->node = 0;
 		return 0;
@@ -247,12 +327,12 @@ static long step(__u64 i, void *unused)
 		st->bad_pointer++;
 		return 0;
 	}
-	struct dir_counts *c = bpf_map_lookup_elem(&dirs, &k);
-	if (c) {
+	struct dir_counts *dc = bpf_map_lookup_elem(&dirs, &k);
+	if (dc) {
 		if (negative)
-			c->negative++;
+			dc->negative++;
 		else
-			c->positive++;
+			dc->positive++;
 	} else {
 		struct dir_counts n = { .positive = !negative, .negative = negative };
 		if (bpf_map_update_elem(&dirs, &k, &n, BPF_NOEXIST)) {
@@ -268,8 +348,11 @@ static long step(__u64 i, void *unused)
 /*
  * args[0]: the table's address; args[1]: the first bucket; args[2]: how
  * many; args[3]: the hash shift (32 - log2(buckets)); args[4]: the map
- * entries allowed before it stops. Returns the buckets walked: fewer than
- * asked when it stopped at a chain's end to let user space drain `dirs`.
+ * entries allowed before it stops; args[5]: the steps allowed (at most
+ * MAX_STEPS; 0: MAX_STEPS); args[6]: the heads read at once (1 to BATCH;
+ * 0: BATCH). Returns the buckets walked: fewer than asked when it stopped
+ * at a chain's end to keep within its steps or to let user space drain
+ * `dirs`.
  */
 SEC("raw_tp")
 int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
@@ -279,18 +362,30 @@ int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
 	struct stats *st = bpf_map_lookup_elem(&stats, &zero);
 	if (!w || !st)
 		return 0;
+	__u64 first = ctx->args[1];
+	__u64 limit = ctx->args[5];
+	__u64 batch = ctx->args[6];
 	w->table = ctx->args[0];
-	w->next_bucket = ctx->args[1];
-	w->end = ctx->args[1] + ctx->args[2];
+	w->end = first + ctx->args[2];
 	w->shift = ctx->args[3] & 31;
 	w->room = ctx->args[4];
+	w->limit = limit && limit < MAX_STEPS ? limit : MAX_STEPS;
+	w->batch = batch && batch < BATCH ? batch : BATCH;
+	w->base = first;
+	w->len = 0;
+	w->pos = 0;
+	w->single = 0;
 	w->node = 0;
 	w->steps = 0;
-	bpf_loop(MAX_STEPS, step, NULL, 0);
+	struct step_ctx c = { .w = w, .st = st };
+	bpf_loop(MAX_STEPS, step, &c, 0);
+	__u64 done = w->base + w->pos - first;
+	st->buckets += done;
 	st->runs++;
+	st->steps += w->steps;
 	if (w->steps > st->max_steps)
 		st->max_steps = w->steps;
-	return w->next_bucket - ctx->args[1];
+	return done;
 }
 
 /* args[0]: a kernel address; args[1]: bytes (at most 4096) copied into `mem`. Returns 0 or -errno. */

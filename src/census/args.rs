@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args as ClapArgs;
 
 use super::plant::Plant;
+use crate::probe::census_bpf::{BATCH, MAX_STEPS, MIN_STEPS};
 
 pub(crate) const ABOUT: &str = "Where the node's dentries are: every hashed dentry (or a uniform sample of the hash \
 buckets) counted positive and negative, per filesystem (type, device, mount point) and per parent directory \
@@ -78,6 +79,15 @@ pub(crate) struct Args {
     /// auto: bpf where the kernel allows it, else kcore. The result says which walked.
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Choice::Auto)]
     pub backend: Choice,
+    /// bpf: the steps one run takes at most (16384 to 262144, the default): fewer, shorter runs under RCU.
+    /// A check of the walk's seams between runs.
+    #[arg(long, value_name = "N", default_value_t = MAX_STEPS, hide = true,
+          value_parser = clap::value_parser!(u64).range(MIN_STEPS..=MAX_STEPS))]
+    pub bpf_steps: u64,
+    /// bpf: the bucket heads one read takes (1 to 64, the default). A check of batches that end short of a range.
+    #[arg(long, value_name = "N", default_value_t = BATCH, hide = true,
+          value_parser = clap::value_parser!(u64).range(1..=BATCH))]
+    pub bpf_batch: u64,
     /// The kernel memory file to read [default: /proc/kcore].
     #[arg(long, value_name = "FILE", default_value = "/proc/kcore", hide = true)]
     pub kcore: PathBuf,
