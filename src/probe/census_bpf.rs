@@ -11,10 +11,12 @@
 //! way). It reads the bucket heads [`BATCH`] at a time (one
 //! `bpf_probe_read_kernel` of 512 bytes) and passes over the empty ones
 //! without a helper call; a batch it cannot read it reads head by head, so
-//! each unreadable bucket is counted. One run holds RCU for at most
-//! [`MAX_STEPS`] steps (a dentry, a batch read, or a look through the batch
-//! for the next chain each) and stops at a chain's end; user space drives
-//! the walk run by run and drains `dirs` when it nears [`MAX_DIRS`].
+//! each unreadable bucket is counted. It walks [`LANES`] chains side by
+//! side: each step copies the next dentry of every chain before counting
+//! any, so their cache misses overlap. One run holds RCU for at most
+//! [`MAX_STEPS`] steps (a dentry each, or a look through the batch that
+//! found none) and stops with every chain ended; user space drives the
+//! walk run by run and drains `dirs` when it nears [`MAX_DIRS`].
 //!
 //! The programs and maps belong to the file descriptors of this process:
 //! nothing is pinned or attached, so they are gone when it exits, however
@@ -41,8 +43,8 @@ use super::memory::Memory;
 use crate::procfs::kallsyms::Symbols;
 
 /// Steps of one run at most: `MAX_STEPS` in the program. A step is one
-/// dentry, one batch of heads read, or one look through a batch for the
-/// next chain (up to [`BATCH`] empty heads passed over). A run holds its
+/// dentry read (every lane's counts), or one look through a batch of heads
+/// that found no chain (up to [`BATCH`] empty heads passed over). A run holds its
 /// CPU with preemption off (and RCU's grace periods) for as long as it
 /// runs, and a step costs more as the chains fill: when every bucket was a
 /// step, 2^20 steps took up to 111 ms at 1M dentries, 362 ms at 10M and
@@ -52,7 +54,7 @@ pub(crate) const MAX_STEPS: u64 = 1 << 18;
 /// Bucket heads read at once (512 bytes): `BATCH` in the program.
 pub(crate) const BATCH: u64 = 64;
 /// Chains the program walks side by side: `LANES` in the program.
-const LANES: u64 = 1;
+pub(crate) const LANES: u64 = 2;
 /// The fewest steps a run may be given: room for the longest chain of
 /// every lane, twice over.
 pub(crate) const MIN_STEPS: u64 = 16_384;
