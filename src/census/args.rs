@@ -14,7 +14,7 @@ what the hash table does not hold (nr_dentry less what was found).\n\n\
 Two backends walk the same table and give the same result (--backend; auto picks bpf where the kernel allows \
 it). bpf: a BPF program, loaded from this binary and never attached, walks a range of buckets per run inside \
 the kernel under rcu_read_lock() (BPF_PROG_TEST_RUN of a raw tracepoint program), the way the kernel's own \
-lookups walk it, at most 2^18 steps per run (about 0.2 s at 50M dentries here); its offsets are relocated against the kernel's BTF (CO-RE); the \
+lookups walk it, the bucket heads read 64 at a time and two chains walked side by side, at most 2^18 steps (a dentry each) per run; its offsets are relocated against the kernel's BTF (CO-RE); the \
 table is found from dentries it makes (a fresh dentry's d_hash.pprev is its bucket). Needs root \
 (CAP_BPF and CAP_PERFMON) and BTF. kcore: user space reads the kernel's memory read-only through /proc/kcore, \
 racy by nature: every pointer is checked before it is followed, chains are bounded, and what fails is skipped \

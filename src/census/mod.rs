@@ -557,7 +557,7 @@ mod tests {
         .unwrap();
         let (k, b) = (root.join("kcore"), root.join("btf"));
         let t = T::parse_from(["census", "--kcore", k.to_str().unwrap(), "--btf", b.to_str().unwrap()]);
-        let src = Source { kcore: t.a.kcore, btf: t.a.btf, backend: Choice::Kcore };
+        let src = Source { kcore: t.a.kcore, btf: t.a.btf, backend: Choice::Kcore, bpf: Default::default() };
         let e = open_kernel(&src, &ProcRoot::new(root.join("proc"))).err().expect("refused");
         format!("{e:#}")
     }
