@@ -60,12 +60,75 @@ fn a_bpf_census_finds_every_planted_directory_with_its_exact_count() {
     assert!(b["max_steps_per_run"].as_u64().unwrap() <= b["steps_bound"].as_u64().unwrap(), "{b}");
     assert_eq!(b["unrecorded"], 0, "{b}");
     assert_eq!(b["located"], "fresh_dentries", "{b}");
+    // Empty buckets cost no step of their own: the heads are read 64 at a
+    // time and passed over inside the batch.
+    assert_steps_account_for_the_walk(w);
     // The churn ran beside the walk, and the kernel logged no RCU stall,
     // soft lockup or hung task while it walked (on a machine running only
     // the tests: a lockup another job causes then fails this too).
     assert!(r["churn"]["during_walk"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(r["kernel_log_watched"], true, "{r}");
     assert_eq!(r["kernel_alerts"].as_array().unwrap().len(), 0, "{r}");
+}
+
+/// The BPF walk's steps: one per dentry read (its chain's first is found
+/// in the same step), one per batch of heads read, at most one per batch
+/// for a look that finds no chain, one per run to stop. Not one per bucket
+/// (as when each bucket was a step and a helper call of its own): the
+/// empty buckets are passed over inside their batch.
+fn assert_steps_account_for_the_walk(w: &serde_json::Value) {
+    let b = &w["bpf"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v} in {w}"));
+    let r = w["rejected"].as_object().unwrap();
+    let rejected: u64 =
+        r.iter().filter(|(k, _)| *k != "left_out").map(|(_, v)| n(v)).sum::<u64>() + n(&b["unrecorded"]);
+    let (steps, batches, runs, batch) = (n(&b["steps"]), n(&b["batches"]), n(&b["runs"]), n(&b["batch"]));
+    let buckets = n(&w["buckets_walked"]);
+    assert!(batch >= 1 && batches >= buckets.div_ceil(batch), "every bucket read in some batch: {b}");
+    // A batch ends short only at a range's end or a run's (each run starts one).
+    assert!(batches <= buckets.div_ceil(batch) + 2 * runs, "{b}");
+    assert!(steps <= n(&w["dentries_walked"]) + rejected + 2 * batches + runs, "a step per dentry or batch: {w}");
+    assert!(n(&b["max_steps_per_run"]) <= n(&b["steps_bound"]), "{b}");
+}
+
+/// The seams of the BPF walk: with runs of at most 16,384 steps (hundreds
+/// of runs, each stopping between chains wherever it stands in a batch)
+/// and batches of 48 heads (which end short of every 512-bucket range and
+/// of the table), a full walk still finds every planted count exactly and
+/// walks every bucket once; a sample walks exactly its blocks.
+#[test]
+fn short_runs_and_short_batches_keep_every_count_exact() {
+    require_bpf_census!();
+    let _k = kernel_lock();
+    let plant = "tmpfs:hardlink:2k+ext4:negative:20k+ext4:negative:5k:dirs=50";
+    let seams = ["--bpf-steps", "16384", "--bpf-batch", "48"];
+    let r = run_json(&[&["census", "--backend", "bpf", "--top", "3", "--plant", plant][..], &seams].concat());
+    let w = &r["walk"];
+    assert_eq!(w["buckets_walked"], w["buckets_total"], "{w}");
+    let p = planted(&r);
+    assert_eq!(p.len(), 52, "{r}");
+    let bad: Vec<_> = p.iter().filter(|c| c["ok"] != true).collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    let found = |c: &serde_json::Value| c["found"]["found"].as_u64().unwrap();
+    assert_eq!((found(&p[0]), found(&p[1])), (2_000, 20_000), "{r}");
+    assert!(p[2..].iter().all(|c| found(c) == 100), "{r}");
+    let b = &w["bpf"];
+    assert_eq!((b["steps_bound"].as_u64(), b["batch"].as_u64()), (Some(16384), Some(48)), "{b}");
+    assert!(b["runs"].as_u64().unwrap() > 10, "many runs, many seams: {b}");
+    assert_steps_account_for_the_walk(w);
+    // A sample: blocks of 512 buckets, each range ending inside a batch of 48.
+    let r = run_json(&["census", "--backend", "bpf", "--sample", "10%", "--top", "1", "--bpf-batch", "48"]);
+    let w = &r["walk"];
+    let total = w["buckets_total"].as_u64().unwrap();
+    let blocks = (0.1 * total.div_ceil(512) as f64).round() as u64;
+    assert_eq!(w["buckets_walked"].as_u64(), Some(blocks * 512), "exactly the sampled blocks: {w}");
+    assert_steps_account_for_the_walk(w);
+}
+
+#[test]
+fn bad_bpf_steps_or_batch_is_one_line_and_exit_2() {
+    common::usage_error("census", &["--bpf-steps", "100"], &["--bpf-steps", "16384"]);
+    common::usage_error("census", &["--bpf-batch", "65"], &["--bpf-batch", "64"]);
 }
 
 #[test]

@@ -72,8 +72,14 @@ struct dentry {
 
 /* Longest chain followed (the kcore walk's MAX_CHAIN). */
 #define MAX_CHAIN 4096
-/* Steps of one run: a bucket or a dentry each. Bounds how long one run holds RCU. */
+/*
+ * Steps of one run at most: a dentry, a batch of bucket heads read, or a
+ * look through the batch for the next chain each. Bounds how long one run
+ * holds RCU. A run may be given a lower bound (args[5]).
+ */
 #define MAX_STEPS (1 << 18)
+/* Bucket heads read at once: 512 bytes. A run may be given fewer (args[6]). */
+#define BATCH 64
 /* Directories tallied before user space drains the map. */
 #define MAX_DIRS (1 << 18)
 /* Most bytes of a dentry copied at once: every field above lies in them. */
@@ -97,7 +103,7 @@ struct dir_counts {
 	__u64 negative;
 };
 
-/* Reads skipped, by reason, and what was walked. Layout shared with probe/census_bpf.rs. */
+/* Reads skipped, by reason, and what was walked. Layout shared with probe/bpf_prog.rs. */
 struct stats {
 	__u64 buckets;
 	__u64 walked;
@@ -109,6 +115,8 @@ struct stats {
 	__u64 created;
 	__u64 runs;
 	__u64 max_steps;
+	__u64 steps;
+	__u64 batches;
 };
 
 struct {
@@ -138,21 +146,54 @@ struct {
 } mem SEC(".maps");
 
 /*
+ * Chains walked side by side. Each step reads the next dentry of every
+ * lane's chain, one copy after another, before counting any: the copies'
+ * cache misses overlap instead of following one another.
+ */
+#define LANES 2
+
+/* One chain being walked: the next dentry's d_hash node, the bucket, the dentries so far. */
+struct lane {
+	__u64 node;
+	__u64 bucket;
+	__u64 chain;
+	/* This step copied the dentry into d. */
+	__u64 read;
+	/* The dentry as copied, read as words: clang compiles a cast of a byte array's element into byte loads. */
+	union {
+		__u8 b[DENTRY_READ];
+		__u32 w32[DENTRY_READ / 4];
+		__u64 w64[DENTRY_READ / 8];
+	} d;
+};
+
+/*
  * The walk's state lives in a map, not on the stack: values loaded from a
  * map are unknown to the verifier, so it verifies the loop's callback once
  * for all iterations instead of tracking each counter's value through them.
+ *
+ * The bucket heads are read a batch at a time into `heads`: buckets
+ * [base, base + len), of which those before base + pos have been given to
+ * a lane or were empty. A batch that cannot be read at once is read one
+ * head at a time (`single`), so each unreadable bucket is counted. A run
+ * ends only with every lane idle: then every bucket before base + pos is
+ * done.
  */
 struct walk {
 	__u64 table;
 	__u64 shift;
-	__u64 next_bucket;
 	__u64 end;
-	__u64 bucket;
 	__u64 room;
-	__u64 node;
+	__u64 limit;
+	__u64 batch;
+	__u64 base;
+	__u64 len;
+	__u64 pos;
+	__u64 single;
 	__u64 steps;
-	__u64 chain;
-	__u8 d[DENTRY_READ];
+	__u64 broken;
+	__u64 heads[BATCH];
+	struct lane lane[LANES];
 };
 
 struct {
@@ -162,60 +203,91 @@ struct {
 	__type(value, struct walk);
 } state SEC(".maps");
 
-static __always_inline __u64 at64(struct walk *w, __u64 off)
+/* What each step is given (on the run's stack): the two map values, looked up once a run. */
+struct step_ctx {
+	struct walk *w;
+	struct stats *st;
+};
+
+static __always_inline __u64 at64(struct lane *l, __u64 off)
 {
-	return *(__u64 *)&w->d[off & (DENTRY_READ - 8)];
+	return l->d.w64[(off / 8) & (DENTRY_READ / 8 - 1)];
 }
 
-static __always_inline __u32 at32(struct walk *w, __u64 off)
+static __always_inline __u32 at32(struct lane *l, __u64 off)
 {
-	return *(__u32 *)&w->d[off & (DENTRY_READ - 4)];
+	return l->d.w32[(off / 4) & (DENTRY_READ / 4 - 1)];
 }
 
-static long step(__u64 i, void *unused)
+/* Reads the heads of the next batch; 1 at the range's end. */
+static __always_inline int read_batch(struct walk *w, struct stats *st)
 {
-	__u32 zero = 0;
-	struct stats *st = bpf_map_lookup_elem(&stats, &zero);
-	struct walk *w = bpf_map_lookup_elem(&state, &zero);
-
-	if (!st || !w)
+	__u64 next = w->base + w->len;
+	if (next >= w->end)
 		return 1;
-	w->steps++;
-	if (!w->node) {
-		/* Between chains: stop where the next chain could overrun the steps or the map. */
-		if (w->next_bucket >= w->end || w->steps + MAX_CHAIN + 2 >= MAX_STEPS || st->created >= w->room)
-			return 1;
+	__u64 n = w->end - next;
+	if (n > w->batch)
+		n = w->batch;
+	if (n > BATCH)
+		n = BATCH;
+	w->base = next;
+	w->pos = 0;
+	w->len = n;
+	st->batches++;
+	w->single = bpf_probe_read_kernel(w->heads, n * 8, (void *)(w->table + next * 8)) != 0;
+	return 0;
+}
+
+static __always_inline void start(struct lane *l, __u64 head, __u64 bucket)
+{
+	/* hlist_bl_first(): bit 0 is the bucket's lock. */
+	l->node = head & ~1ULL;
+	l->bucket = bucket;
+	l->chain = 0;
+}
+
+/*
+ * Gives an idle lane the next bucket with a chain: from the batch (the
+ * empty heads passed over), else from the next batch read. Looks through
+ * one batch at most. Returns 0 once the range has no bucket left.
+ */
+static __always_inline int take(struct walk *w, struct stats *st, struct lane *l)
+{
+	if (w->pos >= w->len && read_batch(w, st))
+		return 0;
+	if (w->single) {
 		__u64 head = 0;
-		w->bucket = w->next_bucket++;
-		st->buckets++;
-		w->chain = 0;
-		if (bpf_probe_read_kernel(&head, sizeof(head), (void *)(w->table + w->bucket * 8))) {
+		__u64 b = w->base + w->pos;
+		w->pos++;
+		if (bpf_probe_read_kernel(&head, sizeof(head), (void *)(w->table + b * 8)))
 			st->unreadable++;
-			return 0;
+		else
+			start(l, head, b);
+		return 1;
+	}
+	for (int k = 0; k < BATCH; k++) {
+		__u64 p = w->pos;
+		if (p >= w->len)
+			return 1;
+		w->pos = p + 1;
+		__u64 head = w->heads[p & (BATCH - 1)];
+		if (head & ~1ULL) {
+			start(l, head, w->base + p);
+			return 1;
 		}
-		/* hlist_bl_first(): bit 0 is the bucket's lock. */
-		w->node = head & ~1ULL;
-		return 0;
 	}
-	if (++w->chain > MAX_CHAIN) {
-		st->chains_cut++;
-		w->node = 0;
-		return 0;
-	}
-	if (w->node < KERNEL_MIN || (w->node & 7)) {
-		st->bad_pointer++;
-		w->node = 0;
-		return 0;
-	}
+	return 1;
+}
+
+/* Bytes of a dentry copied: up to the end of the last field read, no further (the object may end a page). */
+static __always_inline __u64 dentry_len(void)
+{
 	__u64 o_hash = bpf_core_field_offset(struct dentry, d_hash);
 	__u64 o_next = o_hash + bpf_core_field_offset(struct hlist_bl_node, next);
-	__u64 o_name = bpf_core_field_offset(struct dentry, d_name);
-	__u64 o_nhash = o_name + bpf_core_field_offset(struct qstr, hash);
+	__u64 o_nhash = bpf_core_field_offset(struct dentry, d_name) + bpf_core_field_offset(struct qstr, hash);
 	__u64 o_parent = bpf_core_field_offset(struct dentry, d_parent);
 	__u64 o_inode = bpf_core_field_offset(struct dentry, d_inode);
-	__u64 o_sb = bpf_core_field_offset(struct dentry, d_sb);
-	/* Up to the end of the last field read, no further: the object may end a page. */
-	__u64 len = o_sb + 8;
+	__u64 len = bpf_core_field_offset(struct dentry, d_sb) + 8;
 	if (o_inode + 8 > len)
 		len = o_inode + 8;
 	if (o_parent + 8 > len)
@@ -224,52 +296,123 @@ static long step(__u64 i, void *unused)
 		len = o_nhash + 4;
 	if (o_next + 8 > len)
 		len = o_next + 8;
-	if (len > DENTRY_READ) {
-		st->unreadable++;
-		w->node = 0;
+	return len;
+}
+
+/* Copies the lane's next dentry (a fault is counted, never followed); 1 if it tried. */
+static __always_inline int copy(struct walk *w, struct stats *st, struct lane *l)
+{
+	l->read = 0;
+	if (!l->node)
+		return 0;
+	if (++l->chain > MAX_CHAIN) {
+		st->chains_cut++;
+		l->node = 0;
 		return 1;
 	}
-	if (bpf_probe_read_kernel(w->d, len, (void *)(w->node - o_hash))) {
+	if (l->node < KERNEL_MIN || (l->node & 7)) {
+		st->bad_pointer++;
+		l->node = 0;
+		return 1;
+	}
+	__u64 len = dentry_len();
+	if (len > DENTRY_READ) {
 		st->unreadable++;
-		w->node = 0;
-		return 0;
+		l->node = 0;
+		w->broken = 1;
+		return 1;
 	}
+	if (bpf_probe_read_kernel(l->d.b, len, (void *)(l->node - bpf_core_field_offset(struct dentry, d_hash)))) {
+		st->unreadable++;
+		l->node = 0;
+		return 1;
+	}
+	l->read = 1;
+	return 1;
+}
+
+/* Counts the dentry copied, positive or negative under (d_sb, d_parent), and moves to the next. */
+static __always_inline void count(struct walk *w, struct stats *st, struct lane *l)
+{
+	if (!l->read)
+		return;
+	__u64 o_hash = bpf_core_field_offset(struct dentry, d_hash);
+	__u64 o_next = o_hash + bpf_core_field_offset(struct hlist_bl_node, next);
+	__u64 o_nhash = bpf_core_field_offset(struct dentry, d_name) + bpf_core_field_offset(struct qstr, hash);
 	/* d_hash() in fs/dcache.c: the bucket is the name hash's top bits. */
-	if ((__u64)(at32(w, o_nhash) >> w->shift) != w->bucket) {
+	if ((__u64)(at32(l, o_nhash) >> w->shift) != l->bucket) {
 		st->wrong_bucket++;
-		w->node = 0;
-		return 0;
+		l->node = 0;
+		return;
 	}
-	struct dir_key k = { .sb = at64(w, o_sb), .parent = at64(w, o_parent) };
-	int negative = at64(w, o_inode) == 0;
-	w->node = at64(w, o_next);
+	struct dir_key k = {
+		.sb = at64(l, bpf_core_field_offset(struct dentry, d_sb)),
+		.parent = at64(l, bpf_core_field_offset(struct dentry, d_parent)),
+	};
+	int negative = at64(l, bpf_core_field_offset(struct dentry, d_inode)) == 0;
+	l->node = at64(l, o_next);
 	if (k.sb < KERNEL_MIN || k.parent < KERNEL_MIN) {
 		st->bad_pointer++;
-		return 0;
+		return;
 	}
-	struct dir_counts *c = bpf_map_lookup_elem(&dirs, &k);
-	if (c) {
+	struct dir_counts *dc = bpf_map_lookup_elem(&dirs, &k);
+	if (dc) {
 		if (negative)
-			c->negative++;
+			dc->negative++;
 		else
-			c->positive++;
+			dc->positive++;
 	} else {
 		struct dir_counts n = { .positive = !negative, .negative = negative };
 		if (bpf_map_update_elem(&dirs, &k, &n, BPF_NOEXIST)) {
 			st->unrecorded++;
-			return 0;
+			return;
 		}
 		st->created++;
 	}
 	st->walked++;
-	return 0;
+}
+
+/*
+ * One step: every idle lane given the next chain (unless the run is
+ * ending), then the next dentry of every lane copied, then counted. A step
+ * costs the dentries it reads (at least 1) of the run's steps.
+ */
+static long step(__u64 i, void *arg)
+{
+	struct step_ctx *c = arg;
+	struct walk *w = c->w;
+	struct stats *st = c->st;
+	/* Starts no chain that could overrun the steps or the map. */
+	int open = w->steps + LANES * (MAX_CHAIN + 2) < w->limit && st->created < w->room;
+	int more = 1;
+	int busy = 0;
+
+	for (int l = 0; l < LANES; l++) {
+		if (open && more && !w->lane[l].node)
+			more = take(w, st, &w->lane[l]);
+		busy |= w->lane[l].node != 0;
+	}
+	if (!busy) {
+		w->steps++;
+		return !open || !more;
+	}
+	__u64 n = 0;
+	for (int l = 0; l < LANES; l++)
+		n += copy(w, st, &w->lane[l]);
+	for (int l = 0; l < LANES; l++)
+		count(w, st, &w->lane[l]);
+	w->steps += n ? n : 1;
+	return w->broken != 0;
 }
 
 /*
  * args[0]: the table's address; args[1]: the first bucket; args[2]: how
  * many; args[3]: the hash shift (32 - log2(buckets)); args[4]: the map
- * entries allowed before it stops. Returns the buckets walked: fewer than
- * asked when it stopped at a chain's end to let user space drain `dirs`.
+ * entries allowed before it stops; args[5]: the steps allowed (at most
+ * MAX_STEPS; 0: MAX_STEPS); args[6]: the heads read at once (1 to BATCH;
+ * 0: BATCH). Returns the buckets walked: fewer than asked when it stopped
+ * with every chain ended to keep within its steps or to let user space
+ * drain `dirs`.
  */
 SEC("raw_tp")
 int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
@@ -279,18 +422,36 @@ int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
 	struct stats *st = bpf_map_lookup_elem(&stats, &zero);
 	if (!w || !st)
 		return 0;
+	__u64 first = ctx->args[1];
+	__u64 limit = ctx->args[5];
+	__u64 batch = ctx->args[6];
 	w->table = ctx->args[0];
-	w->next_bucket = ctx->args[1];
-	w->end = ctx->args[1] + ctx->args[2];
+	w->end = first + ctx->args[2];
 	w->shift = ctx->args[3] & 31;
 	w->room = ctx->args[4];
-	w->node = 0;
+	w->limit = limit && limit < MAX_STEPS ? limit : MAX_STEPS;
+	w->batch = batch && batch < BATCH ? batch : BATCH;
+	w->base = first;
+	w->len = 0;
+	w->pos = 0;
+	w->single = 0;
 	w->steps = 0;
-	bpf_loop(MAX_STEPS, step, NULL, 0);
+	w->broken = 0;
+	for (int l = 0; l < LANES; l++)
+		w->lane[l].node = 0;
+	struct step_ctx c = { .w = w, .st = st };
+	bpf_loop(MAX_STEPS, step, &c, 0);
+	/* Stopped with a lane mid-chain (only when broken): its bucket is not done. */
+	__u64 done = w->base + w->pos - first;
+	for (int l = 0; l < LANES; l++)
+		if (w->lane[l].node && w->lane[l].bucket - first < done)
+			done = w->lane[l].bucket - first;
+	st->buckets += done;
 	st->runs++;
+	st->steps += w->steps;
 	if (w->steps > st->max_steps)
 		st->max_steps = w->steps;
-	return w->next_bucket - ctx->args[1];
+	return done;
 }
 
 /* args[0]: a kernel address; args[1]: bytes (at most 4096) copied into `mem`. Returns 0 or -errno. */

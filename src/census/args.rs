@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args as ClapArgs;
 
 use super::plant::Plant;
+use crate::probe::census_bpf::{BATCH, MAX_STEPS, MIN_STEPS};
 
 pub(crate) const ABOUT: &str = "Where the node's dentries are: every hashed dentry (or a uniform sample of the hash \
 buckets) counted positive and negative, per filesystem (type, device, mount point) and per parent directory \
@@ -13,7 +14,7 @@ what the hash table does not hold (nr_dentry less what was found).\n\n\
 Two backends walk the same table and give the same result (--backend; auto picks bpf where the kernel allows \
 it). bpf: a BPF program, loaded from this binary and never attached, walks a range of buckets per run inside \
 the kernel under rcu_read_lock() (BPF_PROG_TEST_RUN of a raw tracepoint program), the way the kernel's own \
-lookups walk it, at most 2^18 steps per run (about 0.2 s at 50M dentries here); its offsets are relocated against the kernel's BTF (CO-RE); the \
+lookups walk it, the bucket heads read 64 at a time and two chains walked side by side, at most 2^18 steps (a dentry each) per run; its offsets are relocated against the kernel's BTF (CO-RE); the \
 table is found from dentries it makes (a fresh dentry's d_hash.pprev is its bucket). Needs root \
 (CAP_BPF and CAP_PERFMON) and BTF. kcore: user space reads the kernel's memory read-only through /proc/kcore, \
 racy by nature: every pointer is checked before it is followed, chains are bounded, and what fails is skipped \
@@ -78,6 +79,15 @@ pub(crate) struct Args {
     /// auto: bpf where the kernel allows it, else kcore. The result says which walked.
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Choice::Auto)]
     pub backend: Choice,
+    /// bpf: the steps one run takes at most (16384 to 262144, the default): fewer, shorter runs under RCU.
+    /// A check of the walk's seams between runs.
+    #[arg(long, value_name = "N", default_value_t = MAX_STEPS, hide = true,
+          value_parser = clap::value_parser!(u64).range(MIN_STEPS..=MAX_STEPS))]
+    pub bpf_steps: u64,
+    /// bpf: the bucket heads one read takes (1 to 64, the default). A check of batches that end short of a range.
+    #[arg(long, value_name = "N", default_value_t = BATCH, hide = true,
+          value_parser = clap::value_parser!(u64).range(1..=BATCH))]
+    pub bpf_batch: u64,
     /// The kernel memory file to read [default: /proc/kcore].
     #[arg(long, value_name = "FILE", default_value = "/proc/kcore", hide = true)]
     pub kcore: PathBuf,

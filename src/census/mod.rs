@@ -170,6 +170,8 @@ pub(crate) struct Source {
     pub kcore: PathBuf,
     pub btf: PathBuf,
     pub backend: Choice,
+    /// The BPF walk's steps a run and heads a read (`census --bpf-steps`, `--bpf-batch`).
+    pub bpf: census_bpf::Tuning,
 }
 
 impl Source {
@@ -178,7 +180,7 @@ impl Source {
     /// running kernel, whatever the proc root says).
     pub(crate) fn of(proc: &ProcRoot) -> Source {
         let backend = if proc.root() == std::path::Path::new("/proc") { Choice::Auto } else { Choice::Kcore };
-        Source { kcore: proc.path("kcore"), btf: PathBuf::from(BTF), backend }
+        Source { kcore: proc.path("kcore"), btf: PathBuf::from(BTF), backend, bpf: Default::default() }
     }
 }
 
@@ -253,7 +255,7 @@ fn open_bpf(src: &Source, proc: &ProcRoot) -> Result<Opened> {
     let layout = Layout::load(&src.btf)?;
     if src.btf == std::path::Path::new(BTF)
         && let Some(mut loaded) = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
-        && loaded.reset().is_ok()
+        && loaded.reset(src.bpf).is_ok()
     {
         return Ok(Opened::Bpf(loaded, layout));
     }
@@ -262,7 +264,7 @@ fn open_bpf(src: &Source, proc: &ProcRoot) -> Result<Opened> {
     if syms.hidden() {
         return Err(addresses_hidden(proc));
     }
-    Ok(Opened::Bpf(Box::new(BpfCensus::open(bpf, layout, &syms)?), layout))
+    Ok(Opened::Bpf(Box::new(BpfCensus::open(bpf, layout, &syms, src.bpf)?), layout))
 }
 
 /// The BPF walk last used in this process, kept loaded for the next one
@@ -335,7 +337,8 @@ pub(crate) fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
 
 /// Runs the census (planting first with `--plant`).
 pub(crate) fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult> {
-    let src = Source { kcore: a.kcore.clone(), btf: a.btf.clone(), backend: a.backend };
+    let bpf = census_bpf::Tuning { steps: a.bpf_steps, batch: a.bpf_batch };
+    let src = Source { kcore: a.kcore.clone(), btf: a.btf.clone(), backend: a.backend, bpf };
     // The refusals come before any planting.
     available(&src, proc)?;
     let plants = a.plants();
@@ -554,7 +557,7 @@ mod tests {
         .unwrap();
         let (k, b) = (root.join("kcore"), root.join("btf"));
         let t = T::parse_from(["census", "--kcore", k.to_str().unwrap(), "--btf", b.to_str().unwrap()]);
-        let src = Source { kcore: t.a.kcore, btf: t.a.btf, backend: Choice::Kcore };
+        let src = Source { kcore: t.a.kcore, btf: t.a.btf, backend: Choice::Kcore, bpf: Default::default() };
         let e = open_kernel(&src, &ProcRoot::new(root.join("proc"))).err().expect("refused");
         format!("{e:#}")
     }

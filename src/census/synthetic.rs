@@ -176,7 +176,15 @@ impl Image {
             .map(|(i, (dev, mp, t))| format!("{} 1 {}:{} / {mp} rw - {t} {t} rw\n", 30 + i, dev >> 20, dev & 0xfffff))
             .collect();
         std::fs::write(proc.join("self/mountinfo"), mi).unwrap();
-        (Source { kcore: dir.join("kcore"), btf: dir.join("btf"), backend: super::Choice::Kcore }, ProcRoot::new(proc))
+        (
+            Source {
+                kcore: dir.join("kcore"),
+                btf: dir.join("btf"),
+                backend: super::Choice::Kcore,
+                bpf: Default::default(),
+            },
+            ProcRoot::new(proc),
+        )
     }
 }
 

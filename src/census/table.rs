@@ -50,11 +50,14 @@ fn walk_notes(out: &mut String, r: &CensusResult) {
     if let Some(b) = &w.bpf {
         let _ = writeln!(
             out,
-            "bpf: {} runs under RCU, at most {} steps each (bound {}), the longest {:.1} ms; {} map drains, {} unrecorded; table found by {}",
+            "bpf: {} runs under RCU, at most {} steps each (bound {}), the longest {:.1} ms; {} steps, {} reads of up to {} bucket heads; {} map drains, {} unrecorded; table found by {}",
             b.runs,
             b.max_steps_per_run,
             b.steps_bound,
             b.longest_run_seconds * 1e3,
+            b.steps,
+            b.batches,
+            b.batch,
             b.drains,
             b.unrecorded,
             b.located

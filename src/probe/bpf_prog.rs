@@ -18,12 +18,15 @@ pub(crate) struct Stats {
     pub created: u64,
     pub runs: u64,
     pub max_steps: u64,
+    /// Steps of every run, and batches of bucket heads read.
+    pub steps: u64,
+    pub batches: u64,
 }
 
 // The map's bytes: read and written by the BPF object only.
 #[cfg(any(feature = "bpf", test))]
 impl Stats {
-    const LEN: usize = 10 * 8;
+    const LEN: usize = 12 * 8;
 
     pub(crate) fn of(b: &[u8]) -> Stats {
         let g = |i: usize| b.get(i * 8..i * 8 + 8).map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap()));
@@ -38,6 +41,8 @@ impl Stats {
             created: g(7),
             runs: g(8),
             max_steps: g(9),
+            steps: g(10),
+            batches: g(11),
         }
     }
 
@@ -53,6 +58,8 @@ impl Stats {
             self.created,
             self.runs,
             self.max_steps,
+            self.steps,
+            self.batches,
         ]
         .iter()
         .flat_map(|v| v.to_le_bytes())
@@ -73,6 +80,8 @@ mod object {
     const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/census.bpf.o"));
     /// Bytes one `dentrylab_read` run copies at most.
     const MEM_LEN: usize = 4096;
+    /// Arguments every run is given (`dentrylab_walk` reads 7).
+    const ARGS: usize = 8;
 
     /// The loaded object.
     pub(crate) struct Bpf {
@@ -113,14 +122,20 @@ mod object {
             Ok(Bpf { obj })
         }
 
-        /// Runs program `name` once with `args` as its raw tracepoint arguments.
-        pub(crate) fn run(&self, name: &str, args: [u64; 5]) -> Result<u32> {
+        /// Runs program `name` once with `args` as its raw tracepoint
+        /// arguments, the rest of [`ARGS`] zero: the kernel copies the
+        /// context it is given, and a program may read every argument it knows.
+        pub(crate) fn run(&self, name: &str, args: &[u64]) -> Result<u32> {
+            if args.len() > ARGS {
+                bail!("{name} given {} arguments, more than {ARGS}", args.len());
+            }
             let prog = self
                 .obj
                 .progs_mut()
                 .find(|p| p.name() == name)
                 .with_context(|| format!("the census's BPF object has no program {name}"))?;
-            let mut ctx: Vec<u8> = args.iter().flat_map(|a| a.to_ne_bytes()).collect();
+            let mut ctx: Vec<u8> =
+                args.iter().chain(std::iter::repeat(&0)).take(ARGS).flat_map(|a| a.to_ne_bytes()).collect();
             let input = ProgramInput { context_in: Some(&mut ctx), ..ProgramInput::default() };
             let out = prog.test_run(input).map_err(|e| anyhow!("BPF_PROG_TEST_RUN of {name}: {e}"))?;
             Ok(out.return_value)
@@ -149,7 +164,7 @@ mod object {
         /// The dentry of this process's descriptor `fd`: its address, its
         /// `d_hash.pprev` and its name hash.
         pub(crate) fn locate_fd(&self, fd: u64) -> Result<(u64, u64, u32)> {
-            let rc = self.run("dentrylab_locate", [fd, 0, 0, 0, 0])?;
+            let rc = self.run("dentrylab_locate", &[fd])?;
             if rc != 0 {
                 bail!("the census's BPF program cannot read descriptor {fd}'s dentry (error {})", rc as i32);
             }
@@ -186,7 +201,7 @@ mod object {
         fn read(&self, vaddr: u64, buf: &mut [u8]) -> Result<(), ReadError> {
             for (i, chunk) in buf.chunks_mut(MEM_LEN).enumerate() {
                 let a = vaddr.checked_add((i * MEM_LEN) as u64).ok_or(ReadError::Unmapped)?;
-                let rc = self.run("dentrylab_read", [a, chunk.len() as u64, 0, 0, 0]).map_err(|_| ReadError::Failed)?;
+                let rc = self.run("dentrylab_read", &[a, chunk.len() as u64]).map_err(|_| ReadError::Failed)?;
                 if rc != 0 {
                     return Err(ReadError::Failed);
                 }
@@ -221,7 +236,7 @@ mod object {
                  build it with default features, or use --backend kcore"
             )
         }
-        pub(crate) fn run(&self, _: &str, _: [u64; 5]) -> Result<u32> {
+        pub(crate) fn run(&self, _: &str, _: &[u64]) -> Result<u32> {
             match *self {}
         }
         pub(crate) fn stats(&self) -> Result<Stats> {
@@ -253,8 +268,9 @@ mod tests {
 
     #[test]
     fn stats_round_trip_in_the_programs_order() {
-        let s = Stats { buckets: 1, walked: 2, wrong_bucket: 6, max_steps: 10, ..Stats::default() };
+        let s = Stats { buckets: 1, walked: 2, wrong_bucket: 6, max_steps: 10, batches: 12, ..Stats::default() };
         let b = Stats::of(&s.bytes());
-        assert_eq!((b.buckets, b.walked, b.wrong_bucket, b.max_steps), (1, 2, 6, 10));
+        assert_eq!((b.buckets, b.walked, b.wrong_bucket, b.max_steps, b.batches), (1, 2, 6, 10, 12));
+        assert_eq!(s.bytes().len(), Stats::LEN);
     }
 }

@@ -404,6 +404,13 @@ pub(crate) struct BpfWalk {
     pub runs: u64,
     pub max_steps_per_run: u64,
     pub steps_bound: u64,
+    /// Steps of all runs, and the batches of bucket heads read (`batch` heads, 512 bytes, at most per read).
+    #[serde(default)]
+    pub steps: u64,
+    #[serde(default)]
+    pub batches: u64,
+    #[serde(default)]
+    pub batch: u64,
     /// The longest run as this process timed it (the system call around it): how long RCU was held at most.
     pub longest_run_seconds: f64,
     /// Times the `dirs` map was drained into user space (the last one at the end).

@@ -8,9 +8,15 @@
 //! only when this process asks (`BPF_PROG_TEST_RUN`), each run under
 //! `rcu_read_lock()`, which is what keeps a dentry on an RCU hash chain from
 //! being freed while the walk reads it (`__d_lookup_rcu()` walks the same
-//! way). One run holds RCU for at most [`MAX_STEPS`] steps (a bucket or a
-//! dentry each) and stops at a chain's end; user space drives the walk run
-//! by run and drains `dirs` when it nears [`MAX_DIRS`].
+//! way). It reads the bucket heads [`BATCH`] at a time (one
+//! `bpf_probe_read_kernel` of 512 bytes) and passes over the empty ones
+//! without a helper call; a batch it cannot read it reads head by head, so
+//! each unreadable bucket is counted. It walks [`LANES`] chains side by
+//! side: each step copies the next dentry of every chain before counting
+//! any, so their cache misses overlap. One run holds RCU for at most
+//! [`MAX_STEPS`] steps (a dentry each, or a look through the batch that
+//! found none) and stops with every chain ended; user space drives the
+//! walk run by run and drains `dirs` when it nears [`MAX_DIRS`].
 //!
 //! The programs and maps belong to the file descriptors of this process:
 //! nothing is pinned or attached, so they are gone when it exits, however
@@ -36,13 +42,23 @@ use super::census::{Backend, BpfWalk, PathCache, Superblock, Tally, Walker, path
 use super::memory::Memory;
 use crate::procfs::kallsyms::Symbols;
 
-/// Steps (buckets or dentries) of one run at most: `MAX_STEPS` in the program.
-/// A run holds its CPU with preemption off (and RCU's grace periods) for
-/// as long as it runs, and a step costs more as the chains fill: with 2^20
-/// steps the longest run was 111 ms at 1M dentries, 362 ms at 10M and
+/// Steps of one run at most: `MAX_STEPS` in the program. A step is one
+/// dentry read (every lane's counts), or one look through a batch of heads
+/// that found no chain (up to [`BATCH`] empty heads passed over). A run holds its
+/// CPU with preemption off (and RCU's grace periods) for as long as it
+/// runs, and a step costs more as the chains fill: when every bucket was a
+/// step, 2^20 steps took up to 111 ms at 1M dentries, 362 ms at 10M and
 /// 841 ms at 50M on this project's 6.18 VM (idle), close to the 1 s probe
 /// deadline a reclaim is judged by; 2^18 keeps it near a quarter of that.
 pub(crate) const MAX_STEPS: u64 = 1 << 18;
+/// Bucket heads read at once (512 bytes): `BATCH` in the program.
+pub(crate) const BATCH: u64 = 64;
+/// Chains the program walks side by side: `LANES` in the program.
+pub(crate) const LANES: u64 = 2;
+/// The fewest steps a run may be given: room for the longest chain of
+/// every lane, twice over.
+pub(crate) const MIN_STEPS: u64 = 16_384;
+
 /// Entries of the `dirs` map: `MAX_DIRS` in the program.
 pub(crate) const MAX_DIRS: u64 = 1 << 18;
 /// Longest chain a run follows: `MAX_CHAIN` in the program.
@@ -54,6 +70,22 @@ const MAX_CHAIN: u64 = 4096;
 /// the bound only keeps what cannot be a kernel pointer from being read.
 /// `KERNEL_MIN` in the program.
 const KERNEL_MIN: u64 = 0xff00_0000_0000_0000;
+
+/// How the walk runs: the steps one run takes at most (from [`MIN_STEPS`]
+/// to [`MAX_STEPS`]) and the heads one read takes (1 to [`BATCH`]). Lower
+/// than the defaults only to check the walk's seams (`census --bpf-steps`,
+/// `--bpf-batch`): more runs, batches that end short of a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tuning {
+    pub steps: u64,
+    pub batch: u64,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning { steps: MAX_STEPS, batch: BATCH }
+    }
+}
 
 /// The data symbols the table is found by, where `/proc/kallsyms` has them.
 pub(crate) const SYMBOLS: [&str; 2] = ["dentry_hashtable", "d_hash_shift"];
@@ -130,6 +162,11 @@ fn check_located(table: u64, shift: u32) -> Result<()> {
     Ok(())
 }
 
+/// The account of a walk not yet begun.
+fn fresh_details(located: String, t: Tuning) -> BpfWalk {
+    BpfWalk { located, steps_bound: t.steps, batch: t.batch, ..BpfWalk::default() }
+}
+
 /// The table, walked by the BPF program.
 pub(crate) struct BpfCensus {
     bpf: Bpf,
@@ -139,12 +176,13 @@ pub(crate) struct BpfCensus {
     buckets: u64,
     superblocks: HashMap<u64, Superblock>,
     superblocks_rejected: u64,
+    tuning: Tuning,
     details: BpfWalk,
 }
 
 impl BpfCensus {
     /// Finds the table (through `syms`) and checks its first bucket can be read.
-    pub(crate) fn open(bpf: Bpf, layout: Layout, syms: &Symbols) -> Result<BpfCensus> {
+    pub(crate) fn open(bpf: Bpf, layout: Layout, syms: &Symbols, tuning: Tuning) -> Result<BpfCensus> {
         let (table, shift, how) = locate(&bpf, syms)?;
         bpf.read_u64(table)
             .map_err(|e| anyhow!("cannot read dentry_hashtable's first bucket at {table:#x} ({e:?})"))?;
@@ -156,18 +194,21 @@ impl BpfCensus {
             buckets: 1u64 << (32 - shift),
             superblocks: HashMap::new(),
             superblocks_rejected: 0,
-            details: BpfWalk { located: how.into(), steps_bound: MAX_STEPS, ..BpfWalk::default() },
+            tuning,
+            details: fresh_details(how.into(), tuning),
         })
     }
 
     /// Ready for another walk: the map emptied, the counters zeroed, the
-    /// superblocks forgotten (a superblock's address may be reused).
-    pub(crate) fn reset(&mut self) -> Result<()> {
+    /// superblocks forgotten (a superblock's address may be reused), to
+    /// walk as `tuning` says.
+    pub(crate) fn reset(&mut self, tuning: Tuning) -> Result<()> {
+        self.tuning = tuning;
         self.drain(&mut Tally::default())?;
         self.bpf.set_stats(&Stats::default())?;
         self.superblocks.clear();
         self.superblocks_rejected = 0;
-        self.details = BpfWalk { located: self.details.located.clone(), steps_bound: MAX_STEPS, ..BpfWalk::default() };
+        self.details = fresh_details(self.details.located.clone(), self.tuning);
         Ok(())
     }
 
@@ -201,13 +242,16 @@ impl Walker for BpfCensus {
 
     fn walk(&mut self, first: u64, count: u64, tally: &mut Tally) -> Result<()> {
         let end = (first + count).min(self.buckets);
-        let room = MAX_DIRS - MAX_CHAIN - 1;
+        // Every lane's chain may add up to MAX_CHAIN directories after the run's last look at the map.
+        let room = MAX_DIRS - LANES * MAX_CHAIN - 1;
         let mut next = first;
         let mut stuck = 0;
         while next < end {
-            let t = Instant::now();
-            let done = self.bpf.run("dentrylab_walk", [self.table, next, end - next, u64::from(self.shift), room])?;
-            self.details.longest_run_seconds = self.details.longest_run_seconds.max(t.elapsed().as_secs_f64());
+            let t = self.tuning;
+            let args = [self.table, next, end - next, u64::from(self.shift), room, t.steps, t.batch];
+            let start = Instant::now();
+            let done = self.bpf.run("dentrylab_walk", &args)?;
+            self.details.longest_run_seconds = self.details.longest_run_seconds.max(start.elapsed().as_secs_f64());
             next += u64::from(done);
             if next < end {
                 // Stopped at a chain's end: the step bound, or the map nearly full.
@@ -236,6 +280,8 @@ impl Walker for BpfCensus {
         r.wrong_bucket += st.wrong_bucket;
         self.details.runs += st.runs;
         self.details.max_steps_per_run = self.details.max_steps_per_run.max(st.max_steps);
+        self.details.steps += st.steps;
+        self.details.batches += st.batches;
         self.details.unrecorded += st.unrecorded;
         // The superblocks the walk met: a dentry's d_sb, read under RCU.
         let sbs: Vec<u64> = {

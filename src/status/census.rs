@@ -153,6 +153,7 @@ mod tests {
             kcore: dir.path().join("kcore"),
             btf: dir.path().join("btf"),
             backend: crate::census::Choice::Kcore,
+            bpf: Default::default(),
         };
         let c = collect(&Options { source, fraction: 0.5, top: 1 }, &proc);
         let w = c.walk.as_ref().unwrap();
