@@ -5,7 +5,8 @@
 //! patches, configuration) and told apart by their release; a patch that
 //! does not apply, a failing build and a configuration line the tree's
 //! `olddefconfig` drops are one line each (exit 1) and leave nothing
-//! behind; bad flags are exit 2.
+//! behind; bad flags are exit 2; a run killed mid-build leaves no make,
+//! sub-make or compiler running (issue 41).
 
 mod common;
 
@@ -14,12 +15,13 @@ use std::path::{Path, PathBuf};
 use common::{bin, has, usage_error};
 
 /// The targets dentrylab's build calls, as a kernel tree has them:
-/// `defconfig` writes a `.config`, `olddefconfig` drops one option (as
+/// `allnoconfig` writes a `.config`, `olddefconfig` drops one option (as
 /// Kconfig drops an option whose dependencies are unmet), `bzImage` fails
-/// like a compiler when hello.c holds BROKEN, else "builds" the image from
-/// hello.c and the `.config`.
+/// like a compiler when hello.c holds BROKEN, starts a sub-make that
+/// sleeps (its pid in `$FAKE_KERNEL_NAP`) when it holds NAP, else "builds"
+/// the image from hello.c and the `.config`.
 const MAKEFILE: &str = "\
-defconfig:
+allnoconfig:
 \tprintf 'CONFIG_FAKE_BASE=y\\nCONFIG_LOCALVERSION=\"\"\\n' > .config
 olddefconfig:
 \tgrep -v '^CONFIG_FAKE_DROPPED=' .config > .config.new; mv .config.new .config
@@ -27,9 +29,12 @@ kernelrelease:
 \t@echo \"1.2.3$$(sed -n 's/^CONFIG_LOCALVERSION=\"\\(.*\\)\"$$/\\1/p' .config)\"
 bzImage:
 \t@if grep -q BROKEN hello.c; then echo 'hello.c:1:30: error: expected identifier before BROKEN' >&2; exit 1; fi
+\t@if grep -q NAP hello.c; then $(MAKE) nap; fi
 \tmkdir -p arch/x86/boot
 \tcat hello.c .config > arch/x86/boot/bzImage
-.PHONY: defconfig olddefconfig kernelrelease bzImage
+nap:
+\t@echo $$$$ > \"$$FAKE_KERNEL_NAP.tmp\"; mv \"$$FAKE_KERNEL_NAP.tmp\" \"$$FAKE_KERNEL_NAP\"; exec sleep 300
+.PHONY: allnoconfig olddefconfig kernelrelease bzImage nap
 ";
 
 const HELLO: &str = "int main(void) { return 0; }\n";
@@ -52,6 +57,7 @@ impl Fake {
         p("good.patch", patch("int main(void) { return 0; }", "int main(void) { return 1; }"));
         p("bad.patch", patch("int main(void) { return 7; }", "int main(void) { return 8; }"));
         p("broken.patch", patch("int main(void) { return 0; }", "int main(void) { return 0; } BROKEN"));
+        p("nap.patch", patch("int main(void) { return 0; }", "int main(void) { return 0; } /* NAP */"));
         p("extra.config", "CONFIG_FAKE_EXTRA=y\n".into());
         p("dropped.config", "CONFIG_FAKE_DROPPED=y\n".into());
         Fake { dir }
@@ -62,15 +68,18 @@ impl Fake {
     }
 
     /// `vm --kernel-source SRC --build-only --state-dir STATE ARGS…`.
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        bin()
-            .args(["vm", "--kernel-source"])
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut c = bin();
+        c.args(["vm", "--kernel-source"])
             .arg(self.path("src"))
             .args(["--build-only", "--build-jobs", "1", "--state-dir"])
             .arg(self.path("state"))
-            .args(args)
-            .output()
-            .unwrap()
+            .args(args);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        self.command(args).output().unwrap()
     }
 
     fn built(&self, args: &[&str]) -> Vec<serde_json::Value> {
@@ -127,6 +136,8 @@ fn a_patched_kernel_and_its_baseline_are_built_cached_and_told_apart() {
     assert_eq!(base["patches"], serde_json::json!([]));
     assert_eq!(patched["patches"][0]["name"], "good.patch");
     assert_ne!(base["key"], patched["key"]);
+    // The baseline is the patched kernel's tree with the patch reversed.
+    assert_eq!((&base["rebuilt_from"], &patched["rebuilt_from"]), (&patched["key"], &serde_json::Value::Null));
     for k in &first {
         assert_eq!(k["cached"], false, "{k}");
         let key = k["key"].as_str().unwrap();
@@ -237,4 +248,55 @@ fn vm_help_names_the_source_and_patch_options() {
     for o in ["--kernel-source", "--patch", "--kernel-config", "--build-jobs", "--build-only"] {
         assert!(help.contains(o), "{o} missing from vm --help");
     }
+}
+
+/// The processes of process group `pgid` still running (zombies left out),
+/// read from /proc. A witness on purpose: the test reads the kernel itself.
+fn group_members(pgid: u32) -> Vec<u32> {
+    let mut live = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some(close) = stat.rfind(')') else { continue };
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        if f.len() > 2 && f[2].parse() == Ok(pgid) && !matches!(f[0], "Z" | "X") {
+            live.push(pid);
+        }
+    }
+    live
+}
+
+/// Issue 41: dentrylab killed (SIGKILL) while `make bzImage` runs a
+/// sub-make: make, the sub-make and what it runs are all gone, and so is
+/// the partial build. Before the build had a process group of its own,
+/// PR_SET_PDEATHSIG took only the top make and the sub-make ran on.
+#[test]
+fn a_build_killed_midway_leaves_no_make_running() {
+    require_build_tools!();
+    let f = Fake::new();
+    let nap = f.path("nap.pid");
+    let mut run = f
+        .command(&["--patch", f.path("nap.patch").to_str().unwrap()])
+        .env("FAKE_KERNEL_NAP", &nap)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let limit = std::time::Duration::from_secs(120);
+    common::wait_until("the fake build never reached its sub-make", limit, || nap.is_file());
+    let sleeper: u32 = std::fs::read_to_string(&nap).unwrap().trim().parse().unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap();
+    let pgid: u32 = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(2).unwrap().parse().unwrap();
+    let members = group_members(pgid);
+    // The build's group: the top make, the sub-make, the sleep; not the test's.
+    assert!(members.len() >= 3 && !members.contains(&std::process::id()), "{members:?}");
+    run.kill().unwrap();
+    run.wait().unwrap();
+    common::wait_until("the build's make, sub-make or sleep outlived dentrylab", limit, || {
+        group_members(pgid).is_empty()
+    });
+    common::wait_until("the partial build outlived dentrylab", limit, || {
+        std::fs::read_dir(f.path("state/vm/kernels")).map(|d| d.count()).unwrap_or(0) == 0
+    });
+    f.assert_nothing_built();
 }

@@ -18,10 +18,11 @@ model, and gather the results into one matrix: one row per (kernel, model, accel
 directory, the host's apt configuration untouched, unpacked and cached; the modules come from the same package), \
 kernel image paths (IMAGE[:MODULES_DIR]) and `host` (the same command run natively, as the reference row). \
 --kernel-source builds kernels here first: Debian's linux-source-X (fetched with apt), a tarball or a source \
-directory, configured from `make defconfig` plus the project's guest.config (and --kernel-config fragments), \
+directory, configured from `make allnoconfig` plus the project's guest.config (and --kernel-config fragments), \
 built with `make bzImage` and cached by (source, patches, configuration). With --patch it builds two: the \
-baseline (the same source and configuration without the patches: the first row) and the patched kernel (the \
-second). A patch that does not apply, a configuration line `make olddefconfig` drops, or a failing build is \
+baseline (the same source and configuration without the patches: the first row, rebuilt in the patched \
+kernel's tree with the patches reversed) and the patched kernel (the second). Every build tool runs in a \
+process group of its own, killed whole if dentrylab ends. A patch that does not apply, a configuration line `make olddefconfig` drops, or a failing build is \
 one line (the hunk, the line, the compiler's first error), exit 1, and nothing is left behind. --build-only \
 builds and stops. \
 The guest's init is this binary: it mounts /proc, /sys, /dev, debugfs and cgroup2 (the memory controller \

@@ -107,6 +107,17 @@ impl Guardian {
         Ok((Guardian { child: Some(child), lock: Some(lock) }, original))
     }
 
+    /// The write end of the guardian's standard input, while it is open.
+    pub(super) fn pipe(&self) -> Option<&std::process::ChildStdin> {
+        self.child.as_ref()?.stdin.as_ref()
+    }
+
+    /// A guardian that is any command reading its standard input (tests).
+    #[cfg(test)]
+    pub(super) fn of_command(cmd: &mut Command) -> Guardian {
+        Guardian { child: Some(cmd.stdin(Stdio::piped()).spawn().unwrap()), lock: None }
+    }
+
     /// Lets the guardian go: closes its pipe and waits until it has done
     /// its clean-up.
     pub(crate) fn finish(mut self) {

@@ -4,6 +4,7 @@
 //! In: file descriptors, pids, CPU numbers. Out: safe wrappers and the
 //! guardian processes. Imports only `error`; imported by any module above.
 
+pub(crate) mod group;
 pub(crate) mod guardian;
 pub(crate) mod internal;
 pub(crate) mod loopdev;

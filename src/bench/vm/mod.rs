@@ -241,7 +241,7 @@ pub(crate) fn run(o: &Options, proc: &ProcRoot, announce: &dyn Fn(&str)) -> Resu
         "temporary directory",
     )?;
     std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let result = run_in(o, &cache, &tmp, host, started_at, announce);
+    let result = run_in(o, &cache, &tmp, &guardian, host, started_at, announce);
     let _ = std::fs::remove_dir_all(&tmp);
     let _ = std::fs::remove_dir_all(cache.partial_dir());
     guardian.finish();
@@ -252,6 +252,7 @@ fn run_in(
     o: &Options,
     cache: &Cache,
     tmp: &std::path::Path,
+    guard: &crate::sys::guardian::Guardian,
     host: HostInfo,
     started_at: String,
     announce: &dyn Fn(&str),
@@ -259,7 +260,7 @@ fn run_in(
     // Every kernel built, fetched and checked before anything boots.
     let mut kernels = Vec::new();
     if let Some(r) = &o.build {
-        kernels.extend(source::prepare(cache, r, announce)?.iter().map(source::Built::spec));
+        kernels.extend(source::prepare(cache, r, guard, announce)?.iter().map(source::Built::spec));
     }
     kernels.extend(o.kernels.iter().cloned());
     let mut prepared = Vec::new();
@@ -329,7 +330,7 @@ pub(crate) fn build_only(
         [GUARD_COMMAND.as_ref(), cache.partial_dir().as_os_str()],
         "kernel build directory",
     )?;
-    let result = source::prepare(&cache, r, announce);
+    let result = source::prepare(&cache, r, &guardian, announce);
     let _ = std::fs::remove_dir_all(cache.partial_dir());
     guardian.finish();
     result
@@ -454,7 +455,9 @@ fn choose_accel(
 
 /// The guardian: waits for dentrylab to end, then removes `paths`.
 pub(crate) fn guard_main(paths: &[PathBuf]) -> Result<()> {
-    crate::sys::guardian::wait_for_parent_end()?;
+    // The kernel builds' process groups first: nothing may still write
+    // into the directories when they go.
+    crate::sys::group::wait_for_parent_end_killing_groups()?;
     for p in paths {
         let _ = std::fs::remove_dir_all(p);
     }

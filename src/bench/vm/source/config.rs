@@ -140,7 +140,9 @@ mod tests {
         {
             assert!(settings.iter().any(|x| x.name == must && x.value.as_deref() == Some("y")), "{must}");
         }
-        for fs in ["CONFIG_TMPFS", "CONFIG_EXT4_FS", "CONFIG_XFS_FS", "CONFIG_OVERLAY_FS", "CONFIG_VIRTIO_PCI"] {
+        for fs in
+            ["CONFIG_64BIT", "CONFIG_SMP", "CONFIG_TMPFS", "CONFIG_EXT4_FS", "CONFIG_OVERLAY_FS", "CONFIG_VIRTIO_PCI"]
+        {
             assert!(settings.iter().any(|x| x.name == fs), "{fs}");
         }
     }
