@@ -334,6 +334,30 @@ fn the_pod_start_victim_times_each_step_of_a_pod_start_around_the_reclaim() {
     assert!(size["slowest_step"].as_str().is_some_and(|s| names.contains(&s)), "{size}");
 }
 
+/// Run from a binary under /tmp, which the sandbox covers in the victims'
+/// mount namespace, the pod-start victim still starts its pods (its exe
+/// bind takes a stand-in). Before, every call failed: ENOENT, then EEXIST
+/// on the cgroup the first failure left.
+#[test]
+fn the_pod_start_victim_runs_from_a_binary_under_tmp() {
+    require_root!();
+    let _k = kernel_lock();
+    let dir = tempfile::Builder::new().prefix("dentrylab-exe").tempdir_in("/tmp").unwrap();
+    let exe = dir.path().join("dentrylab");
+    std::fs::copy(env!("CARGO_BIN_EXE_dentrylab"), &exe).unwrap();
+    let out = std::process::Command::new(&exe)
+        .args(["reclaim", "--sizes", "50k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
+        .args(["--victims", "pod-start", "--no-save", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let o = &v["victim_runs"][0]["victims"][0];
+    assert_eq!(o["victim"], "pod-start");
+    assert!(o["error"].is_null(), "{o}");
+    assert!(o["during"]["calls"].as_u64().unwrap() >= 1, "a pod start overlapped the reclaim: {o}");
+}
+
 /// The container victim starts and stops a real runsc sandbox, before and
 /// during the reclaim, and says where its longest call waited.
 #[test]

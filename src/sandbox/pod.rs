@@ -147,6 +147,9 @@ pub(crate) struct PodStart {
     cgroup: Option<PathBuf>,
     cgroup2: bool,
     base: Base,
+    /// The binary runc's exe bind binds: this one, or where the sandbox
+    /// covers its path (a binary under /tmp), a file of the image.
+    exe: PathBuf,
     prev: Option<Pod>,
     n: u64,
 }
@@ -232,7 +235,16 @@ impl PodStart {
         }
         let cgroup2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
         let base = Base { mnt: ns("mnt")?, net: ns("net")?, uts: ns("uts")?, ipc: ns("ipc")?, pid: ns("pid")? };
-        Ok(PodStart { dir, image, cgroup, cgroup2, base, prev: None, n: 0 })
+        let me = std::env::current_exe().context("the path of this binary")?;
+        let exe = if me.exists() {
+            me
+        } else {
+            // What is bound does not change what the mount waits for.
+            let stand_in = image.join("runc");
+            write(&stand_in, "runc")?;
+            stand_in
+        };
+        Ok(PodStart { dir, image, cgroup, cgroup2, base, exe, prev: None, n: 0 })
     }
 
     /// Tears the previous pod down and starts the next, each step timed
@@ -253,6 +265,16 @@ impl PodStart {
         let pod_cg = self.cgroup.clone();
         let cg = |s: &str| pod_cg.as_ref().map(|p| PathBuf::from(format!("{}-{s}", p.display())));
         let cgroups: Vec<PathBuf> = [cg("app"), cg("sandbox"), pod_cg.clone()].into_iter().flatten().collect();
+        // A call that failed after its mkdir left its cgroups (empty: no
+        // task joins them): the same names are made again below.
+        for c in &cgroups {
+            match std::fs::remove_dir(c) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("rmdir {} (left by a failed call)", c.display()));
+                }
+                _ => {}
+            }
+        }
         if let Some(pod_cg) = &pod_cg {
             step(steps, "cgroup mkdir", || {
                 std::fs::create_dir(pod_cg).with_context(|| format!("mkdir {}", pod_cg.display()))
@@ -317,14 +339,13 @@ impl PodStart {
         })?;
         // runc (1.1) runs its init from a read-only bind of its own binary
         // (`/proc/self/exe`), detached once the init has it open. Here the
-        // binary's path: the magic link resolves to a mount of the
+        // binary's path (or its stand-in): the magic link resolves to a mount of the
         // namespace dentrylab was started in, which a bind from this
         // thread's own namespace may not take (EINVAL).
         step(steps, names[1], || {
             let exe = c.join("runc.exe");
             write(&exe, "")?;
-            let me = std::env::current_exe().context("the path of this binary")?;
-            mnt(path_str(&me)?, &exe, None, MsFlags::MS_BIND, None)?;
+            mnt(path_str(&self.exe)?, &exe, None, MsFlags::MS_BIND, None)?;
             let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
             mnt("", &exe, None, ro, None)?;
             umnt(&exe, MntFlags::MNT_DETACH)
