@@ -484,7 +484,7 @@ fn container_run(scratch: std::path::PathBuf) -> anyhow::Result<crate::probe::vi
     let volume = scratch.join("volume");
     std::fs::create_dir_all(&volume).with_context(|| format!("cannot make {}", volume.display()))?;
     let n = std::sync::atomic::AtomicU64::new(0);
-    Ok(std::sync::Arc::new(move || {
+    let call: crate::probe::victims::ContainerRun = std::sync::Arc::new(move || {
         let id =
             format!("dentrylab-victim-{}-{}", std::process::id(), n.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let run = crate::bench::common::runsc::Run {
@@ -496,7 +496,11 @@ fn container_run(scratch: std::path::PathBuf) -> anyhow::Result<crate::probe::vi
             extra_flags: &[],
         };
         crate::bench::common::runsc::run(&run, &["/bin/true".to_string()]).map(|_| ())
-    }))
+    });
+    // A first run reads runsc from disk (seconds when the page cache is
+    // cold): once here, so the control window does not time it.
+    call().context("a first runsc run, before the victims start")?;
+    Ok(call)
 }
 
 #[cfg(test)]
