@@ -78,7 +78,7 @@ mod tests {
         let proc = crate::procfs::ProcRoot::new(crate::procfs::fixture_dir("6.18"));
         let mut env = crate::env::Environment::capture(&proc);
         env.watchdog_thresh_seconds = Some(10);
-        let ds = super::super::victims::deadlines(&env, &proc);
+        let ds = super::super::deadline_keys::deadlines(&env, &proc);
         let mut keys: Vec<DeadlineKey> = ds.iter().map(key).collect();
         assert!(!keys.contains(&DeadlineKey::Other), "{ds:?}");
         keys.sort();
@@ -142,8 +142,8 @@ mod tests {
         let deadlines: Vec<Deadline> = a.incidents.iter().map(|i| i.deadline.clone()).collect();
         assert_eq!(a.incidents, crate::analysis::victims::incidents(&deadlines, &a.fits));
         let lease = deadlines.iter().find(|d| key(d) == DeadlineKey::NodeLeaseGrace).unwrap();
-        assert_eq!(lease.seconds, super::super::victims::NODE_LEASE_GRACE_SECONDS);
-        assert_eq!(lease.source, super::super::victims::NODE_LEASE_GRACE_SOURCE);
+        assert_eq!(lease.seconds, super::super::deadline_keys::NODE_LEASE_GRACE_SECONDS);
+        assert_eq!(lease.source, super::super::deadline_keys::NODE_LEASE_GRACE_SOURCE);
     }
 
     /// `tests/fixtures/calibration/6.18-victims` and `6.18-victims-standard`
@@ -201,7 +201,7 @@ mod tests {
         let fit = |who: &str, s| WaitFit { who: who.into(), watches: Watches::Victims, fit: lin(s), shape: None, may_wait: None };
         let proc = crate::procfs::ProcRoot::new(crate::procfs::fixture_dir("6.18"));
         let env = crate::env::Environment::capture(&proc);
-        let ds = super::super::victims::deadlines(&env, &proc);
+        let ds = super::super::deadline_keys::deadlines(&env, &proc);
         let by = |fits: &[WaitFit], k: DeadlineKey| {
             incidents(&ds, fits).into_iter().find(|i| key(&i.deadline) == k).unwrap().first.map(|c| c.who)
         };

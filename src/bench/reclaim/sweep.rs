@@ -107,7 +107,7 @@ pub(super) fn run_on(opts: &Options, proc: &ProcRoot, exec: &mut dyn Executor) -
         per_method.first().map(|m| (m.fits.clone(), m.verdict.clone())).unwrap_or_else(|| (fit_runs(&[], &[], &environment.kernel), None));
     let probe_overhead = analyse::overhead(&runs, &unobserved);
     let pinning_cost = pinning::cost(&unobserved, &unpinned);
-    let deadlines = victims::deadlines(&environment, proc);
+    let deadlines = super::deadline_keys::deadlines(&environment, proc);
     let victims = victims::analyse(&victim_runs, &sizes, fits.gap_governing(), &deadlines);
     Ok(ReclaimResult {
         header,
