@@ -217,6 +217,34 @@ fn kill_and_check(mut child: Child, moment: &str, state: &Path) {
     let _ = before;
 }
 
+/// Waits until the guest booting in `boot` has said hello on its channel.
+/// A TCG boot on a loaded 2-core machine has taken over a minute, so the
+/// bound is generous; a guest that panics or a `vm` that ends is reported
+/// at once, with the console's last lines.
+fn wait_for_hello(child: &mut Child, boot: &Path) {
+    let console = || {
+        let text = std::fs::read_to_string(boot.join("console.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    };
+    let t = Instant::now();
+    loop {
+        let channel = std::fs::read_to_string(boot.join("channel.log")).unwrap_or_default();
+        if channel.contains("dentrylab-vm hello") {
+            return;
+        }
+        let ended = child.try_wait().unwrap();
+        let panicked = console().contains("Kernel panic");
+        assert!(
+            ended.is_none() && !panicked && t.elapsed() < Duration::from_secs(300),
+            "the guest never said hello (vm ended: {ended:?}, after {:?}); its console ends:\n{}",
+            t.elapsed(),
+            console()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Reads the child's standard error until a line holds `needle`.
 fn wait_for_line(child: &mut Child, needle: &str, limit: Duration) {
     let mut err = BufReader::new(child.stderr.take().unwrap());
@@ -263,10 +291,8 @@ fn sigkill_while_fetching_booting_or_running_leaves_no_qemu_and_no_temporary_dir
     let mut c = spawn_vm(&state, &["reclaim", "--sizes", "400k", "--reps", "3"]);
     let pid = c.id();
     wait_for_line(&mut c, "booting", Duration::from_secs(120));
-    let channel = std::env::temp_dir().join(format!("dentrylab-vm-{pid}/boot-0-0/channel.log"));
-    wait_until("the guest never said hello", Duration::from_secs(60), || {
-        std::fs::read_to_string(&channel).is_ok_and(|t| t.contains("dentrylab-vm hello"))
-    });
+    let boot = std::env::temp_dir().join(format!("dentrylab-vm-{pid}/boot-0-0"));
+    wait_for_hello(&mut c, &boot);
     std::thread::sleep(Duration::from_secs(2));
     kill_and_check(c, "while the guest runs the command", &state);
 }
