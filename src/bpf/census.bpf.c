@@ -146,11 +146,12 @@ struct {
 } mem SEC(".maps");
 
 /*
- * Chains walked side by side. Each step reads the next dentry of every
- * lane's chain, one copy after another, before counting any: the copies'
- * cache misses overlap instead of following one another.
+ * Chains walked side by side at most. Each step reads the next dentry of
+ * every lane's chain, one copy after another, before counting any: the
+ * copies' cache misses overlap instead of following one another. A run
+ * may be given fewer lanes (args[7]).
  */
-#define LANES 2
+#define LANES 4
 
 /* One chain being walked: the next dentry's d_hash node, the bucket, the dentries so far. */
 struct lane {
@@ -186,6 +187,7 @@ struct walk {
 	__u64 room;
 	__u64 limit;
 	__u64 batch;
+	__u64 lanes;
 	__u64 base;
 	__u64 len;
 	__u64 pos;
@@ -376,31 +378,46 @@ static __always_inline void count(struct walk *w, struct stats *st, struct lane 
  * One step: every idle lane given the next chain (unless the run is
  * ending), then the next dentry of every lane copied, then counted. A step
  * costs the dentries it reads (at least 1) of the run's steps.
+ *
+ * A lane starts a chain only if every busy lane's chain and its own, each
+ * at its longest (MAX_CHAIN dentries and the step that cuts it), still fit
+ * in the run's steps, and the map has room.
  */
 static long step(__u64 i, void *arg)
 {
 	struct step_ctx *c = arg;
 	struct walk *w = c->w;
 	struct stats *st = c->st;
-	/* Starts no chain that could overrun the steps or the map. */
-	int open = w->steps + LANES * (MAX_CHAIN + 2) < w->limit && st->created < w->room;
+	__u64 lanes = w->lanes;
+	__u64 busy = 0;
 	int more = 1;
-	int busy = 0;
+	int closed = 0;
 
+	for (int l = 0; l < LANES; l++)
+		if (l < lanes && w->lane[l].node)
+			busy++;
 	for (int l = 0; l < LANES; l++) {
-		if (open && more && !w->lane[l].node)
-			more = take(w, st, &w->lane[l]);
-		busy |= w->lane[l].node != 0;
+		if (l >= lanes || !more || w->lane[l].node)
+			continue;
+		if (w->steps + (busy + 1) * (MAX_CHAIN + 2) >= w->limit || st->created >= w->room) {
+			closed = 1;
+			break;
+		}
+		more = take(w, st, &w->lane[l]);
+		if (w->lane[l].node)
+			busy++;
 	}
 	if (!busy) {
 		w->steps++;
-		return !open || !more;
+		return closed || !more;
 	}
 	__u64 n = 0;
 	for (int l = 0; l < LANES; l++)
-		n += copy(w, st, &w->lane[l]);
+		if (l < lanes)
+			n += copy(w, st, &w->lane[l]);
 	for (int l = 0; l < LANES; l++)
-		count(w, st, &w->lane[l]);
+		if (l < lanes)
+			count(w, st, &w->lane[l]);
 	w->steps += n ? n : 1;
 	return w->broken != 0;
 }
@@ -410,7 +427,8 @@ static long step(__u64 i, void *arg)
  * many; args[3]: the hash shift (32 - log2(buckets)); args[4]: the map
  * entries allowed before it stops; args[5]: the steps allowed (at most
  * MAX_STEPS; 0: MAX_STEPS); args[6]: the heads read at once (1 to BATCH;
- * 0: BATCH). Returns the buckets walked: fewer than asked when it stopped
+ * 0: BATCH); args[7]: the chains walked side by side (1 to LANES; 0:
+ * LANES). Returns the buckets walked: fewer than asked when it stopped
  * with every chain ended to keep within its steps or to let user space
  * drain `dirs`.
  */
@@ -425,12 +443,14 @@ int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
 	__u64 first = ctx->args[1];
 	__u64 limit = ctx->args[5];
 	__u64 batch = ctx->args[6];
+	__u64 lanes = ctx->args[7];
 	w->table = ctx->args[0];
 	w->end = first + ctx->args[2];
 	w->shift = ctx->args[3] & 31;
 	w->room = ctx->args[4];
 	w->limit = limit && limit < MAX_STEPS ? limit : MAX_STEPS;
 	w->batch = batch && batch < BATCH ? batch : BATCH;
+	w->lanes = lanes && lanes < LANES ? lanes : LANES;
 	w->base = first;
 	w->len = 0;
 	w->pos = 0;

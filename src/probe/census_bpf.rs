@@ -53,10 +53,14 @@ use crate::procfs::kallsyms::Symbols;
 pub(crate) const MAX_STEPS: u64 = 1 << 18;
 /// Bucket heads read at once (512 bytes): `BATCH` in the program.
 pub(crate) const BATCH: u64 = 64;
-/// Chains the program walks side by side: `LANES` in the program.
-pub(crate) const LANES: u64 = 2;
-/// The fewest steps a run may be given: room for the longest chain of
-/// every lane, twice over.
+/// Chains the program walks side by side at most: `LANES` in the program.
+pub(crate) const LANES: u64 = 4;
+/// Chains walked side by side unless told otherwise.
+pub(crate) const DEFAULT_LANES: u64 = 4;
+/// The fewest steps a run may be given: room for three lanes' longest
+/// chains. A lane starts a chain only while it and every busy lane's, each
+/// at its longest, fit in the run's steps, so a short run walks fewer
+/// chains at once near its end, never more steps than it was given.
 pub(crate) const MIN_STEPS: u64 = 16_384;
 
 /// Entries of the `dirs` map: `MAX_DIRS` in the program.
@@ -72,18 +76,21 @@ const MAX_CHAIN: u64 = 4096;
 const KERNEL_MIN: u64 = 0xff00_0000_0000_0000;
 
 /// How the walk runs: the steps one run takes at most (from [`MIN_STEPS`]
-/// to [`MAX_STEPS`]) and the heads one read takes (1 to [`BATCH`]). Lower
-/// than the defaults only to check the walk's seams (`census --bpf-steps`,
-/// `--bpf-batch`): more runs, batches that end short of a range.
+/// to [`MAX_STEPS`]), the heads one read takes (1 to [`BATCH`]) and the
+/// chains walked side by side (1 to [`LANES`]). Lower than the defaults
+/// only to check the walk's seams (`census --bpf-steps`, `--bpf-batch`):
+/// more runs, batches that end short of a range; `--bpf-lanes` to compare
+/// lane counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Tuning {
     pub steps: u64,
     pub batch: u64,
+    pub lanes: u64,
 }
 
 impl Default for Tuning {
     fn default() -> Tuning {
-        Tuning { steps: MAX_STEPS, batch: BATCH }
+        Tuning { steps: MAX_STEPS, batch: BATCH, lanes: DEFAULT_LANES }
     }
 }
 
@@ -164,7 +171,7 @@ fn check_located(table: u64, shift: u32) -> Result<()> {
 
 /// The account of a walk not yet begun.
 fn fresh_details(located: String, t: Tuning) -> BpfWalk {
-    BpfWalk { located, steps_bound: t.steps, batch: t.batch, ..BpfWalk::default() }
+    BpfWalk { located, steps_bound: t.steps, batch: t.batch, lanes: t.lanes, ..BpfWalk::default() }
 }
 
 /// The table, walked by the BPF program.
@@ -248,7 +255,7 @@ impl Walker for BpfCensus {
         let mut stuck = 0;
         while next < end {
             let t = self.tuning;
-            let args = [self.table, next, end - next, u64::from(self.shift), room, t.steps, t.batch];
+            let args = [self.table, next, end - next, u64::from(self.shift), room, t.steps, t.batch, t.lanes];
             let start = Instant::now();
             let done = self.bpf.run("dentrylab_walk", &args)?;
             self.details.longest_run_seconds = self.details.longest_run_seconds.max(start.elapsed().as_secs_f64());
