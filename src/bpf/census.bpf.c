@@ -205,11 +205,67 @@ struct {
 	__type(value, struct walk);
 } state SEC(".maps");
 
-/* What each step is given (on the run's stack): the two map values, looked up once a run. */
+/*
+ * Directories counted in a run before they reach `dirs`: a direct-mapped
+ * cache of CACHE (d_sb, d_parent) slots, so a dentry whose directory is
+ * cached costs no map lookup. A slot taken by another directory first adds
+ * its counts to `dirs`; at its end a run adds every slot's (those in use
+ * are listed in `slots`) and leaves the cache empty, so user space drains
+ * `dirs` whole between runs.
+ */
+#define CACHE (1 << 14)
+
+struct cached {
+	__u64 sb;
+	__u64 parent;
+	__u64 positive;
+	__u64 negative;
+};
+
+struct cache {
+	__u64 used;
+	__u32 slots[CACHE];
+	struct cached e[CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cache);
+} cache SEC(".maps");
+
+/* What each step is given (on the run's stack): the three map values, looked up once a run. */
 struct step_ctx {
 	struct walk *w;
 	struct stats *st;
+	struct cache *c;
 };
+
+/* Adds a cached directory's counts to `dirs`; a refused entry's dentries are unrecorded, not walked. */
+static __always_inline void add(struct stats *st, struct cached *e)
+{
+	struct dir_key k = { .sb = e->sb, .parent = e->parent };
+	struct dir_counts *dc = bpf_map_lookup_elem(&dirs, &k);
+	if (dc) {
+		dc->positive += e->positive;
+		dc->negative += e->negative;
+		return;
+	}
+	struct dir_counts n = { .positive = e->positive, .negative = e->negative };
+	if (bpf_map_update_elem(&dirs, &k, &n, BPF_NOEXIST)) {
+		st->unrecorded += e->positive + e->negative;
+		st->walked -= e->positive + e->negative;
+		return;
+	}
+	st->created++;
+}
+
+/* The cache's slot of a directory: the top bits of its address times 2^64 / golden ratio. */
+static __always_inline __u64 slot_of(__u64 parent)
+{
+	return ((parent * 0x9e3779b97f4a7c15ULL) >> 50) & (CACHE - 1);
+}
 
 static __always_inline __u64 at64(struct lane *l, __u64 off)
 {
@@ -334,7 +390,7 @@ static __always_inline int copy(struct walk *w, struct stats *st, struct lane *l
 }
 
 /* Counts the dentry copied, positive or negative under (d_sb, d_parent), and moves to the next. */
-static __always_inline void count(struct walk *w, struct stats *st, struct lane *l)
+static __always_inline void count(struct walk *w, struct stats *st, struct cache *c, struct lane *l)
 {
 	if (!l->read)
 		return;
@@ -357,21 +413,38 @@ static __always_inline void count(struct walk *w, struct stats *st, struct lane 
 		st->bad_pointer++;
 		return;
 	}
-	struct dir_counts *dc = bpf_map_lookup_elem(&dirs, &k);
-	if (dc) {
-		if (negative)
-			dc->negative++;
-		else
-			dc->positive++;
-	} else {
-		struct dir_counts n = { .positive = !negative, .negative = negative };
-		if (bpf_map_update_elem(&dirs, &k, &n, BPF_NOEXIST)) {
-			st->unrecorded++;
-			return;
-		}
-		st->created++;
-	}
+	__u64 slot = slot_of(k.parent);
+	struct cached *e = &c->e[slot];
 	st->walked++;
+	if (e->parent == k.parent && e->sb == k.sb) {
+		if (negative)
+			e->negative++;
+		else
+			e->positive++;
+		return;
+	}
+	if (e->parent)
+		add(st, e);
+	else
+		c->slots[c->used++ & (CACHE - 1)] = slot;
+	e->sb = k.sb;
+	e->parent = k.parent;
+	e->positive = !negative;
+	e->negative = negative;
+}
+
+/* Adds the i-th slot in use to `dirs` and empties it. */
+static long flush(__u64 i, void *arg)
+{
+	struct step_ctx *c = arg;
+	if (i >= c->c->used)
+		return 1;
+	struct cached *e = &c->c->e[c->c->slots[i & (CACHE - 1)] & (CACHE - 1)];
+	if (e->parent)
+		add(c->st, e);
+	e->parent = 0;
+	e->sb = 0;
+	return 0;
 }
 
 /*
@@ -417,7 +490,7 @@ static long step(__u64 i, void *arg)
 			n += copy(w, st, &w->lane[l]);
 	for (int l = 0; l < LANES; l++)
 		if (l < lanes)
-			count(w, st, &w->lane[l]);
+			count(w, st, c->c, &w->lane[l]);
 	w->steps += n ? n : 1;
 	return w->broken != 0;
 }
@@ -438,7 +511,8 @@ int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
 	__u32 zero = 0;
 	struct walk *w = bpf_map_lookup_elem(&state, &zero);
 	struct stats *st = bpf_map_lookup_elem(&stats, &zero);
-	if (!w || !st)
+	struct cache *cc = bpf_map_lookup_elem(&cache, &zero);
+	if (!w || !st || !cc)
 		return 0;
 	__u64 first = ctx->args[1];
 	__u64 limit = ctx->args[5];
@@ -459,8 +533,11 @@ int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
 	w->broken = 0;
 	for (int l = 0; l < LANES; l++)
 		w->lane[l].node = 0;
-	struct step_ctx c = { .w = w, .st = st };
+	struct step_ctx c = { .w = w, .st = st, .c = cc };
+	cc->used = 0;
 	bpf_loop(MAX_STEPS, step, &c, 0);
+	bpf_loop(CACHE, flush, &c, 0);
+	cc->used = 0;
 	/* Stopped with a lane mid-chain (only when broken): its bucket is not done. */
 	__u64 done = w->base + w->pos - first;
 	for (int l = 0; l < LANES; l++)

@@ -65,6 +65,8 @@ pub(crate) const MIN_STEPS: u64 = 16_384;
 
 /// Entries of the `dirs` map: `MAX_DIRS` in the program.
 pub(crate) const MAX_DIRS: u64 = 1 << 18;
+/// Directories a run counts in its cache before they reach `dirs`: `CACHE` in the program.
+const CACHE: u64 = 1 << 14;
 /// Longest chain a run follows: `MAX_CHAIN` in the program.
 const MAX_CHAIN: u64 = 4096;
 /// The lowest kernel address on x86-64: 5-level paging's (LA57: the direct
@@ -249,8 +251,9 @@ impl Walker for BpfCensus {
 
     fn walk(&mut self, first: u64, count: u64, tally: &mut Tally) -> Result<()> {
         let end = (first + count).min(self.buckets);
-        // Every lane's chain may add up to MAX_CHAIN directories after the run's last look at the map.
-        let room = MAX_DIRS - LANES * MAX_CHAIN - 1;
+        // Every lane's chain may add up to MAX_CHAIN directories after the run's last look at the map,
+        // and the run's end every cached one.
+        let room = MAX_DIRS - LANES * MAX_CHAIN - CACHE - 1;
         let mut next = first;
         let mut stuck = 0;
         while next < end {
