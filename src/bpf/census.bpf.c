@@ -75,7 +75,8 @@ struct dentry {
 /*
  * Steps of one run at most: a dentry, a batch of bucket heads read, or a
  * look through the batch for the next chain each. Bounds how long one run
- * holds RCU. A run may be given a lower bound (args[5]).
+ * holds RCU, with the flush of the cache after the steps (below: CACHE map
+ * updates at most). A run may be given a lower bound (args[5]).
  */
 #define MAX_STEPS (1 << 18)
 /* Bucket heads read at once: 512 bytes. A run may be given fewer (args[6]). */
