@@ -91,8 +91,9 @@ fn assert_steps_account_for_the_walk(w: &serde_json::Value) {
     assert!(n(&b["max_steps_per_run"]) <= n(&b["steps_bound"]), "{b}");
 }
 
-/// The seams of the BPF walk: with runs of at most 16,384 steps (hundreds
-/// of runs, each stopping between chains wherever it stands in a batch)
+/// The seams of the BPF walk: with runs of at most 16,384 steps (more than
+/// ten: the 187k planted dentries alone need twelve; each stopping between
+/// chains wherever it stands in a batch)
 /// and batches of 48 heads (which end short of every 512-bucket range and
 /// of the table), a full walk still finds every planted count exactly and
 /// walks every bucket once; a sample walks exactly its blocks.
@@ -100,7 +101,7 @@ fn assert_steps_account_for_the_walk(w: &serde_json::Value) {
 fn short_runs_and_short_batches_keep_every_count_exact() {
     require_bpf_census!();
     let _k = kernel_lock();
-    let plant = "tmpfs:hardlink:2k+ext4:negative:20k+ext4:negative:5k:dirs=50";
+    let plant = "tmpfs:hardlink:2k+ext4:negative:180k+ext4:negative:5k:dirs=50";
     let seams = ["--bpf-steps", "16384", "--bpf-batch", "48"];
     let r = run_json(&[&["census", "--backend", "bpf", "--top", "3", "--plant", plant][..], &seams].concat());
     let w = &r["walk"];
@@ -110,15 +111,18 @@ fn short_runs_and_short_batches_keep_every_count_exact() {
     let bad: Vec<_> = p.iter().filter(|c| c["ok"] != true).collect();
     assert!(bad.is_empty(), "{bad:?}");
     let found = |c: &serde_json::Value| c["found"]["found"].as_u64().unwrap();
-    assert_eq!((found(&p[0]), found(&p[1])), (2_000, 20_000), "{r}");
+    assert_eq!((found(&p[0]), found(&p[1])), (2_000, 180_000), "{r}");
     assert!(p[2..].iter().all(|c| found(c) == 100), "{r}");
     let b = &w["bpf"];
     assert_eq!((b["steps_bound"].as_u64(), b["batch"].as_u64()), (Some(16384), Some(48)), "{b}");
     assert!(b["runs"].as_u64().unwrap() > 10, "many runs, many seams: {b}");
     assert_steps_account_for_the_walk(w);
-    // A sample: blocks of 512 buckets, each range ending inside a batch of 48.
-    let r = run_json(&["census", "--backend", "bpf", "--sample", "10%", "--top", "1", "--bpf-batch", "48"]);
+    assert_eq!(b["lanes"].as_u64(), Some(4), "{b}");
+    // A sample: blocks of 512 buckets, each range ending inside a batch of 48, one chain at a time.
+    let sample = ["--sample", "10%", "--top", "1", "--bpf-batch", "48", "--bpf-lanes", "1"];
+    let r = run_json(&[&["census", "--backend", "bpf"][..], &sample].concat());
     let w = &r["walk"];
+    assert_eq!(w["bpf"]["lanes"].as_u64(), Some(1), "{w}");
     let total = w["buckets_total"].as_u64().unwrap();
     let blocks = (0.1 * total.div_ceil(512) as f64).round() as u64;
     assert_eq!(w["buckets_walked"].as_u64(), Some(blocks * 512), "exactly the sampled blocks: {w}");
@@ -126,9 +130,10 @@ fn short_runs_and_short_batches_keep_every_count_exact() {
 }
 
 #[test]
-fn bad_bpf_steps_or_batch_is_one_line_and_exit_2() {
+fn bad_bpf_steps_batch_or_lanes_is_one_line_and_exit_2() {
     common::usage_error("census", &["--bpf-steps", "100"], &["--bpf-steps", "16384"]);
     common::usage_error("census", &["--bpf-batch", "65"], &["--bpf-batch", "64"]);
+    common::usage_error("census", &["--bpf-lanes", "5"], &["--bpf-lanes", "4"]);
 }
 
 #[test]

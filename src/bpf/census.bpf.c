@@ -75,7 +75,8 @@ struct dentry {
 /*
  * Steps of one run at most: a dentry, a batch of bucket heads read, or a
  * look through the batch for the next chain each. Bounds how long one run
- * holds RCU. A run may be given a lower bound (args[5]).
+ * holds RCU, with the flush of the cache after the steps (below: CACHE map
+ * updates at most). A run may be given a lower bound (args[5]).
  */
 #define MAX_STEPS (1 << 18)
 /* Bucket heads read at once: 512 bytes. A run may be given fewer (args[6]). */
@@ -146,11 +147,12 @@ struct {
 } mem SEC(".maps");
 
 /*
- * Chains walked side by side. Each step reads the next dentry of every
- * lane's chain, one copy after another, before counting any: the copies'
- * cache misses overlap instead of following one another.
+ * Chains walked side by side at most. Each step reads the next dentry of
+ * every lane's chain, one copy after another, before counting any: the
+ * copies' cache misses overlap instead of following one another. A run
+ * may be given fewer lanes (args[7]).
  */
-#define LANES 2
+#define LANES 4
 
 /* One chain being walked: the next dentry's d_hash node, the bucket, the dentries so far. */
 struct lane {
@@ -186,6 +188,7 @@ struct walk {
 	__u64 room;
 	__u64 limit;
 	__u64 batch;
+	__u64 lanes;
 	__u64 base;
 	__u64 len;
 	__u64 pos;
@@ -203,11 +206,67 @@ struct {
 	__type(value, struct walk);
 } state SEC(".maps");
 
-/* What each step is given (on the run's stack): the two map values, looked up once a run. */
+/*
+ * Directories counted in a run before they reach `dirs`: a direct-mapped
+ * cache of CACHE (d_sb, d_parent) slots, so a dentry whose directory is
+ * cached costs no map lookup. A slot taken by another directory first adds
+ * its counts to `dirs`; at its end a run adds every slot's (those in use
+ * are listed in `slots`) and leaves the cache empty, so user space drains
+ * `dirs` whole between runs.
+ */
+#define CACHE (1 << 14)
+
+struct cached {
+	__u64 sb;
+	__u64 parent;
+	__u64 positive;
+	__u64 negative;
+};
+
+struct cache {
+	__u64 used;
+	__u32 slots[CACHE];
+	struct cached e[CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cache);
+} cache SEC(".maps");
+
+/* What each step is given (on the run's stack): the three map values, looked up once a run. */
 struct step_ctx {
 	struct walk *w;
 	struct stats *st;
+	struct cache *c;
 };
+
+/* Adds a cached directory's counts to `dirs`; a refused entry's dentries are unrecorded, not walked. */
+static __always_inline void add(struct stats *st, struct cached *e)
+{
+	struct dir_key k = { .sb = e->sb, .parent = e->parent };
+	struct dir_counts *dc = bpf_map_lookup_elem(&dirs, &k);
+	if (dc) {
+		dc->positive += e->positive;
+		dc->negative += e->negative;
+		return;
+	}
+	struct dir_counts n = { .positive = e->positive, .negative = e->negative };
+	if (bpf_map_update_elem(&dirs, &k, &n, BPF_NOEXIST)) {
+		st->unrecorded += e->positive + e->negative;
+		st->walked -= e->positive + e->negative;
+		return;
+	}
+	st->created++;
+}
+
+/* The cache's slot of a directory: the top bits of its address times 2^64 / golden ratio. */
+static __always_inline __u64 slot_of(__u64 parent)
+{
+	return ((parent * 0x9e3779b97f4a7c15ULL) >> 50) & (CACHE - 1);
+}
 
 static __always_inline __u64 at64(struct lane *l, __u64 off)
 {
@@ -332,7 +391,7 @@ static __always_inline int copy(struct walk *w, struct stats *st, struct lane *l
 }
 
 /* Counts the dentry copied, positive or negative under (d_sb, d_parent), and moves to the next. */
-static __always_inline void count(struct walk *w, struct stats *st, struct lane *l)
+static __always_inline void count(struct walk *w, struct stats *st, struct cache *c, struct lane *l)
 {
 	if (!l->read)
 		return;
@@ -355,52 +414,84 @@ static __always_inline void count(struct walk *w, struct stats *st, struct lane 
 		st->bad_pointer++;
 		return;
 	}
-	struct dir_counts *dc = bpf_map_lookup_elem(&dirs, &k);
-	if (dc) {
-		if (negative)
-			dc->negative++;
-		else
-			dc->positive++;
-	} else {
-		struct dir_counts n = { .positive = !negative, .negative = negative };
-		if (bpf_map_update_elem(&dirs, &k, &n, BPF_NOEXIST)) {
-			st->unrecorded++;
-			return;
-		}
-		st->created++;
-	}
+	__u64 slot = slot_of(k.parent);
+	struct cached *e = &c->e[slot];
 	st->walked++;
+	if (e->parent == k.parent && e->sb == k.sb) {
+		if (negative)
+			e->negative++;
+		else
+			e->positive++;
+		return;
+	}
+	if (e->parent)
+		add(st, e);
+	else
+		c->slots[c->used++ & (CACHE - 1)] = slot;
+	e->sb = k.sb;
+	e->parent = k.parent;
+	e->positive = !negative;
+	e->negative = negative;
+}
+
+/* Adds the i-th slot in use to `dirs` and empties it. */
+static long flush(__u64 i, void *arg)
+{
+	struct step_ctx *c = arg;
+	if (i >= c->c->used)
+		return 1;
+	struct cached *e = &c->c->e[c->c->slots[i & (CACHE - 1)] & (CACHE - 1)];
+	if (e->parent)
+		add(c->st, e);
+	e->parent = 0;
+	e->sb = 0;
+	return 0;
 }
 
 /*
  * One step: every idle lane given the next chain (unless the run is
  * ending), then the next dentry of every lane copied, then counted. A step
  * costs the dentries it reads (at least 1) of the run's steps.
+ *
+ * A lane starts a chain only if every busy lane's chain and its own, each
+ * at its longest (MAX_CHAIN dentries and the step that cuts it), still fit
+ * in the run's steps, and the map has room.
  */
 static long step(__u64 i, void *arg)
 {
 	struct step_ctx *c = arg;
 	struct walk *w = c->w;
 	struct stats *st = c->st;
-	/* Starts no chain that could overrun the steps or the map. */
-	int open = w->steps + LANES * (MAX_CHAIN + 2) < w->limit && st->created < w->room;
+	__u64 lanes = w->lanes;
+	__u64 busy = 0;
 	int more = 1;
-	int busy = 0;
+	int closed = 0;
 
+	for (int l = 0; l < LANES; l++)
+		if (l < lanes && w->lane[l].node)
+			busy++;
 	for (int l = 0; l < LANES; l++) {
-		if (open && more && !w->lane[l].node)
-			more = take(w, st, &w->lane[l]);
-		busy |= w->lane[l].node != 0;
+		if (l >= lanes || !more || w->lane[l].node)
+			continue;
+		if (w->steps + (busy + 1) * (MAX_CHAIN + 2) >= w->limit || st->created >= w->room) {
+			closed = 1;
+			break;
+		}
+		more = take(w, st, &w->lane[l]);
+		if (w->lane[l].node)
+			busy++;
 	}
 	if (!busy) {
 		w->steps++;
-		return !open || !more;
+		return closed || !more;
 	}
 	__u64 n = 0;
 	for (int l = 0; l < LANES; l++)
-		n += copy(w, st, &w->lane[l]);
+		if (l < lanes)
+			n += copy(w, st, &w->lane[l]);
 	for (int l = 0; l < LANES; l++)
-		count(w, st, &w->lane[l]);
+		if (l < lanes)
+			count(w, st, c->c, &w->lane[l]);
 	w->steps += n ? n : 1;
 	return w->broken != 0;
 }
@@ -410,7 +501,8 @@ static long step(__u64 i, void *arg)
  * many; args[3]: the hash shift (32 - log2(buckets)); args[4]: the map
  * entries allowed before it stops; args[5]: the steps allowed (at most
  * MAX_STEPS; 0: MAX_STEPS); args[6]: the heads read at once (1 to BATCH;
- * 0: BATCH). Returns the buckets walked: fewer than asked when it stopped
+ * 0: BATCH); args[7]: the chains walked side by side (1 to LANES; 0:
+ * LANES). Returns the buckets walked: fewer than asked when it stopped
  * with every chain ended to keep within its steps or to let user space
  * drain `dirs`.
  */
@@ -420,17 +512,20 @@ int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
 	__u32 zero = 0;
 	struct walk *w = bpf_map_lookup_elem(&state, &zero);
 	struct stats *st = bpf_map_lookup_elem(&stats, &zero);
-	if (!w || !st)
+	struct cache *cc = bpf_map_lookup_elem(&cache, &zero);
+	if (!w || !st || !cc)
 		return 0;
 	__u64 first = ctx->args[1];
 	__u64 limit = ctx->args[5];
 	__u64 batch = ctx->args[6];
+	__u64 lanes = ctx->args[7];
 	w->table = ctx->args[0];
 	w->end = first + ctx->args[2];
 	w->shift = ctx->args[3] & 31;
 	w->room = ctx->args[4];
 	w->limit = limit && limit < MAX_STEPS ? limit : MAX_STEPS;
 	w->batch = batch && batch < BATCH ? batch : BATCH;
+	w->lanes = lanes && lanes < LANES ? lanes : LANES;
 	w->base = first;
 	w->len = 0;
 	w->pos = 0;
@@ -439,8 +534,11 @@ int dentrylab_walk(struct bpf_raw_tracepoint_args *ctx)
 	w->broken = 0;
 	for (int l = 0; l < LANES; l++)
 		w->lane[l].node = 0;
-	struct step_ctx c = { .w = w, .st = st };
+	struct step_ctx c = { .w = w, .st = st, .c = cc };
+	cc->used = 0;
 	bpf_loop(MAX_STEPS, step, &c, 0);
+	bpf_loop(CACHE, flush, &c, 0);
+	cc->used = 0;
 	/* Stopped with a lane mid-chain (only when broken): its bucket is not done. */
 	__u64 done = w->base + w->pos - first;
 	for (int l = 0; l < LANES; l++)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args as ClapArgs;
 
 use super::plant::Plant;
-use crate::probe::census_bpf::{BATCH, MAX_STEPS, MIN_STEPS};
+use crate::probe::census_bpf::{BATCH, DEFAULT_LANES, LANES, MAX_STEPS, MIN_STEPS};
 
 pub(crate) const ABOUT: &str = "Where the node's dentries are: every hashed dentry (or a uniform sample of the hash \
 buckets) counted positive and negative, per filesystem (type, device, mount point) and per parent directory \
@@ -88,6 +88,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = BATCH, hide = true,
           value_parser = clap::value_parser!(u64).range(1..=BATCH))]
     pub bpf_batch: u64,
+    /// bpf: the hash chains walked side by side (1 to 4; the default 4). A check of each lane count.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_LANES, hide = true,
+          value_parser = clap::value_parser!(u64).range(1..=LANES))]
+    pub bpf_lanes: u64,
     /// The kernel memory file to read [default: /proc/kcore].
     #[arg(long, value_name = "FILE", default_value = "/proc/kcore", hide = true)]
     pub kcore: PathBuf,

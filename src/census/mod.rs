@@ -337,7 +337,7 @@ pub(crate) fn blocks(nblocks: u64, fraction: f64, seed: u64) -> Vec<u64> {
 
 /// Runs the census (planting first with `--plant`).
 pub(crate) fn run(a: &Args, proc: &ProcRoot, say: &dyn Fn(&str)) -> Result<CensusResult> {
-    let bpf = census_bpf::Tuning { steps: a.bpf_steps, batch: a.bpf_batch };
+    let bpf = census_bpf::Tuning { steps: a.bpf_steps, batch: a.bpf_batch, lanes: a.bpf_lanes };
     let src = Source { kcore: a.kcore.clone(), btf: a.btf.clone(), backend: a.backend, bpf };
     // The refusals come before any planting.
     available(&src, proc)?;

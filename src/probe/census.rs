@@ -411,6 +411,9 @@ pub(crate) struct BpfWalk {
     pub batches: u64,
     #[serde(default)]
     pub batch: u64,
+    /// Chains walked side by side.
+    #[serde(default)]
+    pub lanes: u64,
     /// The longest run as this process timed it (the system call around it): how long RCU was held at most.
     pub longest_run_seconds: f64,
     /// Times the `dirs` map was drained into user space (the last one at the end).
