@@ -110,8 +110,12 @@ pub(crate) fn signed_rate(v: f64) -> String {
         format!("{sign}{:.1}M", a / 1e6)
     } else if a >= 1e3 {
         format!("{sign}{:.1}k", a / 1e3)
-    } else {
+    } else if a >= 10.0 || a == 0.0 {
         format!("{sign}{a:.0}")
+    } else {
+        // A slow growth keeps its digits: "+0" beside "94.6 days away"
+        // reads as a contradiction.
+        format!("{sign}{a:.2}")
     }
 }
 
@@ -153,6 +157,8 @@ mod tests {
         assert_eq!(seconds_to_edge(None, 50, 3.0), None);
         assert_eq!(signed_rate(3100.0), "+3.1k");
         assert_eq!(signed_rate(-250.0), "-250");
+        assert_eq!(signed_rate(0.334), "+0.33");
+        assert_eq!(signed_rate(0.0), "+0");
         assert_eq!(human_duration(90.0), "90 s");
     }
 }
