@@ -189,13 +189,14 @@ fn cgroups_of(pid: u32) -> Vec<PathBuf> {
     out
 }
 
-/// A 300k reclaim of one repetition with `victims`, its output dropped.
-fn spawn_reclaim(victims: &str) -> std::process::Child {
+/// A 300k reclaim of one repetition with `victims`, its output dropped
+/// and its standard error kept in `err` (what a run that ends early said).
+fn spawn_reclaim(victims: &str, err: &tempfile::NamedTempFile) -> std::process::Child {
     bin()
         .args(["reclaim", "--sizes", "300k", "--reps", "1", "--unobserved-reps", "0", "--unpinned-reps", "0"])
         .args(["--victims", victims, "--no-save"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(err.reopen().unwrap())
         .spawn()
         .unwrap()
 }
@@ -205,12 +206,16 @@ fn spawn_reclaim(victims: &str) -> std::process::Child {
 /// kill and the run's cgroups are gone. Returns the run's pid and those
 /// namespaces, for the caller's own checks.
 fn kill_while_victims_run(victims: &str, after_ms: u64, held: fn(u32) -> BTreeSet<String>) -> (u32, BTreeSet<String>) {
-    let mut child = spawn_reclaim(victims);
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let mut child = spawn_reclaim(victims, &err);
     let pid = child.id();
     let start = Instant::now();
     while !victims_running(pid) {
         assert!(start.elapsed() < Duration::from_secs(120), "the victims never started");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before its victims started");
+        if let Some(status) = child.try_wait().unwrap() {
+            let said = std::fs::read_to_string(err.path()).unwrap_or_default();
+            panic!("the run ended ({status}) before its victims were seen; it said:\n{said}");
+        }
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(after_ms));
@@ -471,7 +476,8 @@ fn a_sigkill_at_any_moment_leaves_no_mariadbd() {
     require!(mariadbd_present(), "needs mariadbd (apt-get install mariadb-server; .ci/run installs it)");
     let _k = kernel_lock();
     for moment in ["installing", "victims", "victims+1500ms"] {
-        let mut child = spawn_reclaim("mariadb,umount");
+        let err = tempfile::NamedTempFile::new().unwrap();
+        let mut child = spawn_reclaim("mariadb,umount", &err);
         let pid = child.id();
         let start = Instant::now();
         let ready = |pid: u32| match moment {
