@@ -201,6 +201,15 @@ fn spawn_reclaim(victims: &str, err: &tempfile::NamedTempFile) -> std::process::
         .unwrap()
 }
 
+/// Fails with what the run said (its exit status and standard error, kept
+/// in `err`) if `child` has ended while `what` was awaited.
+fn assert_still_running(child: &mut std::process::Child, err: &tempfile::NamedTempFile, what: &str) {
+    if let Some(status) = child.try_wait().unwrap() {
+        let said = std::fs::read_to_string(err.path()).unwrap_or_default();
+        panic!("the run ended ({status}) before {what}; it said:\n{said}");
+    }
+}
+
 /// Starts a 300k reclaim with `victims`, SIGKILLs it `after_ms` after its
 /// victims started, and waits until the namespaces `held` named before the
 /// kill and the run's cgroups are gone. Returns the run's pid and those
@@ -212,10 +221,7 @@ fn kill_while_victims_run(victims: &str, after_ms: u64, held: fn(u32) -> BTreeSe
     let start = Instant::now();
     while !victims_running(pid) {
         assert!(start.elapsed() < Duration::from_secs(120), "the victims never started");
-        if let Some(status) = child.try_wait().unwrap() {
-            let said = std::fs::read_to_string(err.path()).unwrap_or_default();
-            panic!("the run ended ({status}) before its victims were seen; it said:\n{said}");
-        }
+        assert_still_running(&mut child, &err, "its victims were seen");
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(after_ms));
@@ -486,7 +492,7 @@ fn a_sigkill_at_any_moment_leaves_no_mariadbd() {
         };
         while !ready(pid) {
             assert!(start.elapsed() < Duration::from_secs(120), "{moment}: never reached");
-            assert!(child.try_wait().unwrap().is_none(), "{moment}: the run ended before it");
+            assert_still_running(&mut child, &err, moment);
             std::thread::sleep(Duration::from_millis(2));
         }
         if moment == "victims+1500ms" {
