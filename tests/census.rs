@@ -116,9 +116,17 @@ fn guest_row(vm_args: &[&str], command: &[&str]) -> Option<(String, serde_json::
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut m: serde_json::Value =
+        std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     let row = m["rows"][0].take();
+    // A failed boot shows the guest's console, not only the row's last line.
+    let console = row["console_tail"].as_array().map(|l| l.iter().filter_map(|l| l.as_str()).collect::<Vec<_>>());
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}\nconsole:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        console.unwrap_or_default().join("\n")
+    );
     assert_eq!(row["error"], serde_json::Value::Null, "{row}");
     Some((stdout, row))
 }

@@ -115,8 +115,14 @@ fn boot_failure(spec: &Spec, m: &Machine, out: &qemu::Outcome, victims: bool) ->
     format!("kernel {} did not boot under {}: {what} ({fix})", spec.label(), m.accel.name())
 }
 
+/// The console's last line; when the kernel panicked, its panic line
+/// instead (what follows it, "Kernel Offset" and the like, says nothing).
 fn last(out: &qemu::Outcome) -> String {
-    out.console_tail.iter().rev().find(|l| !l.trim().is_empty()).cloned().unwrap_or_else(|| "(empty)".into())
+    let tail = &out.console_tail;
+    if let Some(p) = tail.iter().rfind(|l| l.contains("Kernel panic - not syncing")) {
+        return p.clone();
+    }
+    tail.iter().rev().find(|l| !l.trim().is_empty()).cloned().unwrap_or_else(|| "(empty)".into())
 }
 
 fn base(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>, out: &qemu::Outcome) -> Row {
@@ -229,5 +235,25 @@ mod tests {
         // --victims needs the second vCPU: the way out is the host clock.
         let e = boot_failure(&spec, &m(2, qemu::Clock::Icount(4)), &stalled(true), true);
         assert!(e.ends_with("run this kernel with --clock host)") && !e.contains("--cpus 1"), "{e}");
+    }
+
+    #[test]
+    fn a_panicked_boot_quotes_the_panic_not_the_line_after_it() {
+        let mut out = stalled(false);
+        out.timed_out = false;
+        out.console_tail = [
+            "[    4.40] Kernel panic - not syncing: IO-APIC + timer doesn't work!",
+            "[    4.41] CPU: 0 UID: 0 PID: 1 Comm: swapper/0",
+            "[    4.45] Kernel Offset: 0x22200000 from 0xffffffff81000000",
+            "",
+        ]
+        .map(String::from)
+        .to_vec();
+        let m =
+            Machine { accel: Accel::Tcg, clock: qemu::Clock::Host, memory_bytes: 1 << 30, cpus: 2, cpu_model: None };
+        let e = boot_failure(&Spec::Package("linux-image-cloud-amd64".into()), &m, &out, false);
+        assert!(e.contains("console's last line: [    4.40] Kernel panic - not syncing: IO-APIC"), "{e}");
+        out.console_tail.truncate(0);
+        assert!(boot_failure(&Spec::Package("k".into()), &m, &out, false).contains("(empty)"));
     }
 }
