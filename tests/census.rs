@@ -116,17 +116,18 @@ fn guest_row(vm_args: &[&str], command: &[&str]) -> Option<(String, serde_json::
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut m: serde_json::Value =
-        std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    let row = m["rows"][0].take();
+    let m: Option<serde_json::Value> = std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
     // A failed boot shows the guest's console, not only the row's last line.
-    let console = row["console_tail"].as_array().map(|l| l.iter().filter_map(|l| l.as_str()).collect::<Vec<_>>());
+    let console = m.as_ref().and_then(|m| m.pointer("/rows/0/console_tail")).and_then(|l| l.as_array());
+    let console: Vec<&str> = console.into_iter().flatten().filter_map(|l| l.as_str()).collect();
     assert!(
         out.status.success(),
         "{stdout}\n{}\nconsole:\n{}",
         String::from_utf8_lossy(&out.stderr),
-        console.unwrap_or_default().join("\n")
+        console.join("\n")
     );
+    let mut m = m.expect("vm succeeded, but its --json file is missing or not JSON");
+    let row = m["rows"][0].take();
     assert_eq!(row["error"], serde_json::Value::Null, "{row}");
     Some((stdout, row))
 }
