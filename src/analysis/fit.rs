@@ -36,7 +36,9 @@ pub(crate) const SUPERLINEAR_EXPONENT: f64 = 1.1;
 pub(crate) fn linear(points: &[(f64, f64)]) -> Option<LinearFit> {
     let pts: Vec<_> = points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
     let n = pts.len() as f64;
-    if pts.len() < 2 {
+    // Distinct x, compared exactly: the mean of equal x can round off
+    // theirs, and the tiny Sxx that leaves would pass for a slope.
+    if !pts.iter().any(|p| p.0 != pts[0].0) {
         return None;
     }
     let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
@@ -102,6 +104,16 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-12)
+    }
+
+    /// Repetitions of one size alone give no line, even where the mean of
+    /// their equal x rounds off it (ln 200000 three times does).
+    #[test]
+    fn one_x_repeated_is_no_line() {
+        let x = 200_000f64.ln();
+        assert!(linear(&[(x, -4.3), (x, -4.1), (x, -4.4)]).is_none());
+        assert!(power(&[(2e5, 0.0134), (2e5, 0.0171), (2e5, 0.0122)]).is_none());
+        assert!(linear(&[(x, -4.3), (x + 1.0, -4.1)]).is_some());
     }
 
     #[test]

@@ -9,9 +9,14 @@ use super::interval::{Band, Interval, MIN_REPS_TO_WEIGHT, SIGMA_FLOOR, SizeValue
 use super::run_scatter::RunScatter;
 
 /// Weighted power-law fit with its [`Band`] (none with fewer than 3
-/// points, where nothing is left to estimate the scatter).
+/// points, where nothing is left to estimate the scatter). `None` with
+/// fewer than two sizes: one size fixes no slope, and the rounding in its
+/// weighted mean would pass for one.
 pub(crate) fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
     let logs = weighted_logs(sizes);
+    if !logs.iter().any(|l| l.0 != logs[0].0) {
+        return None;
+    }
     let pts: Vec<(f64, f64, f64)> = logs.iter().flat_map(|(x, v, w)| v.iter().map(move |y| (*x, *y, *w))).collect();
     let sum_w: f64 = pts.iter().map(|p| p.2).sum();
     if pts.len() < 2 || sum_w <= 0.0 {
@@ -259,6 +264,22 @@ mod tests {
                     SizeValues { count: n, values: vec![y * delta.exp(), y * (-delta).exp()] }
                 })
                 .collect()
+        }
+
+        /// One size alone (the others under the noise floor) fixes no
+        /// slope: rounding in its weighted mean must not pass for one
+        /// (it once printed an exponent of −0.33 with an interval of
+        /// ±3.5·10¹⁴).
+        #[test]
+        fn one_size_alone_is_no_fit() {
+            let one = |values: Vec<f64>| vec![SizeValues { count: 400_000.0, values }];
+            assert_eq!(weighted_power(&one(vec![0.0134, 0.0171, 0.0122])), None);
+            assert_eq!(weighted_power(&one(vec![0.0134])), None);
+            // With a second size the fit is back.
+            let mut two = one(vec![0.0134, 0.0171, 0.0122]);
+            two.push(SizeValues { count: 200_000.0, values: vec![0.0081, 0.0101, 0.0111] });
+            let f = weighted_power(&two).expect("two sizes fit");
+            assert!(f.exponent.is_finite() && f.band.is_some(), "{f:?}");
         }
 
         #[test]
