@@ -73,6 +73,7 @@ pub(crate) struct Machine {
 }
 
 /// One boot.
+#[derive(Clone)]
 pub(crate) struct Boot<'a> {
     pub image: &'a Path,
     pub initramfs: &'a Path,
@@ -89,7 +90,8 @@ pub(crate) struct Boot<'a> {
 #[derive(Debug)]
 pub(crate) struct Outcome {
     pub transcript: Transcript,
-    /// The console's last lines (kernel messages, the command's output).
+    /// The console's last lines (kernel messages, the command's output),
+    /// or its oops to the end ([`console_excerpt`]).
     pub console_tail: Vec<String>,
     /// QEMU's own error output, trimmed.
     pub qemu_stderr: String,
@@ -105,6 +107,34 @@ pub(crate) struct Outcome {
 pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(600);
 
 pub(crate) const CONSOLE_TAIL_LINES: usize = 25;
+
+/// At most this many lines of a console that shows an oops or a panic:
+/// from a few lines before the first report, so that its RIP and call
+/// trace are kept, and the last [`CONSOLE_TAIL_LINES`], so that what the
+/// guest said last is too.
+pub(crate) const CONSOLE_OOPS_LINES: usize = 200;
+
+/// What of a console a row keeps: from just before the first oops, BUG
+/// or panic (the kernel's own report lines) to the end, at most
+/// [`CONSOLE_OOPS_LINES`] with a line saying how many were left out in
+/// the middle; with none, the last [`CONSOLE_TAIL_LINES`].
+pub(crate) fn console_excerpt(console: &str) -> Vec<String> {
+    const MARKS: [&str; 4] = ["Kernel panic - not syncing", "BUG:", "Oops:", "general protection fault"];
+    let lines: Vec<String> = console.lines().map(|l| l.trim_end().to_string()).collect();
+    let Some(first) = lines.iter().position(|l| MARKS.iter().any(|m| l.contains(m))) else {
+        return lines[lines.len().saturating_sub(CONSOLE_TAIL_LINES)..].to_vec();
+    };
+    let from = first.saturating_sub(5);
+    if lines.len() - from <= CONSOLE_OOPS_LINES {
+        return lines[from..].to_vec();
+    }
+    let head = CONSOLE_OOPS_LINES - CONSOLE_TAIL_LINES - 1;
+    let tail = lines.len() - CONSOLE_TAIL_LINES;
+    let mut out = lines[from..from + head].to_vec();
+    out.push(format!("[dentrylab vm: {} console lines left out]", tail - from - head));
+    out.extend_from_slice(&lines[tail..]);
+    out
+}
 
 /// QEMU's arguments for `boot` on `m`.
 pub(crate) fn args(m: &Machine, b: &Boot) -> Vec<String> {
@@ -192,10 +222,7 @@ pub(crate) fn boot(m: &Machine, b: &Boot) -> Result<Outcome> {
     let wall_seconds = start.elapsed().as_secs_f64();
     let read =
         |n: &str| std::fs::read(b.dir.join(n)).map(|v| String::from_utf8_lossy(&v).into_owned()).unwrap_or_default();
-    let console = read("console.log");
-    let lines: Vec<&str> = console.lines().collect();
-    let console_tail =
-        lines[lines.len().saturating_sub(CONSOLE_TAIL_LINES)..].iter().map(|l| l.trim_end().to_string()).collect();
+    let console_tail = console_excerpt(&read("console.log"));
     Ok(Outcome {
         transcript: Transcript::parse(&read("channel.log")),
         console_tail,
@@ -248,5 +275,29 @@ mod tests {
         let append = &a[a.iter().position(|x| x == "-append").unwrap() + 1];
         assert!(append.contains("preempt=full") && append.ends_with("-- __internal __vm-init"), "{append}");
         assert!(append.contains(" no_timer_check "), "{append}");
+    }
+
+    #[test]
+    fn a_console_that_oopsed_keeps_its_trace_and_a_quiet_one_its_tail() {
+        let quiet: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let tail = console_excerpt(&quiet);
+        assert_eq!(tail.len(), CONSOLE_TAIL_LINES);
+        assert_eq!(tail.last().map(String::as_str), Some("line 99"));
+
+        let mut oops: String = (0..40).map(|i| format!("boot {i}\n")).collect();
+        oops += "BUG: kernel NULL pointer dereference, address: 0000000000000008\nRIP: 0010:foo+0x1/0x2\nCall Trace:\n";
+        oops += &(0..60).map(|i| format!(" frame {i}\n")).collect::<String>();
+        oops += "Kernel panic - not syncing: Fatal exception in interrupt\n";
+        let kept = console_excerpt(&oops);
+        assert_eq!(kept.first().map(String::as_str), Some("boot 35"), "{kept:?}");
+        assert!(kept.iter().any(|l| l.starts_with("RIP: 0010:foo")), "{kept:?}");
+        assert!(kept.last().is_some_and(|l| l.contains("Fatal exception")), "{kept:?}");
+
+        let long: String = "Oops: 0000\n".to_string() + &(0..1000).map(|i| format!("x{i}\n")).collect::<String>();
+        let kept = console_excerpt(&long);
+        assert_eq!(kept.len(), CONSOLE_OOPS_LINES);
+        assert_eq!(kept[0], "Oops: 0000");
+        assert!(kept.contains(&"[dentrylab vm: 802 console lines left out]".to_string()), "{kept:?}");
+        assert_eq!(kept.last().map(String::as_str), Some("x999"));
     }
 }

@@ -22,10 +22,7 @@ pub(super) fn guest(
     dir: PathBuf,
 ) -> Result<Row> {
     let b = qemu::Boot { image: &k.image, initramfs: initrd, preempt, probe_only: false, dir, timeout: o.timeout };
-    let out = qemu::boot(m, &b)?;
-    if let Some(logs) = &o.logs {
-        keep_logs(&b.dir, &logs.join(b.dir.file_name().unwrap_or_default()))?;
-    }
+    let (out, first_panic) = boot_past_early_panic(o, m, spec, &b)?;
     let t = &out.transcript;
     let hello = t.hello.as_ref();
     // An empty result is a command that failed after opening its JSON
@@ -68,6 +65,11 @@ pub(super) fn guest(
             row.kernel_log.push(format!("dentrylab vm: modules not loaded: {}", h.module_errors.join("; ")));
         }
     }
+    if let Some(p) = first_panic {
+        row.kernel_log.push(format!(
+            "dentrylab vm: the first boot panicked before dentrylab's init ({p}); this row is the second boot's"
+        ));
+    }
     row.kernel_log.extend(t.kernel_log.iter().cloned());
     row.result = result;
     if error.is_some() {
@@ -75,6 +77,41 @@ pub(super) fn guest(
     }
     row.error = error;
     Ok(row)
+}
+
+/// Boots `b`; when the kernel panics before dentrylab's init said hello
+/// (an early-boot panic: seen now and then of Debian's 6.12 cloud kernel
+/// under TCG, docs/vm.md), boots it once more and says so. Returns the
+/// outcome kept and the first boot's panic line, if there was a retry.
+fn boot_past_early_panic(
+    o: &Options,
+    m: &Machine,
+    spec: &Spec,
+    b: &qemu::Boot,
+) -> Result<(qemu::Outcome, Option<String>)> {
+    let keep = |b: &qemu::Boot| match &o.logs {
+        Some(logs) => keep_logs(&b.dir, &logs.join(b.dir.file_name().unwrap_or_default())),
+        None => Ok(()),
+    };
+    let out = qemu::boot(m, b)?;
+    keep(b)?;
+    if out.transcript.hello.is_some() || !early_panic(&out) {
+        return Ok((out, None));
+    }
+    let first = last(&out);
+    eprintln!("dentrylab vm: kernel {} panicked before dentrylab's init ({first}); booting it once more", spec.label());
+    let mut name = b.dir.file_name().unwrap_or_default().to_os_string();
+    name.push("-boot2");
+    let again = qemu::Boot { dir: b.dir.with_file_name(name), ..b.clone() };
+    let out = qemu::boot(m, &again)?;
+    keep(&again)?;
+    Ok((out, Some(first)))
+}
+
+/// The console holds the kernel's panic line and QEMU stopped by itself
+/// (`panic=-1` with `-no-reboot`), not at a time limit.
+fn early_panic(out: &qemu::Outcome) -> bool {
+    !out.timed_out && out.console_tail.iter().any(|l| l.contains("Kernel panic - not syncing"))
 }
 
 fn keep_logs(from: &Path, to: &Path) -> Result<()> {
@@ -253,7 +290,12 @@ mod tests {
             Machine { accel: Accel::Tcg, clock: qemu::Clock::Host, memory_bytes: 1 << 30, cpus: 2, cpu_model: None };
         let e = boot_failure(&Spec::Package("linux-image-cloud-amd64".into()), &m, &out, false);
         assert!(e.contains("console's last line: [    4.40] Kernel panic - not syncing: IO-APIC"), "{e}");
+        assert!(early_panic(&out), "a panic before init, QEMU stopped by itself: boot once more");
+        out.timed_out = true;
+        assert!(!early_panic(&out), "stopped at the time limit: not booted again");
         out.console_tail.truncate(0);
         assert!(boot_failure(&Spec::Package("k".into()), &m, &out, false).contains("(empty)"));
+        out.timed_out = false;
+        assert!(!early_panic(&out), "no panic line: not booted again");
     }
 }
