@@ -19,7 +19,7 @@ use common::{bin, has, usage_error};
 /// Kconfig drops an option whose dependencies are unmet), `bzImage` fails
 /// like a compiler when hello.c holds BROKEN, starts a sub-make that
 /// sleeps (its pid in `$FAKE_KERNEL_NAP`) when it holds NAP, else "builds"
-/// the image from hello.c and the `.config`.
+/// the image from hello.c, the `.config` and the compiler make was given.
 const MAKEFILE: &str = "\
 allnoconfig:
 \tprintf 'CONFIG_FAKE_BASE=y\\nCONFIG_LOCALVERSION=\"\"\\n' > .config
@@ -32,6 +32,7 @@ bzImage:
 \t@if grep -q NAP hello.c; then $(MAKE) nap; fi
 \tmkdir -p arch/x86/boot
 \tcat hello.c .config > arch/x86/boot/bzImage
+\techo \"compiler: $(CC) $${CCACHE_NOHASHDIR:-hashdir} $${CCACHE_SLOPPINESS:-strict}\" >> arch/x86/boot/bzImage
 nap:
 \t@echo $$$$ > \"$$FAKE_KERNEL_NAP.tmp\"; mv \"$$FAKE_KERNEL_NAP.tmp\" \"$$FAKE_KERNEL_NAP\"; exec sleep 300
 .PHONY: allnoconfig olddefconfig kernelrelease bzImage nap
@@ -171,6 +172,37 @@ fn a_patched_kernel_and_its_baseline_are_built_cached_and_told_apart() {
     let alone = f.built(&[]);
     assert_eq!(alone.len(), 1);
     assert_eq!((alone[0]["cached"].as_bool(), &alone[0]["key"]), (Some(true), &base["key"]));
+}
+
+/// With ccache on the PATH, the build compiles through it, with the
+/// settings that let builds in different directories share objects;
+/// `DENTRYLAB_NO_CCACHE` turns it off.
+#[test]
+fn a_build_goes_through_ccache_when_it_is_installed() {
+    use std::os::unix::fs::PermissionsExt;
+    require_build_tools!();
+    let f = Fake::new();
+    let bin_dir = f.path("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let ccache = bin_dir.join("ccache");
+    std::fs::write(&ccache, "#!/bin/sh\nexec \"$@\"\n").unwrap();
+    std::fs::set_permissions(&ccache, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let image = |env: &[(&str, &str)], state: &str| {
+        let json = f.path(&format!("{state}.json"));
+        let mut c = bin();
+        c.args(["vm", "--kernel-source"]).arg(f.path("src"));
+        c.args(["--build-only", "--build-jobs", "1", "--state-dir"]).arg(f.path(state));
+        c.arg("--json").arg(&json).env("PATH", &path).env_remove("DENTRYLAB_NO_CCACHE");
+        let out = c.envs(env.iter().copied()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        std::fs::read_to_string(v["kernels"][0]["image"].as_str().unwrap()).unwrap()
+    };
+    let through = image(&[], "with");
+    assert!(through.contains("compiler: ccache gcc true include_file_mtime,include_file_ctime"), "{through}");
+    let without = image(&[("DENTRYLAB_NO_CCACHE", "1")], "without");
+    assert!(without.contains("compiler: cc hashdir strict"), "{without}");
 }
 
 #[test]
