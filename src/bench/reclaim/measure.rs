@@ -296,6 +296,7 @@ fn record(opts: &Options, at: &At, c: Counted, t: Timed) -> Run {
         reclaimed,
         reclaim_seconds,
         reclaim_sys_seconds: t.done.sys.as_secs_f64(),
+        call_returned_seconds: t.done.returned_after.map(|d| d.as_secs_f64()),
         others_busy: t.others_busy,
         probe: t.probe,
         control: t.control,

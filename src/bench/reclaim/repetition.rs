@@ -56,6 +56,12 @@ pub(crate) struct Run {
     pub watch: Option<methods::WatchOutcome>,
     pub reclaim_seconds: f64,
     pub reclaim_sys_seconds: f64,
+    /// `umount`: when the call returned, if that was before the kernel had
+    /// freed the dentries (its teardown deferred past the call, as the
+    /// namespace-unlock patch of bench/kernel-patches does);
+    /// `reclaim_seconds` then runs until they were freed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_returned_seconds: Option<f64>,
     /// Busy share of the CPUs other than the reclaiming one while the
     /// reclaim ran (/proc/stat; `None`: unreadable, or no tick passed).
     #[serde(default, skip_serializing_if = "Option::is_none")]

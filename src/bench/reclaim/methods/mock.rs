@@ -89,7 +89,7 @@ impl Staging for Nothing {
         anyhow::ensure!(!self.reclaimed, "internal error: reclaimed twice");
         self.reclaimed = true;
         let took = Duration::from_secs_f64(self.count as f64 * self.ns / 1e9);
-        Ok(Reclaimed { took, sys: took, memcg: None, watch: None })
+        Ok(Reclaimed { took, sys: took, memcg: None, watch: None, returned_after: None })
     }
 
     fn finish(self: Box<Self>) -> Result<bool> {

@@ -322,6 +322,10 @@ pub(crate) struct Reclaimed {
     pub sys: Duration,
     pub memcg: Option<MemcgOutcome>,
     pub watch: Option<WatchOutcome>,
+    /// When the call returned before the kernel had freed the dentries
+    /// (a teardown deferred past it): when it returned; `took` then runs
+    /// until they were freed.
+    pub returned_after: Option<Duration>,
 }
 
 impl Reclaimed {
@@ -331,7 +335,7 @@ impl Reclaimed {
         let (_, sys0) = sys::thread_cpu_times();
         let took = reclaim()?;
         let (_, sys1) = sys::thread_cpu_times();
-        Ok(Reclaimed { took, sys: sys1.saturating_sub(sys0), memcg: None, watch: None })
+        Ok(Reclaimed { took, sys: sys1.saturating_sub(sys0), memcg: None, watch: None, returned_after: None })
     }
 }
 

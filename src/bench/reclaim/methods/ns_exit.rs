@@ -75,7 +75,7 @@ impl Staging for InNamespace {
         let Some(child) = self.child.take() else { bail!("internal error: reclaimed twice") };
         let (took, sys) = child.exit()?;
         let _ = std::fs::remove_dir(&self.path);
-        Ok(Reclaimed { took, sys, memcg: None, watch: None })
+        Ok(Reclaimed { took, sys, memcg: None, watch: None, returned_after: None })
     }
 
     /// The namespace went with the child: nothing is left.
