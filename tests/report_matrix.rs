@@ -8,7 +8,8 @@
 //! `profile-tmpfs-6.18.json` as if a 6.12 guest under TCG had written it (it
 //! was not: only the rendering is under test); a third row does the same
 //! with `inotify-ext4-negative-6.18.json` as a 6.12 PREEMPT_RT guest; a
-//! fourth row is a guest that failed to boot.
+//! fourth row is a guest that failed to boot. The recorded A/B runs of
+//! `vm --kernel-source --patch` in docs/results are read back as measured.
 
 use std::path::{Path, PathBuf};
 
@@ -179,4 +180,35 @@ fn other_schemas_are_refused_in_one_line() {
         assert!(err.contains(want), "{name}: {err}");
     }
     assert!(!out.exists(), "nothing written for a refused file");
+}
+
+/// The recorded A/B runs of `vm --kernel-source --patch` (docs/results,
+/// measured on the fc-v1147 VM, TCG) read back: both rows, and the
+/// patched ÷ unpatched line at 400k that docs/kernels.md quotes.
+#[test]
+fn recorded_patch_runs_read_back_with_their_ratios() {
+    let d = tempfile::tempdir().unwrap();
+    for (file, rows, ratio) in [
+        (
+            "vm-patch-7.3-offset-map-tcg.json",
+            ["7.3.4-dentrylab-ef998895", "7.3.4-dentrylab-c35d5b6e"],
+            "| 7.3-libfs-offset-map-in-batches.patch | lazy | 400k | 0.32× (0.24–0.37) | 1.00× (0.99–1.08) |",
+        ),
+        (
+            "vm-patch-7.3-namespace-unlock-tcg.json",
+            ["7.3.4-dentrylab-ef998895", "7.3.4-dentrylab-b48fa08e"],
+            "| 7.3-namespace-unlock-defer-rcu-wait.patch | lazy | 400k | 0.34× (0.28–0.59) | 0.92× (0.80–1.45) | umount 0.12× (0.07–0.36) |",
+        ),
+    ] {
+        let out = d.path().join(file);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results").join(file);
+        cargo_bin_cmd!("dentrylab").arg("report").arg(&path).arg("-o").arg(&out).assert().success();
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        let table = table_lines(&md);
+        for r in rows {
+            assert!(table.iter().any(|l| l[0] == r), "{file}: no row {r} in {table:?}");
+        }
+        assert!(md.contains("### Patched ÷ unpatched"), "{file}: {md}");
+        assert!(md.contains(ratio), "{file}: no `{ratio}` in {md}");
+    }
 }
