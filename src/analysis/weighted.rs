@@ -19,7 +19,7 @@ pub(crate) fn weighted_power(sizes: &[SizeValues]) -> Option<PowerFit> {
     }
     let pts: Vec<(f64, f64, f64)> = logs.iter().flat_map(|(x, v, w)| v.iter().map(move |y| (*x, *y, *w))).collect();
     let sum_w: f64 = pts.iter().map(|p| p.2).sum();
-    if pts.len() < 2 || sum_w <= 0.0 {
+    if sum_w <= 0.0 {
         return None;
     }
     let x_mean = pts.iter().map(|p| p.2 * p.0).sum::<f64>() / sum_w;

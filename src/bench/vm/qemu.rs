@@ -108,6 +108,9 @@ pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(600);
 
 pub(crate) const CONSOLE_TAIL_LINES: usize = 25;
 
+/// The line a kernel's panic starts with.
+pub(crate) const PANIC_LINE: &str = "Kernel panic - not syncing";
+
 /// At most this many lines of a console that shows an oops or a panic:
 /// from a few lines before the first report, so that its RIP and call
 /// trace are kept, and the last [`CONSOLE_TAIL_LINES`], so that what the
@@ -119,7 +122,7 @@ pub(crate) const CONSOLE_OOPS_LINES: usize = 200;
 /// [`CONSOLE_OOPS_LINES`] with a line saying how many were left out in
 /// the middle; with none, the last [`CONSOLE_TAIL_LINES`].
 pub(crate) fn console_excerpt(console: &str) -> Vec<String> {
-    const MARKS: [&str; 4] = ["Kernel panic - not syncing", "BUG:", "Oops:", "general protection fault"];
+    const MARKS: [&str; 4] = [PANIC_LINE, "BUG:", "Oops:", "general protection fault"];
     let lines: Vec<String> = console.lines().map(|l| l.trim_end().to_string()).collect();
     let Some(first) = lines.iter().position(|l| MARKS.iter().any(|m| l.contains(m))) else {
         return lines[lines.len().saturating_sub(CONSOLE_TAIL_LINES)..].to_vec();

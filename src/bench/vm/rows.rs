@@ -111,7 +111,7 @@ fn boot_past_early_panic(
 /// The console holds the kernel's panic line and QEMU stopped by itself
 /// (`panic=-1` with `-no-reboot`), not at a time limit.
 fn early_panic(out: &qemu::Outcome) -> bool {
-    !out.timed_out && out.console_tail.iter().any(|l| l.contains("Kernel panic - not syncing"))
+    !out.timed_out && out.console_tail.iter().any(|l| l.contains(qemu::PANIC_LINE))
 }
 
 fn keep_logs(from: &Path, to: &Path) -> Result<()> {
@@ -156,7 +156,7 @@ fn boot_failure(spec: &Spec, m: &Machine, out: &qemu::Outcome, victims: bool) ->
 /// instead (what follows it, "Kernel Offset" and the like, says nothing).
 fn last(out: &qemu::Outcome) -> String {
     let tail = &out.console_tail;
-    if let Some(p) = tail.iter().rfind(|l| l.contains("Kernel panic - not syncing")) {
+    if let Some(p) = tail.iter().rfind(|l| l.contains(qemu::PANIC_LINE)) {
         return p.clone();
     }
     tail.iter().rev().find(|l| !l.trim().is_empty()).cloned().unwrap_or_else(|| "(empty)".into())

@@ -88,13 +88,12 @@ pub(super) fn make(guard: &Guardian, src: &Path, log: &Path, args: &[&str], what
 
 /// `make -C src`, without a make or cargo jobserver this process may
 /// have inherited (the build's own `-jN` decides), through ccache when it
-/// is installed ([`ccache_args`]).
+/// is installed ([`CCACHE_CC`]).
 pub(super) fn make_command(src: &Path) -> Command {
     let mut c = Command::new("make");
     c.arg("-C").arg(src);
-    let optout = std::env::var_os("DENTRYLAB_NO_CCACHE").is_some();
-    if let Some((arg, env)) = ccache_args(crate::sys::which("ccache").is_some() && !optout) {
-        c.arg(arg).envs(env);
+    if std::env::var_os("DENTRYLAB_NO_CCACHE").is_none() && crate::sys::which("ccache").is_some() {
+        c.arg(CCACHE_CC).envs(CCACHE_ENV);
     }
     for v in ["MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CARGO_MAKEFLAGS"] {
         c.env_remove(v);
@@ -115,14 +114,11 @@ pub(super) fn make_command(src: &Path) -> Command {
 /// linux-source-7.3 took 312 s against the first build's 696 s, loaded);
 /// `include_file_mtime,include_file_ctime` keeps the direct mode, which
 /// still hashes every header's contents. An A/B's two builds share only
-/// what the patch did not touch. `None` without ccache (or with
-/// `DENTRYLAB_NO_CCACHE` set).
-pub(super) fn ccache_args(available: bool) -> Option<(&'static str, [(&'static str, &'static str); 2])> {
-    available.then_some((
-        "CC=ccache gcc",
-        [("CCACHE_NOHASHDIR", "true"), ("CCACHE_SLOPPINESS", "include_file_mtime,include_file_ctime")],
-    ))
-}
+/// what the patch did not touch. Not used without ccache on the PATH, or
+/// with `DENTRYLAB_NO_CCACHE` set.
+const CCACHE_CC: &str = "CC=ccache gcc";
+const CCACHE_ENV: [(&str, &str); 2] =
+    [("CCACHE_NOHASHDIR", "true"), ("CCACHE_SLOPPINESS", "include_file_mtime,include_file_ctime")];
 
 /// A helper tool in a process group `guard` kills, its output discarded;
 /// the error carries its last line of standard error.
