@@ -33,9 +33,26 @@ bzImage:
 \tmkdir -p arch/x86/boot
 \tcat hello.c .config > arch/x86/boot/bzImage
 \techo \"compiler: $(CC) $${CCACHE_NOHASHDIR:-hashdir} $${CCACHE_SLOPPINESS:-strict}\" >> arch/x86/boot/bzImage
+headers:
+\tmkdir -p usr/include && touch usr/include/fake.h
 nap:
 \t@echo $$$$ > \"$$FAKE_KERNEL_NAP.tmp\"; mv \"$$FAKE_KERNEL_NAP.tmp\" \"$$FAKE_KERNEL_NAP\"; exec sleep 300
-.PHONY: allnoconfig olddefconfig kernelrelease bzImage nap
+.PHONY: allnoconfig olddefconfig kernelrelease bzImage headers nap
+";
+
+/// `tools/testing/selftests/Makefile` of the fake tree: `install` copies
+/// each target's files and the tree's hello.c (to show which patches the
+/// selftests were built with) under INSTALL_PATH and lists them, as the
+/// kernel's does, leaving `*.gen` unlisted (as `TEST_GEN_FILES` are); a
+/// target holding BROKEN fails like a compiler and installs nothing, and
+/// the make goes on, as the kernel's loop does.
+const SELFTESTS_MAKEFILE: &str = "\
+install:
+\t@for t in $(TARGETS); do \\
+\t  if [ -f $$t/BROKEN ]; then echo \"$$t/x.c:3:1: error: unknown type name 'nope'\" >&2; continue; fi; \\
+\t  mkdir -p $(INSTALL_PATH)/$$t && cp $$t/* ../../../hello.c $(INSTALL_PATH)/$$t/ && \\
+\t  for f in $$t/*; do case $$f in *.gen) ;; *) echo \"$$t:$${f##*/}\" >> $(INSTALL_PATH)/kselftest-list.txt;; esac; done; \\
+\tdone
 ";
 
 const HELLO: &str = "int main(void) { return 0; }\n";
@@ -54,6 +71,16 @@ impl Fake {
         std::fs::create_dir(dir.path().join("src")).unwrap();
         std::fs::write(dir.path().join("src/Makefile"), MAKEFILE).unwrap();
         std::fs::write(dir.path().join("src/hello.c"), HELLO).unwrap();
+        let st = dir.path().join("src/tools/testing/selftests");
+        for t in ["mount", "broken", "gen"] {
+            std::fs::create_dir_all(st.join(t)).unwrap();
+        }
+        std::fs::write(st.join("Makefile"), SELFTESTS_MAKEFILE).unwrap();
+        std::fs::write(st.join("mount/t.sh"), "#!/bin/sh\necho 'ok 1 fake'\n").unwrap();
+        std::fs::write(st.join("broken/BROKEN"), "").unwrap();
+        std::fs::write(st.join("gen/prog.gen"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(st.join("gen/prog.gen"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        std::fs::write(st.join("gen/data.gen"), "not a program\n").unwrap();
         let p = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
         p("good.patch", patch("int main(void) { return 0; }", "int main(void) { return 1; }"));
         p("bad.patch", patch("int main(void) { return 7; }", "int main(void) { return 8; }"));
@@ -84,12 +111,17 @@ impl Fake {
     }
 
     fn built(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        self.built_all(args)["kernels"].as_array().unwrap().clone()
+    }
+
+    /// `--build-only --json`'s whole document.
+    fn built_all(&self, args: &[&str]) -> serde_json::Value {
         let json = self.path("built.json");
         let out = self.run(&[args, &["--json", json.to_str().unwrap()]].concat());
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert_eq!(v["schema"], "dentrylab.vm-built/1");
-        v["kernels"].as_array().unwrap().clone()
+        v
     }
 
     /// Nothing of a build is left: no partial directory, no cached build.
@@ -206,6 +238,38 @@ fn a_build_goes_through_ccache_when_it_is_installed() {
 }
 
 #[test]
+fn selftests_are_built_from_the_patched_source_once_and_a_missing_one_is_one_line() {
+    require_build_tools!();
+    let f = Fake::new();
+    let good = f.path("good.patch");
+    let args = ["--patch", good.to_str().unwrap(), "--selftests", "mount,gen"];
+    let v = f.built_all(&args);
+    let dir = PathBuf::from(v["selftests"].as_str().expect("the selftests' directory"));
+    let list = std::fs::read_to_string(dir.join("kselftest-list.txt")).unwrap();
+    // gen's program was installed unlisted: it is listed, its data file not.
+    assert_eq!(list.lines().collect::<Vec<_>>(), ["mount:t.sh", "gen:prog.gen"], "{list}");
+    assert!(dir.join("mount/t.sh").is_file());
+    let hello = std::fs::read_to_string(dir.join("mount/hello.c")).unwrap();
+    assert!(hello.contains("return 1"), "built without the patch: {hello}");
+    let again = f.run(&args);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success() && err.contains("selftests mount gen: built before, from the cache"), "{err}");
+    assert_no_partial(&f.path("state/vm"));
+
+    let broken = one_error_line(&f.run(&["--selftests", "mount,broken"]));
+    assert!(
+        broken.contains("--selftests broken: no test of it was installed")
+            && broken.contains("x.c:3:1: error: unknown type name"),
+        "{broken}"
+    );
+    let missing = f.run(&["--selftests", "nothing_here"]);
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(2), "{err}");
+    assert!(err.contains("--selftests nothing_here: this source has no such directory"), "{err}");
+    assert_no_partial(&f.path("state/vm"));
+}
+
+#[test]
 fn a_patch_that_does_not_apply_is_one_line_naming_its_hunk_and_nothing_is_left() {
     require_build_tools!();
     let f = Fake::new();
@@ -269,6 +333,8 @@ fn bad_source_patch_and_config_flags_are_one_line_and_exit_2() {
     );
     let empty = tempfile::tempdir().unwrap();
     usage_error("vm", &["--kernel-source", empty.path().to_str().unwrap(), "--build-only"], &["no Makefile"]);
+    usage_error("vm", &["--kernel-source", src, "--build-only", "--selftests", "../up"], &["../up", "selftest target"]);
+    usage_error("vm", &["--kernel", "host", "--selftests", "mount", "--", "reclaim"], &["--kernel-source"]);
     // Without --build-only, a command to run is still needed.
     usage_error("vm", &["--kernel-source", src], &["COMMAND"]);
 }

@@ -4,7 +4,8 @@
 # tar): the compiler and Kconfig's tools, libelf and OpenSSL headers, bc, and
 # pahole (dwarves) for CONFIG_DEBUG_INFO_BTF in guest.config, and ccache, which
 # `vm` compiles through when it is installed, so that a second patch on the
-# same source recompiles only the files it touches. QEMU and the rest of `vm`
+# same source recompiles only the files it touches; libcap for the kernel's
+# selftests that `vm --selftests` builds. QEMU and the rest of `vm`
 # come from .ci/run.
 set -euo pipefail
 need=()
@@ -13,6 +14,8 @@ for t in gcc:gcc make:make flex:flex bison:bison bc:bc perl:perl patch:patch pah
 done
 [ -e /usr/include/gelf.h ] || need+=(libelf-dev)
 [ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
+# vm --selftests: several of the kernel's filesystem selftests link libcap.
+[ -e /usr/include/sys/capability.h ] || need+=(libcap-dev)
 if [ "${#need[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

@@ -24,7 +24,10 @@ baseline (the same source and configuration without the patches: the first row, 
 kernel's tree with the patches reversed) and the patched kernel (the second). Every build tool runs in a \
 process group of its own, killed whole if dentrylab ends. A patch that does not apply, a configuration line `make olddefconfig` drops, or a failing build is \
 one line (the hunk, the line, the compiler's first error), exit 1, and nothing is left behind. --build-only \
-builds and stops. \
+builds and stops. --selftests builds the kernel's own selftests of those directories from the same source \
+(tools/testing/selftests, patches applied), and each guest runs every test they install after the command: \
+a grid per test and row gives its verdict and TAP counts, so a patched kernel's tests read beside its \
+baseline's. \
 The guest's init is this binary: it mounts /proc, /sys, /dev, debugfs and cgroup2 (the memory controller \
 enabled for its children), loads the loop, ext4, xfs and overlay modules, checks the preemption model the \
 kernel ended up with (and refuses a model it lacks), runs the command with --json, sends the JSON and the \
@@ -58,6 +61,9 @@ pub(crate) struct VmArgs {
     /// Configuration fragments (CONFIG_X=y, # CONFIG_X is not set) merged after the project's guest.config, for both builds.
     #[arg(long, value_name = "FILE", requires = "kernel_source")]
     pub kernel_config: Vec<PathBuf>,
+    /// Kernel selftests to build from the same source (patches applied) and run in each guest after the command: directories under tools/testing/selftests, e.g. mount,mount_setattr,move_mount_set_group.
+    #[arg(long, value_name = "TARGET,...", value_delimiter = ',', requires = "kernel_source", value_parser = crate::bench::vm::source::check_selftest_target)]
+    pub selftests: Vec<String>,
     /// make -jN for the kernel builds [default: the host's CPUs].
     #[arg(long, value_name = "N", requires = "kernel_source", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub build_jobs: Option<u32>,
@@ -134,6 +140,7 @@ impl VmArgs {
             fragments: self.kernel_config.clone(),
             jobs: self.build_jobs.unwrap_or_else(|| crate::env::cpus().max(1) as u32),
             logs: self.logs.clone(),
+            selftests: self.selftests.clone(),
         })
     }
 

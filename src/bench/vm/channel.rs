@@ -8,7 +8,8 @@
 //! `\r` (a tty's output processing) is ignored. The guest writes, in order:
 //! `hello` (what kernel and model it booted), zero or one `refused` (the
 //! model asked for is not the one in force), `result` (the command's JSON
-//! output as one string, verbatim), `exit` (its exit status), one `kmsg`
+//! output as one string, verbatim), `exit` (its exit status), one
+//! `selftest` per kernel selftest run after it (`vm --selftests`), one `kmsg`
 //! per kernel log line, then `end`. A transcript without `end` means the
 //! guest stopped before it finished (panic, timeout, power cut).
 
@@ -50,6 +51,8 @@ pub(crate) enum Record {
     Result(String),
     Exit(i32),
     Kmsg(String),
+    /// One kernel selftest's outcome (`vm --selftests`), after the exit.
+    Selftest(super::selftests::Outcome),
     End,
 }
 
@@ -62,6 +65,7 @@ impl Record {
             Record::Result(s) => ("result", serde_json::to_string(s)),
             Record::Exit(c) => ("exit", serde_json::to_string(c)),
             Record::Kmsg(s) => ("kmsg", serde_json::to_string(s)),
+            Record::Selftest(o) => ("selftest", serde_json::to_string(o)),
             Record::End => ("end", Ok("null".to_string())),
         };
         format!("{PREFIX}{tag} {}\n", value.unwrap_or_else(|_| "null".into()))
@@ -79,6 +83,7 @@ impl Record {
             "result" => serde_json::from_str(json).map(Record::Result).map_err(bad),
             "exit" => serde_json::from_str(json).map(Record::Exit).map_err(bad),
             "kmsg" => serde_json::from_str(json).map(Record::Kmsg).map_err(bad),
+            "selftest" => serde_json::from_str(json).map(Record::Selftest).map_err(bad),
             "end" => Ok(Record::End),
             _ => Err(format!("unknown record `{tag}`")),
         })
@@ -94,6 +99,7 @@ pub(crate) struct Transcript {
     pub result: Option<String>,
     pub exit: Option<i32>,
     pub kernel_log: Vec<String>,
+    pub selftests: Vec<super::selftests::Outcome>,
     /// The `end` record arrived: nothing was lost.
     pub complete: bool,
     /// Garbled records, in order.
@@ -113,6 +119,7 @@ impl Transcript {
                     Record::Result(s) => t.result = Some(s),
                     Record::Exit(c) => t.exit = Some(c),
                     Record::Kmsg(s) => t.kernel_log.push(s),
+                    Record::Selftest(o) => t.selftests.push(o),
                     Record::End => t.complete = true,
                 },
             }
@@ -144,6 +151,16 @@ mod tests {
             Record::Exit(3),
             Record::Kmsg("watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [dentrylab:93]".into()),
             Record::Refused("asked for lazy".into()),
+            Record::Selftest(crate::bench::vm::selftests::Outcome {
+                test: "mount:run_nosymfollow.sh".into(),
+                verdict: crate::bench::vm::selftests::Verdict::Timeout,
+                exit: None,
+                pass: 1,
+                fail: 0,
+                skip: 2,
+                seconds: 450.0,
+                lines: vec!["# RUN x\n".into()],
+            }),
             Record::End,
         ];
         for r in records {

@@ -44,6 +44,10 @@ pub(crate) struct GuestConfig {
     /// The files are compressed and the kernel decompresses them
     /// (CONFIG_MODULE_DECOMPRESS, finit_module's MODULE_INIT_COMPRESSED_FILE).
     pub compressed_modules: bool,
+    /// The kernel selftests to run before the command (`vm --selftests`):
+    /// `collection:test` under [`super::selftests::GUEST_DIR`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selftests: Vec<String>,
 }
 
 /// PID 1: never returns; on error says why on the console and powers off.
@@ -86,6 +90,13 @@ fn run() -> Result<()> {
                 chan.send(&Record::Result(text))?;
             }
             chan.send(&Record::Exit(code))?;
+            // After the command, so that nothing a test leaves behind
+            // (mounts, namespaces) is in what the command measured.
+            for t in &cfg.selftests {
+                eprintln!("dentrylab vm init: kernel selftest {t}");
+                let o = super::selftests::run_one(Path::new(super::selftests::GUEST_DIR), t);
+                chan.send(&Record::Selftest(o))?;
+            }
         }
     }
     for line in kernel_log() {

@@ -31,8 +31,19 @@ const TOOL_FILES: [&str; 1] = ["/etc/mke2fs.conf"];
 /// that the guest's victim does what the host's does.
 pub(crate) const FORK_EXEC_PROGRAM: &str = "/bin/true";
 
-/// Builds the archive at `out`; `modules_dir` is `lib/modules/<release>`.
-pub(crate) fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, decompress_in_kernel: bool) -> Result<()> {
+/// The shells a kernel selftest script may name in its `#!` line, copied
+/// with their libraries when the guest runs selftests.
+const SHELLS: [&str; 2] = ["/bin/sh", "/bin/bash"];
+
+/// Builds the archive at `out`; `modules_dir` is `lib/modules/<release>`;
+/// `selftests` is a kernel selftest install ([`super::selftests`]).
+pub(crate) fn build(
+    out: &Path,
+    argv: &[String],
+    modules_dir: Option<&Path>,
+    decompress_in_kernel: bool,
+    selftests: Option<&Path>,
+) -> Result<()> {
     let mut a = Archive::default();
     for d in ["dev", "proc", "sys", "tmp", "bin", "sbin", "etc", "run", "var", "var/tmp", "root"] {
         a.dir(d);
@@ -61,6 +72,10 @@ pub(crate) fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, dec
         a.file_from("sbin/perf", &p, 0o755)?;
         libs.extend(shared_libraries(&p)?);
     }
+    let tests = match selftests {
+        Some(dir) => add_selftests(&mut a, dir, &mut libs)?,
+        None => Vec::new(),
+    };
     for f in TOOL_FILES {
         if Path::new(f).is_file() {
             a.file_from(f.trim_start_matches('/'), Path::new(f), 0o644)?;
@@ -88,9 +103,41 @@ pub(crate) fn build(out: &Path, argv: &[String], modules_dir: Option<&Path>, dec
             }
         }
     }
-    let cfg = GuestConfig { argv: argv.to_vec(), modules, compressed_modules: decompress_in_kernel };
+    let cfg = GuestConfig { argv: argv.to_vec(), modules, compressed_modules: decompress_in_kernel, selftests: tests };
     a.file_bytes(CONFIG_PATH.trim_start_matches('/'), serde_json::to_string_pretty(&cfg)?.as_bytes(), 0o644);
     a.write(out)
+}
+
+/// Every file of a selftest install under [`super::selftests::GUEST_DIR`]
+/// (modes kept), the shells, and the programs' libraries into `libs`:
+/// the tests its list names.
+fn add_selftests(a: &mut Archive, dir: &Path, libs: &mut BTreeSet<PathBuf>) -> Result<Vec<String>> {
+    use std::os::unix::fs::PermissionsExt;
+    let list = std::fs::read_to_string(dir.join(super::selftests::LIST))
+        .with_context(|| format!("the selftests in {} have no {}", dir.display(), super::selftests::LIST))?;
+    let guest = super::selftests::GUEST_DIR.trim_start_matches('/');
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("cannot read {}", d.display()))? {
+            let p = e?.path();
+            let rel = p.strip_prefix(dir).unwrap_or(&p).to_string_lossy().into_owned();
+            if p.is_dir() {
+                a.dir(&format!("{guest}/{rel}"));
+                stack.push(p);
+            } else if p.is_file() {
+                let mode = std::fs::metadata(&p)?.permissions().mode() & 0o777;
+                a.file_from(&format!("{guest}/{rel}"), &p, mode)?;
+                if mode & 0o111 != 0 {
+                    libs.extend(shared_libraries(&p)?);
+                }
+            }
+        }
+    }
+    for sh in SHELLS.iter().map(Path::new).filter(|p| p.is_file()) {
+        a.file_from(sh.to_string_lossy().trim_start_matches('/'), sh, 0o755)?;
+        libs.extend(shared_libraries(sh)?);
+    }
+    Ok(super::selftests::listed(&list))
 }
 
 /// The modules of `wanted` that modules.dep lists, each after its

@@ -274,6 +274,13 @@ pub(crate) fn text(m: &VmMatrix) -> Doc {
         d.grid(g);
         d.push_str(&format!("note: {}\n", super::matrix_ab::NOTE));
     }
+    if let Some(g) = super::selftests::grid(m) {
+        d.push_str("\nThe kernel's own selftests in each guest (--selftests)\n");
+        d.grid(g);
+        for l in super::selftests::failures(m) {
+            d.push_str(&format!("note: {l}\n"));
+        }
+    }
     d
 }
 
@@ -301,6 +308,15 @@ pub(crate) fn markdown(m: &VmMatrix, chart: Option<&FigureSpec>) -> Doc {
         d.push_str("### Patched ÷ unpatched (`--kernel-source --patch`)\n\n");
         d.grid(g);
         d.push_str(&format!("\n{}\n\n", super::matrix_ab::NOTE));
+    }
+    if let Some(g) = super::selftests::grid(m) {
+        d.push_str("### The kernel's own selftests in each guest (`--selftests`)\n\n");
+        d.grid(g);
+        d.push('\n');
+        for l in super::selftests::failures(m) {
+            d.push_str(&format!("- `{l}`\n"));
+        }
+        d.push('\n');
     }
     d
 }
@@ -450,6 +466,7 @@ mod tests {
             error: error.map(String::from),
             console_tail: Vec::new(),
             build: None,
+            selftests: vec![],
         };
         VmMatrix {
             schema: VM_MATRIX_SCHEMA.into(),
@@ -504,5 +521,38 @@ mod tests {
         assert!(lines[3].starts_with("6.18.44 ") && lines[3].contains("umount ") && !lines[3].contains("400M"), "{t}");
         assert!(lines[4].starts_with("6.1.0-9 "), "{t}");
         assert_eq!(Matrix::of(&m).rows.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 0, 1]);
+    }
+
+    #[test]
+    fn selftests_are_a_grid_per_test_and_row_with_the_failures_under_it() {
+        use super::super::selftests::{Outcome, Verdict};
+        let mut m = matrix();
+        let o = |test: &str, verdict, fail, lines: &[&str]| Outcome {
+            test: test.into(),
+            verdict,
+            exit: Some(if fail > 0 { 1 } else { 0 }),
+            pass: 3,
+            fail,
+            skip: 1,
+            seconds: 1.0,
+            lines: lines.iter().map(|l| l.to_string()).collect(),
+        };
+        m.rows[0].selftests = vec![o("mount_setattr:mount_setattr_test", Verdict::Pass, 0, &[])];
+        m.rows[1].selftests = vec![
+            o("mount_setattr:mount_setattr_test", Verdict::Fail, 2, &["not ok 4 mount_setattr.x"]),
+            o("mount:run_nosymfollow.sh", Verdict::Pass, 0, &[]),
+        ];
+        let t = table(&m);
+        let at = t.find("The kernel's own selftests").expect("the grid");
+        let lines: Vec<&str> = t[at..].lines().collect();
+        assert_eq!(lines[1], "Selftest 6.18.44 6.1.0-9", "{t}");
+        assert_eq!(
+            lines[3],
+            "mount_setattr:mount_setattr_test pass (ok 3, not ok 0, skip 1) FAIL (ok 3, not ok 2, skip 1)"
+        );
+        assert_eq!(lines[4], "mount:run_nosymfollow.sh not run pass (ok 3, not ok 0, skip 1)");
+        assert_eq!(lines[5], "note: 6.1.0-9: mount_setattr:mount_setattr_test: not ok 4 mount_setattr.x");
+        let back: VmMatrix = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back.rows[1].selftests, m.rows[1].selftests);
     }
 }

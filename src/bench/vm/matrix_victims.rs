@@ -297,6 +297,7 @@ mod tests {
             error: None,
             console_tail: vec![],
             build: None,
+            selftests: vec![],
         };
         let mut m = Matrix {
             schema: super::super::SCHEMA.into(),

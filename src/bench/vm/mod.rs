@@ -17,6 +17,7 @@ mod matrix_ab;
 mod matrix_victims;
 pub(crate) mod qemu;
 mod rows;
+pub(crate) mod selftests;
 pub(crate) mod source;
 
 use std::path::PathBuf;
@@ -147,6 +148,9 @@ pub(crate) struct Row<R = RawResult> {
     /// What the kernel was built from, when `--kernel-source` built it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<kernel::BuildTag>,
+    /// The kernel's own selftests run in the guest (`--selftests`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selftests: Vec<selftests::Outcome>,
 }
 
 impl Matrix {
@@ -181,6 +185,7 @@ impl Matrix {
                     error: row.error.clone(),
                     console_tail: row.console_tail.clone(),
                     build: row.build.clone(),
+                    selftests: row.selftests.clone(),
                 })
             })
             .collect::<serde_json::Result<Vec<_>>>()?;
@@ -259,8 +264,11 @@ fn run_in(
 ) -> Result<Matrix> {
     // Every kernel built, fetched and checked before anything boots.
     let mut kernels = Vec::new();
+    let mut selftests = None;
     if let Some(r) = &o.build {
-        kernels.extend(source::prepare(cache, r, guard, announce)?.iter().map(source::Built::spec));
+        let p = source::prepare(cache, r, guard, announce)?;
+        kernels.extend(p.kernels.iter().map(source::Built::spec));
+        selftests = p.selftests;
     }
     kernels.extend(o.kernels.iter().cloned());
     let mut prepared = Vec::new();
@@ -275,7 +283,7 @@ fn run_in(
         let initrd = tmp.join(format!("initramfs-{i}.cpio.gz"));
         let in_kernel =
             k.config.as_deref().is_some_and(|c| c.lines().any(|l| l.trim() == "CONFIG_MODULE_DECOMPRESS=y"));
-        initramfs::build(&initrd, &o.argv, k.modules.as_deref(), in_kernel)
+        initramfs::build(&initrd, &o.argv, k.modules.as_deref(), in_kernel, selftests.as_deref())
             .with_context(|| format!("kernel {}: cannot build the initramfs", spec.label()))?;
         prepared.push(Some((k, models, initrd)));
     }
@@ -324,7 +332,7 @@ pub(crate) fn build_only(
     state_dir: &std::path::Path,
     r: &source::Request,
     announce: &dyn Fn(&str),
-) -> Result<Vec<source::Built>> {
+) -> Result<source::Prepared> {
     let cache = Cache::new(state_dir);
     let guardian = crate::sys::guardian::Guardian::spawn(
         [GUARD_COMMAND.as_ref(), cache.partial_dir().as_os_str()],

@@ -183,6 +183,7 @@ fn base(o: &Options, m: &Machine, spec: &Spec, k: &Kernel, preempt: Option<&str>
             Spec::Built(b) => Some(b.tag.clone()),
             _ => None,
         },
+        selftests: out.transcript.selftests.clone(),
     }
 }
 
@@ -239,6 +240,7 @@ pub(super) fn host(o: &Options, tmp: &Path, info: &HostInfo) -> Result<Row> {
         error,
         console_tail: vec![],
         build: None,
+        selftests: vec![],
     })
 }
 

@@ -17,15 +17,23 @@ pub(crate) fn run(a: VmArgs) -> Result<ExitCode> {
     {
         let mut out = Outputs::open(&paths)?;
         let state = a.state_dir.clone().unwrap_or_else(crate::state::default_dir);
-        let built = crate::bench::vm::build_only(&state, &r, &announce)?;
-        let text: String = built
+        let prepared = crate::bench::vm::build_only(&state, &r, &announce)?;
+        let built = &prepared.kernels;
+        let mut text: String = built
             .iter()
             .map(|b| {
                 let how = if b.cached { "cached".to_string() } else { format!("built in {:.0} s", b.build_seconds) };
                 format!("{}  {}  {} ({how})\n", b.label, b.release, b.image.display())
             })
             .collect();
-        let json = serde_json::json!({"schema": crate::bench::vm::source::BUILT_SCHEMA, "kernels": built});
+        if let Some(d) = &prepared.selftests {
+            text += &format!("selftests {}  {}\n", r.selftests.join(","), d.display());
+        }
+        let json = serde_json::json!({
+            "schema": crate::bench::vm::source::BUILT_SCHEMA,
+            "kernels": built,
+            "selftests": prepared.selftests,
+        });
         out.emit(&text, &json)?;
         return Ok(ExitCode::SUCCESS);
     }

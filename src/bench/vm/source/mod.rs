@@ -31,7 +31,10 @@ use tools::{apply, make, release, reverse, run_quiet};
 
 mod config;
 mod diagnose;
+mod selftests;
 mod tools;
+
+pub(crate) use selftests::check_target as check_selftest_target;
 
 /// The project's guest configuration fragment.
 pub(crate) const GUEST_CONFIG: &str = include_str!("../../../../bench/kernel-patches/guest.config");
@@ -85,6 +88,16 @@ pub(crate) struct Request {
     pub jobs: u32,
     /// Keep each build's log here (`build-KEY.log`), failed builds' too.
     pub logs: Option<PathBuf>,
+    /// Kernel selftest targets (`tools/testing/selftests/TARGET`) to build
+    /// from the same source, patches applied, and run in every guest.
+    pub selftests: Vec<String>,
+}
+
+/// What [`prepare`] made ready: the kernels, `[unpatched, patched]`, and
+/// the selftests' install when the request names targets.
+pub(crate) struct Prepared {
+    pub kernels: Vec<Built>,
+    pub selftests: Option<PathBuf>,
 }
 
 /// A built kernel, ready to boot.
@@ -146,12 +159,26 @@ enum Unpack {
     Copy(PathBuf),
 }
 
+impl Tree {
+    /// The source's files into `src` (an empty directory).
+    fn unpack(&self, src: &Path, g: &Guardian) -> Result<()> {
+        match &self.from {
+            Unpack::Tarball(t) => run_quiet(
+                g,
+                Command::new("tar").arg("-xf").arg(t).arg("-C").arg(src).arg("--strip-components=1"),
+                "tar -x",
+            ),
+            Unpack::Copy(d) => run_quiet(g, Command::new("cp").arg("-a").arg(d.join(".")).arg(src), "cp -a"),
+        }
+    }
+}
+
 /// Builds (or finds in the cache) the unpatched kernel and, when there
 /// are patches, the patched one: `[unpatched, patched]`. The patched one
 /// is built first, so that a patch that does not apply stops the run
 /// before the baseline's build; the baseline is then built in its tree.
 /// `guard` kills the builds' process groups if dentrylab ends.
-pub(crate) fn prepare(cache: &Cache, r: &Request, guard: &Guardian, announce: &dyn Fn(&str)) -> Result<Vec<Built>> {
+pub(crate) fn prepare(cache: &Cache, r: &Request, guard: &Guardian, announce: &dyn Fn(&str)) -> Result<Prepared> {
     let patches = read_patches(&r.patches)?;
     let mut config = format!("# {GUEST_CONFIG_NAME}\n{GUEST_CONFIG}");
     let mut settings = config::parse_fragment(GUEST_CONFIG).map_err(|e| anyhow!("{GUEST_CONFIG_NAME}: {e}"))?;
@@ -169,7 +196,12 @@ pub(crate) fn prepare(cache: &Cache, r: &Request, guard: &Guardian, announce: &d
     if let Some(k) = kept {
         let _ = std::fs::remove_dir_all(k.work);
     }
-    built
+    let kernels = built?;
+    let selftests = match r.selftests.is_empty() {
+        true => None,
+        false => Some(selftests::build(cache, &tree, &patches, r, guard, announce)?),
+    };
+    Ok(Prepared { kernels, selftests })
 }
 
 /// The patched kernel (if any) and then the baseline, which reuses the
@@ -484,14 +516,7 @@ impl<'a> Job<'a> {
             }
             None => {
                 (self.announce)(&format!("{label}: unpacking the source"));
-                match &self.tree.from {
-                    Unpack::Tarball(t) => run_quiet(
-                        g,
-                        Command::new("tar").arg("-xf").arg(t).arg("-C").arg(src).arg("--strip-components=1"),
-                        "tar -x",
-                    )?,
-                    Unpack::Copy(d) => run_quiet(g, Command::new("cp").arg("-a").arg(d.join(".")).arg(src), "cp -a")?,
-                }
+                self.tree.unpack(src, g)?;
             }
         }
         for p in self.patches {
