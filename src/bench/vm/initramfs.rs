@@ -45,7 +45,9 @@ pub(crate) fn build(
     selftests: Option<&Path>,
 ) -> Result<()> {
     let mut a = Archive::default();
-    for d in ["dev", "proc", "sys", "tmp", "bin", "sbin", "etc", "run", "var", "var/tmp", "root"] {
+    // /mnt: the kernel's selftests (mount_setattr) mount on it, as on any
+    // distribution's root.
+    for d in ["dev", "proc", "sys", "tmp", "bin", "sbin", "etc", "run", "var", "var/tmp", "root", "mnt"] {
         a.dir(d);
     }
     // Opened by the kernel as the init's stdin/out/err (init/main.c,

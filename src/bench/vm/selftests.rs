@@ -28,8 +28,11 @@ pub(crate) const LIST: &str = "kselftest-list.txt";
 /// (`tools/testing/selftests/kselftest/runner.sh`); under TCG every
 /// instruction is emulated, so this allows ten times more.
 const TIME_LIMIT: Duration = Duration::from_secs(450);
-/// The lines of a failed test's output kept, from its end.
+/// The lines of a failed test's output kept, from its end, when it
+/// printed no `not ok` line.
 const TAIL: usize = 12;
+/// The `not ok` lines kept of one test.
+const MAX_NOT_OK: usize = 10;
 /// kselftest's exit status for a test that skipped (`KSFT_SKIP`,
 /// tools/testing/selftests/kselftest.h).
 const KSFT_SKIP: i32 = 4;
@@ -82,8 +85,9 @@ pub(crate) struct Outcome {
     pub fail: u32,
     pub skip: u32,
     pub seconds: f64,
-    /// Its `not ok` lines, and when it did not pass or skip, the last lines
-    /// of its output.
+    /// Its `not ok` lines (the first 10), and when it did not pass or
+    /// skip its first `Expected` line, or its last lines when it printed no
+    /// `not ok`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<String>,
 }
@@ -159,9 +163,22 @@ pub(crate) fn run_one(dir: &Path, entry: &str) -> Outcome {
         Err(e) => (None, Verdict::Error, Some(format!("{e:#}"))),
     };
     let (pass, fail, skip, mut lines) = counts(&text);
+    if lines.len() > MAX_NOT_OK {
+        let more = lines.len() - MAX_NOT_OK;
+        lines.truncate(MAX_NOT_OK);
+        lines.push(format!("… and {more} more not ok"));
+    }
+    // What it said first of why (the harness's first `Expected` line),
+    // or, when it printed no `not ok`, its last lines.
     if !matches!(verdict, Verdict::Pass | Verdict::Skip) {
-        let all: Vec<&str> = text.lines().collect();
-        lines.extend(all[all.len().saturating_sub(TAIL)..].iter().map(|l| l.to_string()));
+        match text.lines().find(|l| l.contains("Expected") || l.contains("error:")) {
+            Some(why) if !lines.is_empty() => lines.push(why.to_string()),
+            _ if lines.is_empty() => {
+                let all: Vec<&str> = text.lines().collect();
+                lines.extend(all[all.len().saturating_sub(TAIL)..].iter().map(|l| l.to_string()));
+            }
+            _ => {}
+        }
         lines.extend(error);
     }
     Outcome {
@@ -256,12 +273,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = dir.path().join("mount");
         std::fs::create_dir_all(&c).unwrap();
-        let script = c.join("t.sh");
-        std::fs::write(&script, "#!/bin/sh\necho 'ok 1 here'; echo 'not ok 2 there' >&2; pwd; exit 1\n").unwrap();
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let script = |name: &str, text: &str| {
+            std::fs::write(c.join(name), text).unwrap();
+            std::fs::set_permissions(c.join(name), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        };
+        script(
+            "t.sh",
+            "#!/bin/sh\necho 'ok 1 here'; echo '# t.c:9:x:Expected 1 (1) == 0 (0)' >&2\n\
+                        echo 'not ok 2 there' >&2; echo '# more'; exit 1\n",
+        );
         let o = run_one(dir.path(), "mount:t.sh");
         assert_eq!((o.verdict, o.exit, o.pass, o.fail), (Verdict::Fail, Some(1), 1, 1), "{o:?}");
-        assert!(o.lines.iter().any(|l| l.ends_with("/mount")), "{o:?}");
+        assert_eq!(o.lines, ["not ok 2 there", "# t.c:9:x:Expected 1 (1) == 0 (0)"], "{o:?}");
+        // No `not ok` line: its last lines, here where it ran.
+        script("u.sh", "#!/bin/sh\npwd; exit 2\n");
+        let u = run_one(dir.path(), "mount:u.sh");
+        assert_eq!((u.verdict, u.exit), (Verdict::Fail, Some(2)), "{u:?}");
+        assert!(u.lines.iter().any(|l| l.ends_with("/mount")), "{u:?}");
         let missing = run_one(dir.path(), "mount:nothing");
         assert_eq!(missing.verdict, Verdict::Error, "{missing:?}");
         assert!(missing.lines.iter().any(|l| l.contains("cannot start")), "{missing:?}");
