@@ -212,3 +212,23 @@ fn recorded_patch_runs_read_back_with_their_ratios() {
         assert!(md.contains(ratio), "{file}: no `{ratio}` in {md}");
     }
 }
+
+/// The namespace-unlock A/B with `--selftests`: the selftests' grid
+/// reads back per test, the baseline's and the patched kernel's verdicts
+/// side by side, as docs/kernels.md quotes them.
+#[test]
+fn a_recorded_selftests_run_reads_back_with_both_kernels_verdicts() {
+    let d = tempfile::tempdir().unwrap();
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/vm-patch-7.3-namespace-unlock-selftests-tcg.json");
+    cargo_bin_cmd!("dentrylab").arg("report").arg(&path).arg("-o").arg(d.path()).assert().success();
+    let md = std::fs::read_to_string(d.path().join("report.md")).unwrap();
+    assert!(md.contains("### The kernel's own selftests in each guest"), "{md}");
+    for line in [
+        "| mount_setattr:mount_setattr_test | FAIL (ok 24, not ok 10, skip 0) | FAIL (ok 24, not ok 10, skip 0) |",
+        "| filesystems/statmount:statmount_test | pass (ok 17, not ok 0, skip 0) | pass (ok 17, not ok 0, skip 0) |",
+        "| move_mount_set_group:move_mount_set_group_test | pass (ok 2, not ok 0, skip 0) | pass (ok 2, not ok 0, skip 0) |",
+    ] {
+        assert!(md.lines().any(|l| l == line), "no `{line}` in {md}");
+    }
+}
