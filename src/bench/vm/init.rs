@@ -44,7 +44,7 @@ pub(crate) struct GuestConfig {
     /// The files are compressed and the kernel decompresses them
     /// (CONFIG_MODULE_DECOMPRESS, finit_module's MODULE_INIT_COMPRESSED_FILE).
     pub compressed_modules: bool,
-    /// The kernel selftests to run before the command (`vm --selftests`):
+    /// The kernel selftests to run after the command (`vm --selftests`):
     /// `collection:test` under [`super::selftests::GUEST_DIR`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub selftests: Vec<String>,

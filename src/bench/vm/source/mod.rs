@@ -461,10 +461,7 @@ impl<'a> Job<'a> {
                 },
             )
         });
-        if let Some(logs) = &self.request.logs {
-            std::fs::create_dir_all(logs).with_context(|| format!("cannot create {}", logs.display()))?;
-            let _ = std::fs::copy(&log, logs.join(format!("build-{key}.log")));
-        }
+        keep_log(&self.request.logs, &log)?;
         if result.is_err() {
             let _ = std::fs::remove_dir_all(&work);
         }
@@ -568,6 +565,16 @@ impl<'a> Job<'a> {
         names.extend(self.request.fragments.iter().map(|f| format!("--kernel-config {}", f.display())));
         names.join(", ")
     }
+}
+
+/// A build's log copied into `--logs DIR`, under its own name, when
+/// asked for (failed builds' too).
+fn keep_log(logs: &Option<PathBuf>, log: &Path) -> Result<()> {
+    if let Some(logs) = logs {
+        std::fs::create_dir_all(logs).with_context(|| format!("cannot create {}", logs.display()))?;
+        let _ = std::fs::copy(log, logs.join(log.file_name().unwrap_or_default()));
+    }
+    Ok(())
 }
 
 /// The build in `dir`, if it is whole.

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::diagnose::first_error;
 use super::tools::{apply, make};
-use super::{Patch, Request, Tree, hex};
+use super::{Patch, Request, Tree, hex, keep_log};
 use crate::bench::vm::kernel::Cache;
 use crate::bench::vm::selftests::{LIST, listed};
 use crate::error::UsageError;
@@ -103,8 +103,9 @@ pub(super) fn build(
         )?;
         let mut list = std::fs::read_to_string(out.join(LIST)).unwrap_or_default();
         let mut tests = listed(&list);
+        let has = |tests: &[String], t: &str| tests.iter().any(|e| e.split_once(':').is_some_and(|(c, _)| c == t));
         for t in &r.selftests {
-            if !tests.iter().any(|e| e.split_once(':').is_some_and(|(c, _)| c == t)) {
+            if !has(&tests, t) {
                 // A target whose programs are TEST_GEN_FILES only
                 // (move_mount_set_group) installs them unlisted: run them.
                 for e in unlisted_programs(&out, t) {
@@ -112,7 +113,7 @@ pub(super) fn build(
                     tests.push(e);
                 }
             }
-            if !tests.iter().any(|e| e.split_once(':').is_some_and(|(c, _)| c == t)) {
+            if !has(&tests, t) {
                 let text = std::fs::read_to_string(&log).unwrap_or_default();
                 bail!("--selftests {t}: no test of it was installed (its build: {})", first_error(&text));
             }
@@ -124,10 +125,7 @@ pub(super) fn build(
         }
         Ok(())
     })();
-    if let Some(logs) = &r.logs {
-        std::fs::create_dir_all(logs).with_context(|| format!("cannot create {}", logs.display()))?;
-        let _ = std::fs::copy(&log, logs.join(format!("selftests-{key}.log")));
-    }
+    keep_log(&r.logs, &log)?;
     let _ = std::fs::remove_dir_all(&work);
     result.map(|()| dir)
 }
