@@ -34,6 +34,11 @@ pub(crate) const FORK_EXEC_PROGRAM: &str = "/bin/true";
 /// The shells a kernel selftest script may name in its `#!` line, copied
 /// with their libraries when the guest runs selftests.
 const SHELLS: [&str; 2] = ["/bin/sh", "/bin/bash"];
+/// The programs a kernel selftest runs through `system()` besides the
+/// shells (mount_setattr's idmapped cases: `mount -o loop …` of an ext4
+/// image made with mkfs.ext4, one of [`TOOLS`]): util-linux's, from the
+/// host, into `/bin` with their libraries.
+const SELFTEST_PROGRAMS: [&str; 3] = ["mount", "umount", "losetup"];
 
 /// Builds the archive at `out`; `modules_dir` is `lib/modules/<release>`;
 /// `selftests` is a kernel selftest install ([`super::selftests`]).
@@ -138,6 +143,10 @@ fn add_selftests(a: &mut Archive, dir: &Path, libs: &mut BTreeSet<PathBuf>) -> R
     for sh in SHELLS.iter().map(Path::new).filter(|p| p.is_file()) {
         a.file_from(sh.to_string_lossy().trim_start_matches('/'), sh, 0o755)?;
         libs.extend(shared_libraries(sh)?);
+    }
+    for (t, p) in SELFTEST_PROGRAMS.iter().filter_map(|t| which(t).map(|p| (t, p))) {
+        a.file_from(&format!("bin/{t}"), &p, 0o755)?;
+        libs.extend(shared_libraries(&p)?);
     }
     Ok(super::selftests::listed(&list))
 }
@@ -321,6 +330,30 @@ mod tests {
                 "kernel/fs/overlayfs/overlay.ko.xz"
             ]
         );
+    }
+
+    /// A selftest install goes under /selftests with its list, and the
+    /// guest gets the shells and util-linux's mount (mount_setattr's
+    /// idmapped cases run `mount -o loop` through `system()`), with the
+    /// libraries each links.
+    #[test]
+    fn selftests_bring_their_shells_and_mount() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("mount")).unwrap();
+        let t = d.path().join("mount/run.sh");
+        std::fs::write(&t, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(d.path().join(crate::bench::vm::selftests::LIST), "mount:run.sh\n").unwrap();
+        let mut a = Archive::default();
+        let mut libs = BTreeSet::new();
+        assert_eq!(add_selftests(&mut a, d.path(), &mut libs).unwrap(), ["mount:run.sh"]);
+        let names: Vec<&str> = a.entries.iter().map(|(n, _)| n.as_str()).collect();
+        for want in ["selftests/mount/run.sh", "selftests/kselftest-list.txt", "bin/sh", "bin/mount", "bin/losetup"] {
+            assert!(names.contains(&want), "no {want} in {names:?}");
+        }
+        let mount = which("mount").expect("util-linux's mount on the host (.ci/run installs it)");
+        assert!(!libs.is_empty() && shared_libraries(&mount).unwrap().is_subset(&libs), "{libs:?}");
     }
 
     #[test]
