@@ -118,6 +118,17 @@ pub(crate) struct Unobserved {
     pub placement: placement::Placement,
 }
 
+impl Run {
+    /// The longest stretch either probed CPU saw in this repetition: the
+    /// reclaiming CPU's, or the control CPU's where the kernel did the work
+    /// there (a teardown deferred to an unbound kworker, as the
+    /// namespace-unlock patch of bench/kernel-patches makes umount do).
+    pub(crate) fn longest_on_either_cpu(&self) -> f64 {
+        let own = self.probe.max_gap_seconds;
+        self.control.as_ref().map_or(own, |c| c.max_gap_seconds.max(own))
+    }
+}
+
 impl Unobserved {
     pub(super) fn of(r: &Run) -> Unobserved {
         Unobserved {

@@ -48,6 +48,10 @@ pub(crate) struct Cells {
     pub largest: Option<u64>,
     pub ns_per_dentry: Option<f64>,
     pub longest_gap_seconds: Option<f64>,
+    /// Median over that size's repetitions of the longest stretch on either
+    /// probed CPU, when it is longer than the reclaiming CPU's: the kernel
+    /// held the other CPU instead (a deferred teardown's kworker).
+    pub longest_either_cpu_seconds: Option<f64>,
     /// Median of longest gap ÷ reclaim time over that size's repetitions.
     pub longest_share: Option<f64>,
     /// The gap fit's exponent and its 90% interval.
@@ -84,6 +88,9 @@ impl Cells {
             .filter(|x| x.reclaim_seconds > 0.0)
             .map(|x| (x.probe.max_gap_seconds / x.reclaim_seconds).min(1.0))
             .collect();
+        let own = largest.map(|s| s.max_gap_seconds.median);
+        let either: Vec<f64> = at_largest.iter().map(|x| x.longest_on_either_cpu()).collect();
+        let either = (!either.is_empty()).then(|| median(&either)).filter(|&e| own.is_none_or(|o| e > o));
         let analysis = r.per_method.iter().find(|m| m.method == method);
         let gap = analysis.and_then(|m| m.fits.gap_governing());
         let verdict = analysis.and_then(|m| m.verdict.as_ref());
@@ -91,7 +98,8 @@ impl Cells {
             method: Some(method.name().into()),
             largest: largest.map(|s| s.target),
             ns_per_dentry: largest.map(|s| s.ns_per_dentry.median),
-            longest_gap_seconds: largest.map(|s| s.max_gap_seconds.median),
+            longest_gap_seconds: own,
+            longest_either_cpu_seconds: either,
             longest_share: (!shares.is_empty()).then(|| median(&shares)),
             gap_exponent: gap.map(|p| (p.exponent, p.band.map(|b| b.exponent(&p)).map(|i| (i.low, i.high)))),
             edge: verdict.and_then(|v| {
@@ -198,9 +206,15 @@ impl Matrix {
                             _ => dash(),
                         });
                         out.push(c.ns_per_dentry.map(|n| format!("{n:.0} ns")).unwrap_or_else(dash));
+                        let either = c
+                            .longest_either_cpu_seconds
+                            .map(secs)
+                            .filter(|e| c.longest_gap_seconds.map(secs).as_ref() != Some(e))
+                            .map(|e| format!("; either CPU {e}"))
+                            .unwrap_or_default();
                         out.push(match (c.longest_gap_seconds, c.longest_share) {
-                            (Some(g), Some(s)) => format!("{} ({:.0}%)", secs(g), s * 100.0),
-                            (Some(g), None) => secs(g),
+                            (Some(g), Some(s)) => format!("{} ({:.0}%){either}", secs(g), s * 100.0),
+                            (Some(g), None) => format!("{}{either}", secs(g)),
                             _ => dash(),
                         });
                         out.push(match c.gap_exponent {
