@@ -247,3 +247,24 @@ fn a_recorded_selftests_run_reads_back_with_both_kernels_verdicts() {
         assert!(md.lines().any(|l| l == line), "no `{line}` in {md}");
     }
 }
+
+/// The release walk's cloud rows at 400k–1.6M (docs/results, fc-v1147,
+/// TCG): each reads back with the edge docs/kernels.md quotes, 6.18's old
+/// walk beside the 6.19 and later ones.
+#[test]
+fn the_recorded_edges_from_6_19_on_read_back() {
+    let d = tempfile::tempdir().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/vm-release-walk-edges-tcg.json");
+    cargo_bin_cmd!("dentrylab").arg("report").arg(&path).arg("-o").arg(d.path()).assert().success();
+    let md = std::fs::read_to_string(d.path().join("report.md")).unwrap();
+    let table = table_lines(&md);
+    for (kernel, edge) in [
+        ("6.18.15+deb13-cloud-amd64", "60.8M (46.5M–80.2M)"),
+        ("6.19.14+deb13-cloud-amd64", "600M (5.78M–unbounded)"),
+        ("7.2.12+deb13-cloud-amd64", "136M (49.5M–704M)"),
+        ("7.3.4+deb13-cloud-amd64", "257M (194M–346M)"),
+    ] {
+        let row = table.iter().find(|l| l[0] == kernel).unwrap_or_else(|| panic!("no row {kernel} in {table:?}"));
+        assert!(row.iter().any(|c| c == edge), "{kernel}: no edge {edge} in {row:?}");
+    }
+}
