@@ -248,6 +248,24 @@ fn a_recorded_selftests_run_reads_back_with_both_kernels_verdicts() {
     }
 }
 
+/// The same A/B with `mount` in the guest and
+/// bench/kernel-patches/selftests.config: mount_setattr's idmapped cases
+/// pass on both kernels, as docs/kernels.md says.
+#[test]
+fn with_mount_and_write_mounted_the_idmapped_cases_pass_on_both_kernels() {
+    let d = tempfile::tempdir().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/results/vm-patch-7.3-namespace-unlock-selftests-write-mounted-tcg.json");
+    cargo_bin_cmd!("dentrylab").arg("report").arg(&path).arg("-o").arg(d.path()).assert().success();
+    let md = std::fs::read_to_string(d.path().join("report.md")).unwrap();
+    for line in [
+        "| mount_setattr:mount_setattr_test | pass (ok 34, not ok 0, skip 0) | pass (ok 34, not ok 0, skip 0) |",
+        "| filesystems/empty_mntns:clone3_empty_mntns_test | FAIL (ok 17, not ok 1, skip 0) | FAIL (ok 17, not ok 1, skip 0) |",
+    ] {
+        assert!(md.lines().any(|l| l == line), "no `{line}` in {md}");
+    }
+}
+
 /// The release walk's cloud rows at 400k–1.6M (docs/results, fc-v1147,
 /// TCG): each reads back with the edge docs/kernels.md quotes, 6.18's old
 /// walk beside the 6.19 and later ones.
