@@ -46,7 +46,13 @@ fn a_debian_kernel_boots_under_tcg_and_the_json_comes_back_whole() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    // A failed row keeps the console's oops or panic in the JSON: show it.
+    let console = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .map(|m| m["rows"][0]["console_tail"].to_string())
+        .unwrap_or_default();
+    assert!(out.status.success(), "{stdout}\n{}\nconsole: {console}", String::from_utf8_lossy(&out.stderr));
     let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(m["schema"], "dentrylab.vm-matrix/1");
     assert_eq!(m["command"], serde_json::json!(TINY));
