@@ -523,6 +523,18 @@ def main():
         subprocess.run([os.path.join(HERE, "down.sh")])
 
 
+def measure_reps(api, rec, sizes, a, reps):
+    for rep in range(1, a.reps + 1):
+        for size in sizes:
+            r = one_rep(api, rec, size, rep, a)
+            reps.append(r)
+            print(f"{size:>9,} rep {rep}: umount {r['umount_seconds']:.2f} s; pod start control median "
+                  f"{r['control'].get('median_seconds', float('nan')):.3f} s, longest "
+                  f"{r['control'].get('longest_seconds', float('nan')):.3f} s; during {r['during']['pods']} "
+                  f"pods, longest {r['during'].get('longest_seconds', float('nan')):.3f} s; "
+                  f"load {'/'.join(r['loadavg_1min'])}", file=sys.stderr)
+
+
 def measure(a, sizes, started):
     if not os.access(DENTRYLAB, os.X_OK):
         die(f"{DENTRYLAB} not found (up.sh builds it)")
@@ -550,15 +562,19 @@ def measure(a, sizes, started):
     api.call("DELETE", f"/api/v1/namespaces/{NS}/pods?labelSelector=dentrylab-victim%3Dwarm&gracePeriodSeconds=1")
     wait_gone(api, "dentrylab-victim%3Dwarm")
     reps = []
-    for rep in range(1, a.reps + 1):
-        for size in sizes:
-            r = one_rep(api, rec, size, rep, a)
-            reps.append(r)
-            print(f"{size:>9,} rep {rep}: umount {r['umount_seconds']:.2f} s; pod start control median "
-                  f"{r['control'].get('median_seconds', float('nan')):.3f} s, longest "
-                  f"{r['control'].get('longest_seconds', float('nan')):.3f} s; during {r['during']['pods']} "
-                  f"pods, longest {r['during'].get('longest_seconds', float('nan')):.3f} s; "
-                  f"load {'/'.join(r['loadavg_1min'])}", file=sys.stderr)
+    try:
+        measure_reps(api, rec, sizes, a, reps)
+    except SystemExit:
+        # A repetition that failed keeps the ones before it.
+        if a.json and reps:
+            with open(a.json, "w") as f:
+                json.dump({"schema": 2, "benchmark": "kubelet-victim", "started": started, "partial": True,
+                           "command": "deploy/local/kubelet-victim.py " + " ".join(sys.argv[1:]),
+                           "environment": {"kernel": os.uname().release, "cpus": os.cpu_count()},
+                           "options": vars(a), "reps": reps}, f, indent=1)
+                f.write("\n")
+            print(f"kubelet-victim: the {len(reps)} repetitions before it are in {a.json} (partial)", file=sys.stderr)
+        raise
     time.sleep(1.0)
     rec.stop.set()
     with rec.lock:
