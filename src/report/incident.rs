@@ -75,7 +75,10 @@ fn deadline(r: &Row) -> String {
     let now = if r.read_now { ", read now" } else { "" };
     // What the task takes anyway, where a wait was judged against the rest.
     let before = r.deadline.before.as_ref().filter(|_| r.not_measured.is_none());
-    let before = before.map(|b| format!(", {} of it {}'s own", seconds(b.seconds), b.of));
+    let before = before.map(|b| {
+        let own = format!(", {} of it {}'s own", seconds(b.seconds), b.of);
+        if b.factor == 1.0 { own } else { format!("{own}, the rest ÷ {} for a busy node", b.factor) }
+    });
     format!("{} ({}{now}{})", r.deadline.name, seconds(r.deadline.seconds), before.unwrap_or_default())
 }
 

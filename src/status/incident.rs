@@ -142,8 +142,10 @@ pub(crate) fn assess(
         .filter(|s| s.key != DeadlineKey::Other)
         .filter_map(|s| {
             let mut d = s.incident.deadline.clone();
-            if s.key == DeadlineKey::PodStartupSlo && d.before.is_none() {
-                // Saved before the pod start's own time was subtracted.
+            if s.key == DeadlineKey::PodStartupSlo {
+                // A pod start's own time and its factor are this project's
+                // measurements, not the node's: a calibration saved before
+                // either was taken is judged with them too.
                 d.before = Some(crate::analysis::victims::pod_start_before());
             }
             let now = match s.key {
@@ -368,7 +370,8 @@ mod tests {
         let inc = assess(&used(Some(v), VICTIMS_SCHEMA), &stretch(0.05), 1_000, 10, &proc);
         let pod = inc.row(DeadlineKey::PodStartupSlo).unwrap();
         assert_eq!(pod.who.as_deref(), Some("pod-start"));
-        let budget = 5.0 - crate::analysis::victims::POD_START_BEFORE_SECONDS;
+        let budget = (5.0 - crate::analysis::victims::POD_START_BEFORE_SECONDS)
+            / crate::analysis::victims::POD_START_NODE_FACTOR;
         assert!(budget < 5.0 && pod.deadline.budget() == budget, "{pod:?}");
         assert!((pod.dentries.unwrap() - budget / 0.05 * 1e6).abs() < 1.0, "{pod:?}");
         assert!(pod.not_measured.is_none());

@@ -148,7 +148,8 @@ pub(crate) fn deadlines_grid(a: &Analysis) -> Option<Grid> {
                 i.deadline.name.clone(),
                 format!("{:.0}", i.deadline.seconds),
                 match &i.deadline.before {
-                    Some(b) => format!("{}, less {} s: {}", i.deadline.source, b.seconds, b.source),
+                    Some(b) if b.factor == 1.0 => format!("{}, less {} s: {}", i.deadline.source, b.seconds, b.source),
+                    Some(b) => format!("{}, less {} s, ÷ {}: {}", i.deadline.source, b.seconds, b.factor, b.source),
                     None => i.deadline.source.clone(),
                 },
                 crossing(i, a),
