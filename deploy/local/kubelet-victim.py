@@ -18,9 +18,8 @@ repetition):
      it exits and --tail seconds more.
   4. Every pod of the repetition Running, the kubelet's metrics read, the
      pods deleted and gone before the next one.
-The dentrylab binary is the static one up.sh builds for the image
-(target/x86_64-unknown-linux-gnu/release/dentrylab), or DENTRYLAB_BINARY
-(an absolute path), which up.sh then puts in the image instead.
+The dentrylab binary: the static one up.sh builds for the image, or
+DENTRYLAB_BINARY (an absolute path), which up.sh then puts in the image.
 
 What it records:
   - Each pod's created -> Running: from the POST's answer to the watch event
@@ -33,10 +32,8 @@ What it records:
     microseconds, stamped by the kubelet), polled every second: every gap
     between renewals, and those that overlap a reclaim.
   - The kubelet's /metrics before the control, at the SIGTERM and after the
-    last pod ran: per histogram (PLEG relist duration and interval, runtime
-    operations by type, pod start SLI, pod worker, sandbox start) the
-    observations in each window, their mean and the bucket bounds of the
-    largest.
+    last pod ran: per histogram of KUBELET_HISTOGRAMS the observations in
+    each window, their mean and the bucket bounds of the largest.
 
 The fit is dentrylab's own, the one `reclaim --victims` fits its victims'
 waits with (`dentrylab __internal fit-waits`, the binary above or
@@ -45,14 +42,13 @@ median control` of the same repetition, against the size N (each size's
 repetitions together), fitted as w = c.N unless the waits reject it (then
 w = c.N^k), with a 90% band that carries the scatter between runs; the
 count at which a deadline D is missed is where w reaches D - base, base the
-median control start, with its 90% interval. Also with the control's
-longest start in place of its median. The same for the Lease's longest
-renewal gap overlapping a reclaim, over the median gap outside every
-reclaim, against the node-monitor grace period read from
+median control start (also the longest), with its 90% interval. The same
+for the Lease's longest renewal gap overlapping a reclaim, over the median
+gap outside every reclaim, against the node-monitor grace period read from
 kube-controller-manager --help. The fit is in log space: a wait of 0 or
 less is left out (and listed). `--refit FILE` recomputes the fits of a
-saved run (no cluster; the binary is then target/release/dentrylab when
-the static one is not built).
+saved run (no cluster; then target/release/dentrylab if no static build).
+A failed repetition leaves the ones before it in --json, marked partial.
 """
 import argparse
 import calendar
@@ -82,12 +78,9 @@ DENTRYLAB = os.environ.get("DENTRYLAB_BINARY") or os.path.join(REPO, "target/x86
 DENTRYLAB_HOST = os.path.join(REPO, "target/release/dentrylab")  # for --refit without the static build
 POD_START_SLO_SECONDS = 5.0  # Kubernetes' pod startup SLO (p99, stateless pods, no image pull)
 KUBELET_HISTOGRAMS = [
-    "kubelet_pleg_relist_duration_seconds",
-    "kubelet_pleg_relist_interval_seconds",
-    "kubelet_runtime_operations_duration_seconds",
-    "kubelet_pod_start_sli_duration_seconds",
-    "kubelet_pod_worker_duration_seconds",
-    "kubelet_run_podsandbox_duration_seconds",
+    "kubelet_pleg_relist_duration_seconds", "kubelet_pleg_relist_interval_seconds",
+    "kubelet_runtime_operations_duration_seconds", "kubelet_pod_start_sli_duration_seconds",
+    "kubelet_pod_worker_duration_seconds", "kubelet_run_podsandbox_duration_seconds",
 ]
 CHILDREN = []  # dentrylab create processes: reclaimed (SIGTERM) however the script ends
 
@@ -486,14 +479,15 @@ def main():
                    "up.sh makes; with --refit, else target/release/dentrylab)")
     a = p.parse_args()
     if a.refit:
-        out = json.load(open(a.refit))
+        try:
+            out = json.load(open(a.refit))
+        except (OSError, ValueError) as e:
+            die(f"--refit {a.refit}: {e}")
         try:
             refit(out, fit_binary(a))
         except FitError as e:
             die(str(e))
-        with open(a.refit, "w") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
+        write_json(a.refit, out)
         print(json.dumps({k: out[k] for k in ("fits", "projections")}, indent=1))
         return 0
     try:
@@ -523,16 +517,10 @@ def main():
         subprocess.run([os.path.join(HERE, "down.sh")])
 
 
-def measure_reps(api, rec, sizes, a, reps):
-    for rep in range(1, a.reps + 1):
-        for size in sizes:
-            r = one_rep(api, rec, size, rep, a)
-            reps.append(r)
-            print(f"{size:>9,} rep {rep}: umount {r['umount_seconds']:.2f} s; pod start control median "
-                  f"{r['control'].get('median_seconds', float('nan')):.3f} s, longest "
-                  f"{r['control'].get('longest_seconds', float('nan')):.3f} s; during {r['during']['pods']} "
-                  f"pods, longest {r['during'].get('longest_seconds', float('nan')):.3f} s; "
-                  f"load {'/'.join(r['loadavg_1min'])}", file=sys.stderr)
+def write_json(path, out):
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
 
 
 def measure(a, sizes, started):
@@ -540,9 +528,9 @@ def measure(a, sizes, started):
         die(f"{DENTRYLAB} not found (up.sh builds it)")
     api = Api()
     api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    sa = f"/api/v1/namespaces/{NS}/serviceaccounts/default"
     for _ in range(120):
-        if api.call("GET", f"/api/v1/namespaces/{NS}/serviceaccounts/default", ok=(200, 404)).get("kind") \
-                == "ServiceAccount":
+        if api.call("GET", sa, ok=(200, 404)).get("kind") == "ServiceAccount":
             break
         time.sleep(0.5)
     rec = Recorder(api)
@@ -563,16 +551,20 @@ def measure(a, sizes, started):
     wait_gone(api, "dentrylab-victim%3Dwarm")
     reps = []
     try:
-        measure_reps(api, rec, sizes, a, reps)
-    except SystemExit:
-        # A repetition that failed keeps the ones before it.
+        for rep in range(1, a.reps + 1):
+            for size in sizes:
+                r = one_rep(api, rec, size, rep, a)
+                reps.append(r)
+                c, d = r["control"], r["during"]
+                print(f"{size:>9,} rep {rep}: umount {r['umount_seconds']:.2f} s; pod start control median "
+                      f"{c.get('median_seconds', math.nan):.3f} s, longest {c.get('longest_seconds', math.nan):.3f} s; during "
+                      f"{d['pods']} pods, longest {d.get('longest_seconds', math.nan):.3f} s; "
+                      f"load {'/'.join(r['loadavg_1min'])}", file=sys.stderr)
+    except SystemExit:  # a repetition that failed keeps the ones before it
         if a.json and reps:
-            with open(a.json, "w") as f:
-                json.dump({"schema": 2, "benchmark": "kubelet-victim", "started": started, "partial": True,
-                           "command": "deploy/local/kubelet-victim.py " + " ".join(sys.argv[1:]),
-                           "environment": {"kernel": os.uname().release, "cpus": os.cpu_count()},
-                           "options": vars(a), "reps": reps}, f, indent=1)
-                f.write("\n")
+            write_json(a.json, {"schema": 2, "benchmark": "kubelet-victim", "started": started, "partial": True,
+                                "command": "deploy/local/kubelet-victim.py " + " ".join(sys.argv[1:]),
+                                "kernel": os.uname().release, "options": vars(a), "reps": reps})
             print(f"kubelet-victim: the {len(reps)} repetitions before it are in {a.json} (partial)", file=sys.stderr)
         raise
     time.sleep(1.0)
@@ -593,17 +585,13 @@ def measure(a, sizes, started):
     except FitError as e:
         # The measurements are kept whatever the fit does.
         if a.json:
-            with open(a.json, "w") as f:
-                json.dump(out, f, indent=1)
-                f.write("\n")
+            write_json(a.json, out)
         die(f"{e} (the repetitions are in {a.json or 'no file: no --json'}; --refit it)")
     print(json.dumps({k: out[k] for k in ("fits", "projections")}, indent=1))
     print(f"lease: {lease['renewals']} renewals; outside the reclaims {lease['outside']}; during: "
           f"{[r['lease_longest_gap_seconds'] for r in reps]}")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
+        write_json(a.json, out)
         print(f"wrote {a.json}", file=sys.stderr)
     return 0
 
