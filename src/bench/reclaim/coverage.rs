@@ -11,8 +11,9 @@
 //! fc-v857's eleven quick runs (`edges-quick-8M-6.18-v857/`: `quick-1`–`quick-3`
 //! recorded before the interval changed, `quick-4`–`quick-7` after every
 //! constant was fixed, `quick-8`–`quick-11` with the measured exponent
-//! pinning untestable runs), and fc-v1045's four (`edges-quick-8M-6.18-v1045/`,
-//! a build that came after every constant was fixed). Each held-out run's interval is recomputed
+//! pinning untestable runs), and the four of fc-v1045 and of fc-v1252
+//! (`edges-quick-8M-6.18-v1045/`, `…-v1252/`, builds that came after every
+//! constant was fixed). Each held-out run's interval is recomputed
 //! with the code as it is, and judged against the points of the other
 //! held-out runs of its build: the node's next reclaims.
 
@@ -41,6 +42,7 @@ const HELD_OUT: &[(&str, &[&str])] = &[
         ],
     ),
     ("edges-quick-8M-6.18-v1045", &["quick-1.json", "quick-2.json", "quick-3.json", "quick-4.json"]),
+    ("edges-quick-8M-6.18-v1252", &["quick-1.json", "quick-2.json", "quick-3.json", "quick-4.json"]),
 ];
 
 /// The coverage asked of the intervals, and their widest.
