@@ -550,6 +550,8 @@ def measure(a, sizes, started):
     api.call("DELETE", f"/api/v1/namespaces/{NS}/pods?labelSelector=dentrylab-victim%3Dwarm&gracePeriodSeconds=1")
     wait_gone(api, "dentrylab-victim%3Dwarm")
     reps = []
+    head = {"schema": 2, "benchmark": "kubelet-victim", "started": started,
+            "command": "deploy/local/kubelet-victim.py " + " ".join(sys.argv[1:])}
     try:
         for rep in range(1, a.reps + 1):
             for size in sizes:
@@ -562,9 +564,8 @@ def measure(a, sizes, started):
                       f"load {'/'.join(r['loadavg_1min'])}", file=sys.stderr)
     except SystemExit:  # a repetition that failed keeps the ones before it
         if a.json and reps:
-            write_json(a.json, {"schema": 2, "benchmark": "kubelet-victim", "started": started, "partial": True,
-                                "command": "deploy/local/kubelet-victim.py " + " ".join(sys.argv[1:]),
-                                "kernel": os.uname().release, "options": vars(a), "reps": reps})
+            write_json(a.json, {**head, "partial": True, "kernel": os.uname().release, "options": vars(a),
+                                "reps": reps})
             print(f"kubelet-victim: the {len(reps)} repetitions before it are in {a.json} (partial)", file=sys.stderr)
         raise
     time.sleep(1.0)
@@ -573,8 +574,7 @@ def measure(a, sizes, started):
         lease = lease_gaps(list(rec.renewals), reps)
     grace = flag_default("kube-controller-manager", "node-monitor-grace-period")
     out = {
-        "schema": 2, "benchmark": "kubelet-victim", "started": started,
-        "command": "deploy/local/kubelet-victim.py " + " ".join(sys.argv[1:]),
+        **head,
         "environment": {"kernel": os.uname().release, "cpus": os.cpu_count(),
                         "kubernetes": open(os.path.join(K8S, "bin", "version")).read().strip(),
                         "node_monitor_grace_period_seconds": grace, "lease_renew_interval_seconds": RENEW_SECONDS},

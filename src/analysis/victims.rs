@@ -152,10 +152,11 @@ pub(crate) fn pod_start_before() -> Before {
     Before {
         of: "a pod start".into(),
         seconds: POD_START_BEFORE_SECONDS,
-        source: "the real kubelet's median pod start with nothing reclaiming, on the one-node cluster; the rest \
-                 divided by 2.15, the real kubelet's wait over the pod-start victim's on a node starting a pod \
-                 every 0.5 s"
-            .into(),
+        source: format!(
+            "the real kubelet's median pod start with nothing reclaiming, on the one-node cluster; the rest \
+             divided by {POD_START_NODE_FACTOR}, the real kubelet's wait over the pod-start victim's on a node \
+             starting a pod every 0.5 s"
+        ),
         factor: POD_START_NODE_FACTOR,
     }
 }

@@ -84,7 +84,7 @@ pub(super) fn guest(
 /// How many times a kernel that panics before dentrylab's init is booted
 /// in all. Debian's 6.12 cloud kernel under TCG has panicked early in two
 /// boots in a row in one CI run, and came up in the next ten (docs/vm.md).
-pub(crate) const EARLY_PANIC_BOOTS: usize = 3;
+const EARLY_PANIC_BOOTS: usize = 3;
 
 /// Boots `b`; when the kernel panics before dentrylab's init said hello
 /// (an early-boot panic: seen now and then of Debian's 6.12 cloud kernel
